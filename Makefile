@@ -1,0 +1,36 @@
+# Two commands set everything up on a fresh machine: `make demo` and `make test`.
+PYTHON ?= python3
+VENV   := .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed-stamp
+JARS   := $(BIN)/python -m dtcli.jars provision
+PYTEST_ARGS ?=
+
+.PHONY: setup jars demo test unit bench clean
+
+$(STAMP): pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/python -m pip install -q --upgrade pip
+	$(BIN)/python -m pip install -q -e '.[test]'
+	touch $(STAMP)
+
+jars: $(STAMP)
+	$(JARS) > /dev/null
+
+setup: $(STAMP) jars
+
+demo: setup
+	bash scripts/demo.sh
+
+test: setup
+	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+
+unit: $(STAMP)
+	$(BIN)/python -m pytest -q tests/unit
+
+bench: setup
+	$(BIN)/python -m pip install -q -e '.[bench]'
+	$(BIN)/python benchmarks/run.py
+
+clean:
+	rm -rf example_project/warehouse example_project/target .pytest_cache

@@ -1,0 +1,17 @@
+"""A DT's definition hash: what, when it changes, forces a REINITIALIZE."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+from dtcli.model import TableDef
+
+# Keys of the config that change what the table holds (target_lag, comment, tags do not).
+DEFINING_KEYS = ("refresh_mode", "columns", "partition_by")
+
+
+def definition_hash(table: TableDef) -> str:
+    payload = {"sql": " ".join(table.spark_sql.split()), "kind": table.kind}
+    payload.update({k: table.config.get(k) for k in DEFINING_KEYS})
+    return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:16]

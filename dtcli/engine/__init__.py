@@ -1,0 +1,1 @@
+"""Execution layer: the only part of dt that imports pyspark or delta (inside functions)."""

@@ -1,0 +1,38 @@
+"""Entry point that spark-submit runs: execute one plan, streaming progress as JSON lines.
+
+Usage (by the launcher): spark-submit ... driver.py PLAN.json
+Events go to stdout prefixed with EVENT_PREFIX; Spark's own logging goes to stderr.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+EVENT_PREFIX = "@@dt "
+
+
+def emit(event: dict) -> None:
+    sys.stdout.write(EVENT_PREFIX + json.dumps(event, default=str) + "\n")
+    sys.stdout.flush()
+
+
+def main(argv: list[str]) -> int:
+    from dtcli.engine.executor import execute_plan
+    from dtcli.engine.session import build_session
+    from dtcli.model import FAILED, UPSTREAM_FAILED, Plan
+
+    plan = Plan.from_json(Path(argv[0]).read_text(encoding="utf-8"))
+    emit({"event": "started"})
+    spark = build_session({}, app_name=f"dt:{plan.project}")
+    records = execute_plan(spark, plan, emit)
+    emit({"event": "done"})
+    spark.stop()
+    return 1 if any(r.state in (FAILED, UPSTREAM_FAILED) for r in records) else 0
+
+
+if __name__ == "__main__":
+    # spark-submit runs this file as a script; make the package importable from its checkout too.
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,110 @@
+"""Execute a plan with a given SparkSession: in the spark-submit driver, in tests, in notebooks.
+
+Steps run in DAG order. Each input is bound as a temporary view at its pinned version (DTs
+refreshed earlier in the run at the version this run committed), so every DT of a run reads one
+snapshot. A failed step fails its downstream steps as UPSTREAM_FAILED and leaves every other
+step alone; each finished step is appended to the refresh history at once.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any, Callable
+
+from dtcli.engine.context import RefreshContext, RefreshResult
+from dtcli.engine.strategies import strategy_for
+from dtcli.model import FAILED, SUCCEEDED, UPSTREAM_FAILED, Plan, RefreshRecord, RefreshStep
+from dtcli.state import history
+
+Emit = Callable[[dict[str, Any]], None]
+
+
+def now_iso() -> str:
+    return datetime.now(timezone.utc).isoformat()
+
+
+def bind_inputs(spark, step: RefreshStep, produced: dict[str, int]) -> dict[str, int]:
+    versions: dict[str, int] = {}
+    for inp in step.inputs:
+        version = produced.get(inp.name, inp.version)
+        if version is None:
+            raise RuntimeError(f"input {inp.name} has no version to read (was it refreshed?)")
+        (spark.read.format("delta").option("versionAsOf", version).load(inp.path)
+         .createOrReplaceTempView(inp.name))
+        versions[inp.name] = int(version)
+    return versions
+
+
+def unbind_inputs(spark, step: RefreshStep) -> None:
+    for inp in step.inputs:
+        spark.catalog.dropTempView(inp.name)
+
+
+def error_message(exc: BaseException) -> str:
+    text = str(exc).strip() or type(exc).__name__
+    condition = None
+    getter = getattr(exc, "getCondition", None)
+    if callable(getter):
+        try:
+            condition = getter()
+        except Exception:  # noqa: BLE001 - best effort enrichment only
+            condition = None
+    first = text.splitlines()[0][:500]
+    return f"[{condition}] {first}" if condition and condition not in first else first
+
+
+def _record(plan: Plan, step: RefreshStep, state: str, start: str, *, message: str | None = None,
+            result: RefreshResult | None = None, versions: dict[str, int] | None = None) -> RefreshRecord:
+    previous = (step.previous or {}).get("source_versions", {})
+    versions = versions or {}
+    changed = [n for n, v in versions.items() if previous.get(n) != v]
+    return RefreshRecord(
+        name=step.name, state=state, refresh_action=step.action, refresh_trigger=step.trigger,
+        data_timestamp=plan.data_timestamp if state == SUCCEEDED else None,
+        refresh_start_time=start, refresh_end_time=now_iso(), run_id=plan.run_id,
+        state_message=message, reinit_reason=step.reinit_reason,
+        num_inserted_rows=result.inserted if result else 0,
+        num_deleted_rows=result.deleted if result else 0,
+        num_copied_rows=result.copied if result else 0,
+        inputs_with_changed_data=changed, source_versions=versions,
+        table_version=result.table_version if result else None,
+        definition_hash=step.definition_hash)
+
+
+def execute_plan(spark, plan: Plan, emit: Emit = lambda event: None,
+                 write_history: bool = True) -> list[RefreshRecord]:
+    produced: dict[str, int] = {}
+    failed: set[str] = set()
+    records: list[RefreshRecord] = []
+    steps = plan.spark_steps
+    emit({"event": "plan", "steps": [s.name for s in steps]})
+    for step in steps:
+        start = now_iso()
+        blocked = [u for u in step.upstream if u in failed]
+        if blocked:
+            failed.add(step.name)
+            record = _record(plan, step, UPSTREAM_FAILED, start,
+                             message=f"upstream dynamic table {blocked[0]} failed in this run")
+        else:
+            emit({"event": "start", "name": step.name, "action": step.action})
+            versions: dict[str, int] = {}
+            try:
+                versions = bind_inputs(spark, step, produced)
+                frontier = {"source_versions": versions, "definition_hash": step.definition_hash,
+                            "data_timestamp": plan.data_timestamp, "run_id": plan.run_id,
+                            "refresh_action": step.action, "refresh_mode": step.refresh_mode}
+                ctx = RefreshContext(spark, plan, step, versions, frontier)
+                result = strategy_for(step.action)(ctx)
+                if result.table_version is not None:
+                    produced[step.name] = result.table_version
+                record = _record(plan, step, SUCCEEDED, start, result=result, versions=versions)
+            except Exception as exc:  # noqa: BLE001 - one refresh failing must not stop the run
+                failed.add(step.name)
+                record = _record(plan, step, FAILED, start, message=error_message(exc), versions=versions)
+            finally:
+                unbind_inputs(spark, step)
+        if write_history:
+            history.append(plan.warehouse, [record])
+        records.append(record)
+        emit({"event": "finished", "record": record.to_dict()})
+    return records

@@ -1,0 +1,77 @@
+"""Run a plan in one spark-submit application and stream its progress back (no pyspark import)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from dtcli import jars as jarlib
+from dtcli.engine.driver import EVENT_PREFIX
+from dtcli.engine.spark_conf import session_conf
+from dtcli.errors import ConfigError
+from dtcli.model import Plan, Project
+
+
+@dataclass
+class LaunchResult:
+    returncode: int
+    records: list[dict[str, Any]] = field(default_factory=list)
+    log_path: Path | None = None
+    done: bool = False
+
+
+def spark_home() -> Path:
+    if os.environ.get("SPARK_HOME"):
+        return Path(os.environ["SPARK_HOME"])
+    return jarlib.pyspark_jars_dir().parent
+
+
+def submit_command(project: Project, plan_path: Path) -> list[str]:
+    submit = spark_home() / "bin" / "spark-submit"
+    if not submit.exists():
+        raise ConfigError(f"spark-submit not found at {submit}", hint="set SPARK_HOME or reinstall pyspark")
+    conf = session_conf(project.spark_conf, jarlib.resolve(project.jars))
+    cmd = [str(submit), "--master", project.spark_master, "--name", f"dt:{project.name}"]
+    for key, value in sorted(conf.items()):
+        cmd += ["--conf", f"{key}={value}"]
+    driver = Path(__file__).with_name("driver.py")
+    return cmd + [str(driver), str(plan_path)]
+
+
+def launch(project: Project, plan: Plan, on_event: Callable[[dict[str, Any]], None]) -> LaunchResult:
+    run_dir = project.target_dir / "runs" / plan.run_id
+    run_dir.mkdir(parents=True, exist_ok=True)
+    plan_path = run_dir / "plan.json"
+    plan_path.write_text(plan.to_json(), encoding="utf-8")
+    log_path = run_dir / "spark-submit.log"
+    env = dict(os.environ)
+    env.setdefault("SPARK_HOME", str(spark_home()))
+    env["PYSPARK_PYTHON"] = sys.executable
+    env["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    result = LaunchResult(returncode=-1, log_path=log_path)
+    with open(log_path, "w", encoding="utf-8") as log:
+        proc = subprocess.Popen(submit_command(project, plan_path), stdout=subprocess.PIPE, stderr=log,
+                                stdin=subprocess.DEVNULL, text=True, env=env, cwd=project.root)
+        try:
+            assert proc.stdout is not None
+            for line in proc.stdout:
+                if not line.startswith(EVENT_PREFIX):
+                    log.write(line)
+                    continue
+                event = json.loads(line[len(EVENT_PREFIX):])
+                if event.get("event") == "finished":
+                    result.records.append(event["record"])
+                if event.get("event") == "done":
+                    result.done = True
+                on_event(event)
+            result.returncode = proc.wait()
+        except KeyboardInterrupt:
+            proc.terminate()
+            proc.wait()
+            raise
+    return result

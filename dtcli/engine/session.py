@@ -1,0 +1,24 @@
+"""Building a SparkSession with Delta configured, for tests, notebooks and the driver."""
+
+from __future__ import annotations
+
+
+def build_session(conf: dict[str, str], master: str | None = None, app_name: str = "dt"):
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.appName(app_name)
+    if master:
+        builder = builder.master(master)
+    for key, value in conf.items():
+        builder = builder.config(key, value)
+    return builder.getOrCreate()
+
+
+def local_session(jars: list[str] | None = None, extra: dict[str, str] | None = None):
+    """An in-process local session with the provisioned Delta jars (tests, notebooks)."""
+    from dtcli import jars as jarlib
+    from dtcli.engine.spark_conf import session_conf
+
+    conf = session_conf(extra or {}, jars if jars is not None else jarlib.resolve())
+    conf.setdefault("spark.driver.memory", "2g")
+    return build_session(conf, master="local[2]", app_name="dt-local")

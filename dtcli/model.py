@@ -1,0 +1,184 @@
+"""Plain data shared by every layer: project definitions, plans and refresh records.
+
+Nothing here imports Spark; plans and records are JSON-serialisable so that the CLI process
+and the spark-submit driver exchange them as files and lines.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+# Refresh actions and triggers, as Snowflake names them.
+NO_DATA, INCREMENTAL, FULL, REINITIALIZE = "NO_DATA", "INCREMENTAL", "FULL", "REINITIALIZE"
+CREATION, SCHEDULED, MANUAL = "CREATION", "SCHEDULED", "MANUAL"
+SUCCEEDED, FAILED, SKIPPED, UPSTREAM_FAILED = "SUCCEEDED", "FAILED", "SKIPPED", "UPSTREAM_FAILED"
+
+
+@dataclass(frozen=True)
+class Located:
+    """A config value with the file and line it came from, for error messages."""
+
+    value: Any
+    file: str | None = None
+    line: int | None = None
+
+
+@dataclass(frozen=True)
+class SourceDef:
+    name: str
+    path: str                     # absolute local path or a URI
+    primary_key: tuple[str, ...] = ()
+    origin: str = "declared"      # declared in dt_project.yml, or a seed
+    file: str | None = None
+    line: int | None = None
+
+
+@dataclass
+class TableDef:
+    """One dynamic table as defined in the project (after Jinja, before planning)."""
+
+    name: str
+    file: str                     # path of the .sql file
+    sql: str                      # rendered SQL, in the project's dialect, lines as in the file
+    spark_sql: str                # the same query in Spark SQL, table names as written
+    kind: str                     # "query" or "custom" (REFRESH USING / INSERT INTO SELF)
+    config: dict[str, Any]        # merged config (defaults < yml < config())
+    config_origin: dict[str, Located] = field(default_factory=dict)
+    inputs: tuple[str, ...] = ()  # names of DTs and sources it reads, in order of appearance
+    input_lines: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def target_lag(self) -> str:
+        return str(self.config.get("target_lag", "1 hour"))
+
+    @property
+    def refresh_mode(self) -> str:
+        return str(self.config.get("refresh_mode", "auto")).lower()
+
+    @property
+    def tags(self) -> tuple[str, ...]:
+        tags = self.config.get("tags") or ()
+        return (tags,) if isinstance(tags, str) else tuple(tags)
+
+
+@dataclass
+class Project:
+    root: Path
+    name: str
+    dialect: str
+    warehouse: str                # absolute local path or URI
+    spark_master: str
+    spark_conf: dict[str, str]
+    jars: tuple[str, ...]         # user-provided jars (air-gapped clusters); empty: provisioned
+    sources: dict[str, SourceDef]
+    tables: dict[str, TableDef]
+    vars: dict[str, Any]
+    target: str | None = None
+    config_file: str = "dt_project.yml"
+
+    def table_path(self, name: str) -> str:
+        return join_path(self.warehouse, name)
+
+    @property
+    def meta_path(self) -> str:
+        return join_path(self.warehouse, "_dt")
+
+    @property
+    def target_dir(self) -> Path:
+        return self.root / "target"
+
+    def input_path(self, name: str) -> str:
+        return self.table_path(name) if name in self.tables else self.sources[name].path
+
+    def input_kind(self, name: str) -> str:
+        return "dynamic_table" if name in self.tables else "source"
+
+
+def join_path(base: str, *parts: str) -> str:
+    if "://" in base:
+        return "/".join([base.rstrip("/"), *parts])
+    return str(Path(base, *parts))
+
+
+@dataclass
+class StepInput:
+    name: str
+    kind: str                     # source | dynamic_table
+    path: str
+    version: int | None           # pinned version; None for a DT refreshed earlier in the same run
+
+
+@dataclass
+class RefreshStep:
+    """One DT's refresh as planned: data, so `--dry-run` can print it and the driver run it."""
+
+    name: str
+    path: str
+    action: str                   # NO_DATA | INCREMENTAL | FULL | REINITIALIZE
+    trigger: str                  # CREATION | SCHEDULED | MANUAL
+    sql: str                      # Spark SQL, table names as logical names (bound as views)
+    inputs: list[StepInput]
+    definition_hash: str
+    refresh_mode: str             # resolved: INCREMENTAL | FULL
+    refresh_mode_reason: str | None = None
+    reinit_reason: str | None = None
+    previous: dict[str, Any] | None = None   # frontier of the DT before this refresh
+    upstream: list[str] = field(default_factory=list)   # DTs of this plan it depends on
+    options: dict[str, Any] = field(default_factory=dict)  # strategy-specific extras
+
+
+@dataclass
+class Plan:
+    run_id: str
+    project: str
+    warehouse: str
+    data_timestamp: str           # ISO-8601 UTC: the snapshot moment every step reflects
+    source_versions: dict[str, int]
+    steps: list[RefreshStep]
+    spark_conf: dict[str, str] = field(default_factory=dict)
+
+    def to_json(self) -> str:
+        return json.dumps(dataclasses.asdict(self), indent=1, sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str) -> "Plan":
+        raw = json.loads(text)
+        steps = []
+        for s in raw.pop("steps"):
+            s["inputs"] = [StepInput(**i) for i in s["inputs"]]
+            steps.append(RefreshStep(**s))
+        return cls(steps=steps, **raw)
+
+    @property
+    def spark_steps(self) -> list[RefreshStep]:
+        return [s for s in self.steps if s.action != NO_DATA]
+
+
+@dataclass
+class RefreshRecord:
+    """One row of the refresh history."""
+
+    name: str
+    state: str
+    refresh_action: str
+    refresh_trigger: str
+    data_timestamp: str | None
+    refresh_start_time: str
+    refresh_end_time: str
+    run_id: str
+    state_message: str | None = None
+    reinit_reason: str | None = None
+    num_inserted_rows: int = 0
+    num_deleted_rows: int = 0
+    num_copied_rows: int = 0
+    inputs_with_changed_data: list[str] = field(default_factory=list)
+    source_versions: dict[str, int] = field(default_factory=dict)
+    table_version: int | None = None
+    definition_hash: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)

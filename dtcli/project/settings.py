@@ -1,0 +1,124 @@
+"""`dt_project.yml`: project-level settings, with a target's overrides applied."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from dtcli.errors import ConfigError, suggest
+from dtcli.model import SourceDef, join_path
+from dtcli.project.yamlio import LineDict, expect_mapping, load_yaml_file
+
+PROJECT_FILE = "dt_project.yml"
+PROJECT_KEYS = {"name", "dialect", "warehouse", "spark", "targets", "defaults", "sources", "vars",
+                "default_target", "version"}
+TARGET_KEYS = {"warehouse", "spark", "dialect", "vars"}
+SOURCE_KEYS = {"path", "primary_key", "description", "columns"}
+SPARK_KEYS = {"master", "conf", "jars"}
+DIALECTS = {"spark", "spark2", "databricks", "snowflake", "hive", "duckdb", "postgres", "bigquery", "trino"}
+
+
+@dataclass
+class Settings:
+    root: Path
+    file: Path
+    name: str
+    dialect: str
+    warehouse: str
+    spark_master: str
+    spark_conf: dict[str, str]
+    jars: tuple[str, ...]
+    defaults: LineDict
+    sources: dict[str, SourceDef]
+    vars: dict[str, Any] = field(default_factory=dict)
+    target: str | None = None
+
+
+def _check_keys(mapping: LineDict, allowed: set[str], file: Path, what: str) -> None:
+    for key in mapping:
+        if key not in allowed:
+            raise ConfigError(f"unknown {what} key '{key}'", file=file, line=mapping.line_of(key),
+                              hint=suggest(str(key), allowed) or f"known keys: {', '.join(sorted(allowed))}")
+
+
+def _resolve_path(root: Path, value: str) -> str:
+    if "://" in value:
+        return value
+    return str((root / value).resolve())
+
+
+def load_settings(root: Path, target: str | None = None) -> Settings:
+    file = root / PROJECT_FILE
+    if not file.is_file():
+        raise ConfigError(f"no {PROJECT_FILE} in {root}", file=file,
+                          hint="run `dt init` to create a project, or pass --project-dir")
+    raw = expect_mapping(load_yaml_file(file), file, PROJECT_FILE)
+    _check_keys(raw, PROJECT_KEYS, file, "project")
+    name = raw.get("name")
+    if not name or not isinstance(name, str):
+        raise ConfigError("the project needs a name", file=file, line=raw.line_of("name"),
+                          hint="add `name: my_project`")
+
+    spark = expect_mapping(raw.get("spark"), file, "spark", raw.line_of("spark"))
+    _check_keys(spark, SPARK_KEYS, file, "spark")
+    warehouse = raw.get("warehouse", "warehouse")
+    dialect = raw.get("dialect", "spark")
+    variables = dict(expect_mapping(raw.get("vars"), file, "vars", raw.line_of("vars")))
+    master = spark.get("master", "local[*]")
+    conf = dict(expect_mapping(spark.get("conf"), file, "spark.conf", spark.line_of("conf")))
+    jars = spark.get("jars") or []
+
+    targets = expect_mapping(raw.get("targets"), file, "targets", raw.line_of("targets"))
+    target = target or raw.get("default_target")
+    if target:
+        if target not in targets:
+            raise ConfigError(f"target '{target}' is not defined", file=file, line=raw.line_of("targets"),
+                              hint=suggest(target, targets) or f"targets: {', '.join(targets) or 'none'}")
+        over = expect_mapping(targets[target], file, f"target {target}", targets.line_of(target))
+        _check_keys(over, TARGET_KEYS, file, f"target '{target}'")
+        warehouse = over.get("warehouse", warehouse)
+        dialect = over.get("dialect", dialect)
+        variables.update(over.get("vars") or {})
+        tspark = expect_mapping(over.get("spark"), file, "spark", over.line_of("spark"))
+        _check_keys(tspark, SPARK_KEYS, file, "spark")
+        master = tspark.get("master", master)
+        conf.update(tspark.get("conf") or {})
+        jars = tspark.get("jars", jars)
+
+    if str(dialect).lower() not in DIALECTS:
+        raise ConfigError(f"unknown dialect '{dialect}'", file=file, line=raw.line_of("dialect"),
+                          hint=suggest(str(dialect), DIALECTS) or "use spark or snowflake")
+    if isinstance(jars, str):
+        jars = [j for j in jars.split(",") if j]
+
+    defaults = expect_mapping(raw.get("defaults"), file, "defaults", raw.line_of("defaults"))
+    wh = _resolve_path(root, str(warehouse))
+    sources = _load_sources(root, file, raw, wh)
+    return Settings(root=root, file=file, name=name, dialect=str(dialect).lower(), warehouse=wh,
+                    spark_master=str(master), spark_conf={str(k): str(v) for k, v in conf.items()},
+                    jars=tuple(_resolve_path(root, j) for j in jars), defaults=defaults,
+                    sources=sources, vars=variables, target=target)
+
+
+def _load_sources(root: Path, file: Path, raw: LineDict, warehouse: str) -> dict[str, SourceDef]:
+    sources: dict[str, SourceDef] = {}
+    # Seeds become sources stored in the warehouse (`dt seed` writes them there).
+    for csv in sorted((root / "seeds").glob("*.csv")):
+        name = csv.stem.lower()
+        sources[name] = SourceDef(name, join_path(warehouse, name), origin="seed", file=str(csv))
+    declared = expect_mapping(raw.get("sources"), file, "sources", raw.line_of("sources"))
+    for name, spec in declared.items():
+        line = declared.line_of(name)
+        if isinstance(spec, str):
+            spec = {"path": spec}
+        spec = expect_mapping(spec, file, f"source {name}", line)
+        _check_keys(spec, SOURCE_KEYS, file, f"source '{name}'")
+        if not spec.get("path"):
+            raise ConfigError(f"source '{name}' has no path", file=file, line=line,
+                              hint="add `path: data/<table>` (a Delta table)")
+        pk = spec.get("primary_key") or []
+        pk = [pk] if isinstance(pk, str) else list(pk)
+        sources[str(name).lower()] = SourceDef(str(name).lower(), _resolve_path(root, str(spec["path"])),
+                                               tuple(pk), "declared", str(file), line)
+    return sources

@@ -1,0 +1,111 @@
+"""Aligned refresh periods and "is it due" decisions.
+
+Periods are 48 s x 2^k and ticks are counted from the Unix epoch, so every tick of a longer
+period is also a tick of every shorter one: when a slow DT refreshes, the faster DTs it reads
+refresh at the same instant and all of them show one consistent snapshot (DESIGN.md section 6).
+All datetimes are timezone-aware; naive ones are rejected rather than guessed at.
+"""
+
+from __future__ import annotations
+
+import time
+from datetime import datetime, timedelta, timezone
+from typing import Iterable, Mapping, Protocol
+
+BASE_PERIOD_SECONDS = 48
+EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_US = timedelta(microseconds=1)
+
+
+def period_seconds(effective_lag_seconds: int) -> int:
+    """The largest 48 x 2^k (k >= 0) not above the lag; 48 for anything shorter."""
+    period = BASE_PERIOD_SECONDS
+    while period * 2 <= effective_lag_seconds:
+        period *= 2
+    return period
+
+
+def _aware(dt: datetime, what: str) -> datetime:
+    if dt.tzinfo is None or dt.utcoffset() is None:
+        raise ValueError(f"{what} must be timezone-aware, got naive {dt.isoformat()}")
+    return dt
+
+
+def current_tick(now: datetime, period: int) -> datetime:
+    """The latest tick <= now (UTC)."""
+    # Integer microseconds, not float seconds, so a `now` exactly on a tick stays on it.
+    elapsed_us = (_aware(now, "now") - EPOCH) // _US
+    period_us = period * 1_000_000
+    return EPOCH + (elapsed_us // period_us) * period_us * _US
+
+
+def next_tick(now: datetime, period: int) -> datetime:
+    """The first tick > now (UTC)."""
+    return current_tick(now, period) + timedelta(seconds=period)
+
+
+def is_due(now: datetime, period: int, data_timestamp: datetime | None) -> bool:
+    """Due when never refreshed, or when a tick has passed since the data's timestamp."""
+    if data_timestamp is None:
+        return True
+    return current_tick(now, period) > _aware(data_timestamp, "data_timestamp")
+
+
+def next_due(now: datetime, period: int, data_timestamp: datetime | None) -> datetime:
+    """When the DT will next be due: `now` if it already is, else the first tick after its data."""
+    if data_timestamp is None:
+        return _aware(now, "now")
+    # is_due(t) holds exactly when t >= next_tick(data_timestamp).
+    return max(_aware(now, "now"), next_tick(_aware(data_timestamp, "data_timestamp"), period))
+
+
+def due_tables(now: datetime, effective_seconds: Mapping[str, int | None],
+               data_timestamps: Mapping[str, datetime | None],
+               suspended: Iterable[str] = frozenset()) -> list[str]:
+    """DTs whose own schedule is due, in `effective_seconds` order.
+
+    Unscheduled (effective lag None) and suspended DTs are skipped; a DT missing from
+    `data_timestamps` counts as never refreshed. Adding the upstream DTs a due DT needs for a
+    consistent snapshot is the planner's job.
+    """
+    skip = set(suspended)
+    return [name for name, lag in effective_seconds.items()
+            if lag is not None and name not in skip
+            and is_due(now, period_seconds(lag), data_timestamps.get(name))]
+
+
+class Clock(Protocol):
+    def now(self) -> datetime: ...
+
+    def sleep(self, seconds: float) -> None: ...
+
+
+class SystemClock:
+    """Wall-clock time in UTC."""
+
+    def now(self) -> datetime:
+        return datetime.now(timezone.utc)
+
+    def sleep(self, seconds: float) -> None:
+        time.sleep(max(0.0, seconds))
+
+
+class ManualClock:
+    """A clock that only moves when told to: for tests and accelerated watch mode."""
+
+    def __init__(self, start: datetime):
+        self._now = _aware(start, "start").astimezone(timezone.utc)
+
+    def now(self) -> datetime:
+        return self._now
+
+    def advance(self, seconds: float) -> datetime:
+        self._now += timedelta(seconds=seconds)
+        return self._now
+
+    def set(self, dt: datetime) -> None:
+        self._now = _aware(dt, "dt").astimezone(timezone.utc)
+
+    def sleep(self, seconds: float) -> None:
+        # Sleeping on a manual clock just moves it on, so a watch loop runs at full speed.
+        self.advance(max(0.0, seconds))

@@ -1,0 +1,1 @@
+"""SQL parsing, analysis and rewriting with sqlglot (no Spark)."""

@@ -1,0 +1,1 @@
+"""Warehouse state read and written without a JVM: Delta versions, frontiers, refresh history."""

@@ -1,0 +1,101 @@
+"""Reading Delta tables' logs without a JVM (via the `deltalake` package).
+
+`show`, `explain` and the NO_DATA decision of `run` rely on these, so they answer in well
+under a second and never start Spark.
+"""
+
+from __future__ import annotations
+
+import json
+import warnings
+from dataclasses import dataclass
+from typing import Any
+
+FRONTIER_KEY = "dt_frontier"
+HISTORY_DEPTH = 50   # commits searched back for the last frontier (maintenance commits carry none)
+
+
+def storage_uri(path: str) -> str:
+    # delta-rs spells Hadoop's s3a:// as s3://
+    return "s3://" + path[len("s3a://"):] if path.startswith("s3a://") else path
+
+
+def open_table(path: str):
+    """The DeltaTable at `path`, or None when there is no Delta table there."""
+    from deltalake import DeltaTable
+    from deltalake.exceptions import TableNotFoundError
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return DeltaTable(storage_uri(path))
+    except TableNotFoundError:
+        return None
+    except OSError:
+        return None
+
+
+def table_version(path: str) -> int | None:
+    table = open_table(path)
+    return None if table is None else table.version()
+
+
+@dataclass(frozen=True)
+class TableInfo:
+    version: int
+    rows: int | None
+    bytes: int
+    change_data_feed: bool
+    created_on: str | None
+    frontier: dict[str, Any] | None
+    frontier_version: int | None
+    columns: tuple[str, ...]
+
+
+def cdf_enabled(configuration: dict[str, str]) -> bool:
+    return str(configuration.get("delta.enableChangeDataFeed", "false")).lower() == "true"
+
+
+def read_frontier(table) -> tuple[dict[str, Any] | None, int | None]:
+    """The newest frontier dt committed to this table, with the version carrying it."""
+    for commit in table.history(HISTORY_DEPTH):
+        meta = commit.get("userMetadata")
+        if not meta:
+            continue
+        try:
+            payload = json.loads(meta)
+        except ValueError:
+            continue
+        if isinstance(payload, dict) and FRONTIER_KEY in payload:
+            return payload[FRONTIER_KEY], commit.get("version")
+    return None, None
+
+
+def table_info(path: str, *, with_stats: bool = True) -> TableInfo | None:
+    from datetime import datetime, timezone
+
+    table = open_table(path)
+    if table is None:
+        return None
+    rows = None
+    size = 0
+    if with_stats:
+        import pyarrow as pa
+
+        adds = pa.table(table.get_add_actions(flatten=True))
+        size = sum(adds.column("size_bytes").to_pylist()) if adds.num_rows else 0
+        counts = adds.column("num_records").to_pylist() if "num_records" in adds.column_names else []
+        rows = None if any(c is None for c in counts) else sum(counts)
+    meta = table.metadata()
+    created = meta.created_time
+    created_on = (datetime.fromtimestamp(created / 1000, tz=timezone.utc).isoformat()
+                  if created else None)
+    frontier, fversion = read_frontier(table)
+    columns = tuple(f.name for f in table.schema().fields)
+    return TableInfo(version=table.version(), rows=rows, bytes=size,
+                     change_data_feed=cdf_enabled(meta.configuration), created_on=created_on,
+                     frontier=frontier, frontier_version=fversion, columns=columns)
+
+
+def frontier_metadata(frontier: dict[str, Any]) -> str:
+    return json.dumps({FRONTIER_KEY: frontier}, sort_keys=True, separators=(",", ":"))

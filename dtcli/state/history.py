@@ -1,0 +1,86 @@
+"""The refresh history: an append-only Delta table at `<warehouse>/_dt/refresh_history`.
+
+Written through `deltalake` both by the CLI (NO_DATA entries, no JVM) and by the spark-submit
+driver (one append per finished refresh), so one schema and one writer live here.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from dtcli.model import RefreshRecord, join_path
+from dtcli.state.delta_log import open_table, storage_uri
+
+_JSON_FIELDS = ("inputs_with_changed_data", "source_versions")
+_INT_FIELDS = ("num_inserted_rows", "num_deleted_rows", "num_copied_rows", "table_version")
+
+
+def history_path(warehouse: str) -> str:
+    return join_path(warehouse, "_dt", "refresh_history")
+
+
+def _schema():
+    import pyarrow as pa
+
+    fields = []
+    for name, ftype in RefreshRecord.__annotations__.items():
+        if name in _INT_FIELDS:
+            fields.append(pa.field(name, pa.int64()))
+        else:
+            fields.append(pa.field(name, pa.string()))
+    return pa.schema(fields)
+
+
+def append(warehouse: str, records: list[RefreshRecord]) -> None:
+    if not records:
+        return
+    import pyarrow as pa
+    from deltalake import write_deltalake
+
+    schema = _schema()
+    rows = []
+    for record in records:
+        row = record.to_dict()
+        for key in _JSON_FIELDS:
+            row[key] = json.dumps(row[key], sort_keys=True)
+        rows.append(row)
+    table = pa.Table.from_pylist(rows, schema=schema)
+    path = history_path(warehouse)
+    if "://" not in path:
+        import os
+
+        os.makedirs(path, exist_ok=True)
+    write_deltalake(storage_uri(path), table, mode="append")
+
+
+def read(warehouse: str, name: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+    """History entries, newest first, as JSON-ready dicts (DESIGN.md section 7 fields)."""
+    import pyarrow as pa
+
+    table = open_table(history_path(warehouse))
+    if table is None:
+        return []
+    rows = pa.table(table.to_pyarrow_table() if hasattr(table, "to_pyarrow_table") else table).to_pylist()
+    if name:
+        rows = [r for r in rows if r["name"] == name]
+    rows.sort(key=lambda r: (r["refresh_end_time"] or "", r["refresh_start_time"] or ""), reverse=True)
+    if limit is not None:
+        rows = rows[:limit]
+    return [_present(r) for r in rows]
+
+
+def _present(row: dict[str, Any]) -> dict[str, Any]:
+    out = dict(row)
+    for key in _JSON_FIELDS:
+        out[key] = json.loads(row[key]) if row.get(key) else ([] if key == "inputs_with_changed_data" else {})
+    out["statistics"] = {k: int(out.pop(k) or 0) for k in ("num_inserted_rows", "num_deleted_rows", "num_copied_rows")}
+    return out
+
+
+def latest_per_table(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+    """The newest entry per table, from rows sorted newest first."""
+    latest: dict[str, dict[str, Any]] = {}
+    for row in rows:
+        latest.setdefault(row["name"], row)
+    return latest

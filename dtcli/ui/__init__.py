@@ -1,0 +1,1 @@
+"""Terminal and JSON renderers (rich); the CLI is their only caller."""
