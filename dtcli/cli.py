@@ -83,62 +83,156 @@ def validate(project_dir: ProjectDir = Path("."), target: Target = None) -> None
     typer.echo(f"ok: {len(checked.graph.order)} dynamic tables")
 
 
-def _run(project_dir: Path, target: Optional[str], names: Optional[list[str]], full_refresh: bool,
-         dry_run: bool, trigger: str) -> None:
-    from dtcli import api
-    from dtcli.ui.output import console, print_json
-    from dtcli.ui.progress import RunProgress
-
-    project = api.load(project_dir, target, check_sources=True)
-    plan, _ = api.plan_run(project, names, trigger=trigger, full_refresh=full_refresh)
-    if dry_run:
-        print_json({"run_id": plan.run_id, "data_timestamp": plan.data_timestamp,
-                    "source_versions": plan.source_versions,
-                    "steps": [{"name": s.name, "action": s.action, "trigger": s.trigger,
-                               "refresh_mode": s.refresh_mode, "reason": s.reinit_reason or s.refresh_mode_reason,
-                               "inputs": {i.name: i.version for i in s.inputs}} for s in plan.steps]})
-        return
-    with RunProgress(len(plan.steps)) as progress:
-        result = api.execute(project, plan, progress)
-    bad = [r for r in result.records if r["state"] != "SUCCEEDED"]
-    console.print(f"{len(result.records) - len(bad)} succeeded, {len(bad)} failed"
-                  + ("" if result.launched else " (no Spark needed)"), highlight=False)
-    if bad:
-        raise typer.Exit(EXIT_REFRESH_FAILED)
+Wait = Annotated[float, typer.Option("--wait", help="Seconds to wait for another dt process holding the "
+                                                     "warehouse lock (default: fail at once).")]
 
 
 @app.command()
 def run(project_dir: ProjectDir = Path("."), target: Target = None,
-        select: Annotated[Optional[list[str]], typer.Option("--select", "-s", help="Tables to refresh (with their upstream).")] = None,
-        full_refresh: Annotated[bool, typer.Option("--full-refresh", help="Recompute selected tables FULL.")] = False,
-        dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan as JSON; run nothing.")] = False) -> None:
-    """Create new dynamic tables and refresh the others, in DAG order, from one snapshot.
+        select: Annotated[Optional[list[str]], typer.Option("--select", "-s", help="dbt-style selectors: name, +name (with upstream), name+ (with downstream), tag:x; repeatable.")] = None,
+        all_tables: Annotated[bool, typer.Option("--all", help="Refresh every selected table now, ignoring target lag.")] = False,
+        full_refresh: Annotated[bool, typer.Option("--full-refresh", help="Recompute the selected tables FULL now (implies --all).")] = False,
+        dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan as JSON; run nothing.")] = False,
+        watch: Annotated[bool, typer.Option("--watch", help="Keep scheduling: run a pass whenever a table falls due, until Ctrl-C.")] = False,
+        max_ticks: Annotated[Optional[int], typer.Option("--max-ticks", min=1, help="With --watch: stop after N scheduling passes.")] = None,
+        wait: Wait = 0.0) -> None:
+    """Create new dynamic tables, reinitialize changed ones, and refresh the ones that are due.
 
+    A table is due when a tick of its refresh period (from its target lag) passed since its
+    data timestamp; the upstream tables it reads are refreshed with it, from one snapshot.
     Tables whose inputs did not change are recorded NO_DATA without starting Spark; the rest
-    run in one spark-submit application. Exit code 1 when any refresh failed.
+    run in one spark-submit application. Suspended tables are skipped. Exit code 1 when any
+    refresh failed.
 
-    Example: dt run --select customer_rank
+    Example: dt run --select +customer_rank --all
     """
-    from dtcli.model import SCHEDULED
+    from dtcli import api
+    from dtcli.ui.run_view import RunView, print_plan, print_summary
 
-    _run(project_dir, target, select, full_refresh, dry_run, SCHEDULED)
+    if max_ticks is not None and not watch:
+        raise UsageError("--max-ticks only applies with --watch")
+    if watch and dry_run:
+        raise UsageError("--watch and --dry-run cannot be combined")
+    if watch:
+        return _watch(project_dir, target, select, wait, max_ticks)
+    project = api.load(project_dir, target, check_sources=True)
+    if dry_run:
+        planned = api.plan_scheduled(project, select, all_tables=all_tables, full_refresh=full_refresh)
+        return print_plan(planned.plan, planned.decision)
+    progress = RunView()
+    try:
+        result = api.run(project, select, all_tables=all_tables, full_refresh=full_refresh, wait=wait,
+                         on_event=progress, on_plan=progress.plan)
+    finally:
+        progress.close()
+    print_summary(result)
+    if api.failed(result.records):
+        raise typer.Exit(EXIT_REFRESH_FAILED)
+
+
+def _watch(project_dir: Path, target: Optional[str], select: Optional[list[str]], wait: float,
+           max_ticks: Optional[int]) -> None:
+    from dtcli import api
+    from dtcli.ui.output import console
+    from dtcli.ui.run_view import RunView, print_summary
+    from dtcli.watch import clock_from_env, watch
+
+    clock, failures = clock_from_env(), []
+    progress = RunView()
+
+    def on_pass(n, result, wake) -> None:
+        progress.close()
+        console.print(f"pass {n} at {result.plan.data_timestamp[:19]}: ", end="", highlight=False)
+        print_summary(result)
+        failures.extend(r for r in result.records if r["state"] != "SUCCEEDED")
+        console.print(f"next pass at {wake.isoformat()[:19]}" if wake else "no table is scheduled; stopping",
+                      highlight=False)
+
+    passes = watch(lambda: api.load(project_dir, target, check_sources=True), select, clock=clock,
+                   max_ticks=max_ticks, wait=wait, on_pass=on_pass, on_event=progress)
+    console.print(f"watch stopped after {passes} pass(es)", highlight=False)
+    if failures:
+        raise typer.Exit(EXIT_REFRESH_FAILED)
 
 
 @app.command()
 def refresh(name: Annotated[str, typer.Argument(help="Dynamic table to refresh now.")],
             project_dir: ProjectDir = Path("."), target: Target = None,
-            dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan as JSON; run nothing.")] = False) -> None:
+            dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan as JSON; run nothing.")] = False,
+            wait: Wait = 0.0) -> None:
     """Refresh one dynamic table now (trigger MANUAL), with the upstream tables it needs.
+
+    Works on suspended tables too; manual failures do not count toward auto-suspension.
 
     Example: dt refresh customer_revenue
     """
+    from dtcli import api
     from dtcli.model import MANUAL
+    from dtcli.ui.run_view import RunView, print_plan, print_summary
 
-    _run(project_dir, target, [name], False, dry_run, MANUAL)
+    project = api.load(project_dir, target, check_sources=True)
+    if dry_run:
+        return print_plan(api.plan_run(project, [api._known(project, name)], trigger=MANUAL)[0])
+    progress = RunView()
+    try:
+        result = api.refresh(project, name, progress, wait=wait, on_plan=progress.plan)
+    finally:
+        progress.close()
+    print_summary(result)
+    if api.failed(result.records):
+        raise typer.Exit(EXIT_REFRESH_FAILED)
 
 
-TABLE_COLUMNS = ("name", "target_lag", "refresh_mode", "scheduling_state", "data_timestamp", "rows",
-                 "last_refresh_action", "last_refresh_state", "refresh_mode_reason")
+@app.command()
+def suspend(name: Annotated[str, typer.Argument(help="Dynamic table to stop scheduling.")],
+            project_dir: ProjectDir = Path("."), target: Target = None,
+            reason: Annotated[Optional[str], typer.Option("--reason", help="Why (shown by dt show).")] = None,
+            wait: Wait = 0.0) -> None:
+    """Suspend a dynamic table: `dt run` skips it and every table downstream of it. No Spark.
+
+    Example: dt suspend customer_rank --reason "dashboard frozen for the audit"
+    """
+    from dtcli import api
+
+    held = api.suspend(api.load(project_dir, target), name, reason=reason, wait=wait)
+    typer.echo(f"suspended {held[0]}" + (f"; also held back: {', '.join(held[1:])}" if held[1:] else ""))
+
+
+@app.command()
+def resume(name: Annotated[str, typer.Argument(help="Suspended dynamic table to schedule again.")],
+           project_dir: ProjectDir = Path("."), target: Target = None, wait: Wait = 0.0) -> None:
+    """Resume a suspended dynamic table (and the tables it held back). No Spark.
+
+    Example: dt resume customer_rank
+    """
+    from dtcli import api
+
+    active = api.resume(api.load(project_dir, target), name, wait=wait)
+    typer.echo(f"active: {', '.join(active)}")
+
+
+@app.command()
+def drop(name: Annotated[str, typer.Argument(help="Orphaned dynamic table to delete.")],
+         project_dir: ProjectDir = Path("."), target: Target = None,
+         yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation (CI).")] = False,
+         wait: Wait = 0.0) -> None:
+    """Delete an orphaned dynamic table (its .sql file was removed): data, history, state. No Spark.
+
+    Example: dt drop old_report --yes
+    """
+    from dtcli import api
+
+    project = api.load(project_dir, target)
+    if not yes:
+        if not sys.stdin.isatty():
+            raise UsageError(f"dropping {name} deletes its data; confirm with --yes when not in a terminal")
+        typer.confirm(f"delete dynamic table {name} at {project.table_path(name.lower())}?", abort=True)
+    typer.echo(f"dropped {name.lower()} ({api.drop(project, name, wait=wait)})")
+
+
+TABLE_COLUMNS = ("name", "target_lag", "effective_lag_seconds", "refresh_mode", "scheduling_state",
+                 "data_timestamp", "next_due", "rows", "last_refresh_action", "last_refresh_state",
+                 "refresh_mode_reason")
 HISTORY_COLUMNS = ("name", "state", "refresh_action", "refresh_trigger", "data_timestamp",
                    "refresh_end_time", "statistics", "state_message")
 

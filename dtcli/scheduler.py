@@ -1,0 +1,167 @@
+"""Which DTs one scheduling pass of `dt run` refreshes, and when the next pass is due.
+
+Pure functions over already-read state (snapshot, history, scheduling events), so every
+decision is unit-testable with an injected `now` and needs no JVM. The planner then adds the
+upstream DTs each chosen DT needs and decides each one's refresh action.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Mapping
+
+from dtcli.definition import definition_hash
+from dtcli.graph import Graph
+from dtcli.model import FAILED, MANUAL, SUCCEEDED, Project
+from dtcli.schedule import is_due, next_due, next_tick, period_seconds
+from dtcli.snapshot import Snapshot
+from dtcli.state.scheduling import SUSPENDED, Event, TableState
+
+AUTO_SUSPEND_AFTER = 5   # consecutive failed scheduled refreshes, as in Snowflake
+
+
+def parse_ts(value: Any) -> datetime | None:
+    if not value:
+        return None
+    return value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
+
+
+def data_timestamps(snapshot: Snapshot, history_rows: list[dict[str, Any]]) -> dict[str, datetime | None]:
+    """Each DT's data timestamp: its frontier's, or a newer one from a NO_DATA refresh (which
+    advances freshness without committing to the table)."""
+    newest: dict[str, datetime] = {}
+    for row in history_rows:
+        stamp = parse_ts(row.get("data_timestamp")) if row["state"] == SUCCEEDED else None
+        if stamp and (row["name"] not in newest or stamp > newest[row["name"]]):
+            newest[row["name"]] = stamp
+    out: dict[str, datetime | None] = {}
+    for name, info in snapshot.tables.items():
+        if info is None:      # not created (or dropped and about to be recreated)
+            out[name] = None
+            continue
+        stamps = [s for s in (parse_ts((info.frontier or {}).get("data_timestamp")), newest.get(name)) if s]
+        out[name] = max(stamps) if stamps else None
+    return out
+
+
+def blocked(graph: Graph, states: Mapping[str, TableState]) -> dict[str, str]:
+    """Suspended DTs and every DT downstream of one, with why: a DT cannot refresh from a
+    consistent snapshot without refreshing its upstream, which the suspension forbids."""
+    out: dict[str, str] = {}
+    roots = sorted(n for n, s in states.items() if s.state == SUSPENDED and n in graph.upstream)
+    for root in roots:
+        out[root] = states[root].reason or "suspended"
+    for root in roots:
+        for name in graph.ordered(graph.downstream_closure({root}) - {root}):
+            out.setdefault(name, f"upstream {root} is suspended ({out[root]})")
+    return out
+
+
+@dataclass
+class Decision:
+    refresh: set[str] = field(default_factory=set)        # handed to the planner as `selected`
+    register: list[str] = field(default_factory=list)     # on_schedule DTs seen for the first time
+    skipped: dict[str, str] = field(default_factory=dict)  # name -> why it is not refreshed now
+
+
+def decide(project: Project, graph: Graph, snapshot: Snapshot, effective: Mapping[str, int | None],
+           stamps: Mapping[str, datetime | None], states: Mapping[str, TableState], now: datetime,
+           candidates: set[str], *, all_tables: bool = False) -> Decision:
+    """Reconcile (create, reinitialize) and pick the due DTs among `candidates`."""
+    out = Decision()
+    stop = blocked(graph, states)
+    for name in graph.ordered(candidates):
+        if name in stop:
+            out.skipped[name] = f"suspended: {stop[name]}"
+            continue
+        table, info, lag = project.tables[name], snapshot.tables.get(name), effective.get(name)
+        if info is None:
+            if table.config.get("initialize", "on_create") == "on_create" or all_tables:
+                out.refresh.add(name)
+                continue
+            registered = parse_ts(states.get(name, TableState()).registered_on)
+            if registered is None:
+                out.register.append(name)
+                out.skipped[name] = "initialize: on_schedule; created at its first scheduled tick"
+            elif lag is not None and is_due(now, period_seconds(lag), registered):
+                out.refresh.add(name)
+            else:
+                out.skipped[name] = "initialize: on_schedule; waiting for its first scheduled tick"
+        elif info.frontier is None or info.frontier.get("definition_hash") != definition_hash(table):
+            out.refresh.add(name)   # reconcile: a changed definition is applied now, due or not
+        elif all_tables:
+            out.refresh.add(name)
+        elif lag is None:
+            out.skipped[name] = "target_lag downstream and no time-lagged consumer: not scheduled"
+        elif is_due(now, period_seconds(lag), stamps.get(name)):
+            out.refresh.add(name)
+        else:
+            due = next_due(now, period_seconds(lag), stamps.get(name))
+            out.skipped[name] = f"not due until {due.isoformat()}"
+    return out
+
+
+def next_due_at(project: Project, name: str, exists: bool, effective: Mapping[str, int | None],
+                stamps: Mapping[str, datetime | None], states: Mapping[str, TableState],
+                stop: Mapping[str, str], now: datetime) -> datetime | None:
+    """When the schedule will next refresh `name` (None: never by schedule)."""
+    lag = effective.get(name)
+    if name in stop or lag is None:
+        return None
+    period = period_seconds(lag)
+    if not exists:
+        registered = parse_ts(states.get(name, TableState()).registered_on)
+        if project.tables[name].config.get("initialize", "on_create") == "on_create" or registered is None:
+            return now
+        return next_due(now, period, registered)
+    return next_due(now, period, stamps.get(name))
+
+
+def next_wake(project: Project, graph: Graph, snapshot: Snapshot, effective: Mapping[str, int | None],
+              stamps: Mapping[str, datetime | None], states: Mapping[str, TableState],
+              now: datetime) -> datetime | None:
+    """When `--watch` should run its next pass: the earliest next due time, never `now` again
+    (a DT that just failed is still due; it is retried at its next tick, not in a busy loop)."""
+    stop = blocked(graph, states)
+    wakes = []
+    for name in project.tables:
+        due = next_due_at(project, name, snapshot.tables.get(name) is not None, effective, stamps,
+                          states, stop, now)
+        if due is not None:
+            wakes.append(due if due > now else next_tick(now, period_seconds(effective[name])))
+    return min(wakes) if wakes else None
+
+
+def failure_streaks(history_rows: list[dict[str, Any]], resumed: Mapping[str, str]) -> dict[str, dict]:
+    """Consecutive failed non-manual refreshes per DT, newest first, since its last success or
+    resume. Manual failures and UPSTREAM_FAILED neither count nor break a streak."""
+    rows = sorted(history_rows, key=lambda r: (r["refresh_end_time"] or "", r["refresh_start_time"] or ""),
+                  reverse=True)
+    streaks: dict[str, dict] = {}
+    done: set[str] = set()
+    for row in rows:
+        name = row["name"]
+        if name in done:
+            continue
+        since = resumed.get(name)
+        if row["state"] == SUCCEEDED or (since and (row["refresh_end_time"] or "") <= since):
+            done.add(name)
+        elif row["state"] == FAILED and row["refresh_trigger"] != MANUAL:
+            streak = streaks.setdefault(name, {"count": 0, "last_error": row.get("state_message")})
+            streak["count"] += 1
+    return streaks
+
+
+def auto_suspensions(streaks: Mapping[str, dict], states: Mapping[str, TableState],
+                     at: str) -> list[Event]:
+    """SUSPENDED events for DTs that reached the failure threshold (their downstream DTs are
+    then blocked by `blocked`, which records them as suspended because of this one)."""
+    events = []
+    for name in sorted(streaks):
+        streak = streaks[name]
+        if streak["count"] >= AUTO_SUSPEND_AFTER and states.get(name, TableState()).state != SUSPENDED:
+            why = (f"auto-suspended after {AUTO_SUSPEND_AFTER} consecutive failed scheduled refreshes"
+                   + (f"; last error: {streak['last_error']}" if streak.get("last_error") else ""))
+            events.append(Event(name, SUSPENDED, why, name, at))
+    return events

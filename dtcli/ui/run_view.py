@@ -1,0 +1,55 @@
+"""What `dt run` / `dt refresh` print: the plan (--dry-run), progress, and a one-line summary."""
+
+from __future__ import annotations
+
+
+class RunView:
+    """Progress display opened once the plan (and so the number of steps) is known."""
+
+    def __init__(self) -> None:
+        self.bar = None
+
+    def plan(self, plan) -> None:
+        from dtcli.ui.progress import RunProgress
+
+        self.close()
+        if plan.steps:
+            self.bar = RunProgress(len(plan.steps)).__enter__()
+
+    def __call__(self, event: dict) -> None:
+        if event.get("event") == "suspended":
+            from dtcli.ui.output import err_console
+
+            held = f"; held back downstream: {', '.join(event['downstream'])}" if event["downstream"] else ""
+            err_console.print(f"suspended {event['name']}: {event['reason']}{held}", highlight=False, markup=False)
+        elif self.bar:
+            self.bar(event)
+
+    def close(self) -> None:
+        if self.bar:
+            self.bar.__exit__(None, None, None)
+            self.bar = None
+
+
+def print_plan(plan, decision=None) -> None:
+    from dtcli.ui.output import print_json
+
+    print_json({"run_id": plan.run_id, "data_timestamp": plan.data_timestamp,
+                "source_versions": plan.source_versions,
+                "steps": [{"name": s.name, "action": s.action, "trigger": s.trigger,
+                           "refresh_mode": s.refresh_mode, "reason": s.reinit_reason or s.refresh_mode_reason,
+                           "inputs": {i.name: i.version for i in s.inputs}} for s in plan.steps],
+                "not_refreshed": dict(decision.skipped) if decision else {}})
+
+
+def print_summary(result) -> None:
+    from dtcli.ui.output import console
+
+    bad = [r for r in result.records if r["state"] != "SUCCEEDED"]
+    text = f"{len(result.records) - len(bad)} succeeded, {len(bad)} failed"
+    if not result.records:
+        text = "nothing to refresh"
+    skipped = (result.decision.skipped if result.decision else {})
+    if skipped:
+        text += f"; {len(skipped)} not refreshed now (see --dry-run)"
+    console.print(text + ("" if result.launched else " (no Spark needed)"), highlight=False)
