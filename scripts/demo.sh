@@ -10,8 +10,12 @@ step "dt seed";                     $DT seed -p $P
 step "dt validate";                 $DT validate -p $P
 step "dt run (creates every DT)";   $DT run -p $P
 step "a change batch on the sources"; .venv/bin/python scripts/shop_changes.py $P
-step "dt run (refreshes)";          $DT run -p $P
-step "dt run (nothing changed: NO_DATA, no JVM)"; $DT run -p $P
+# A plain `dt run` only refreshes the DTs whose target lag would otherwise be exceeded; the
+# DTs were created seconds ago with lags of hours, so nothing is due yet. That is the cron job.
+step "dt run (scheduling pass: nothing is due within its target lag)"; $DT run -p $P
+# `--all` refreshes now regardless of lag: what you run after a change you want to see.
+step "dt run --all (refreshes every DT from one snapshot)"; $DT run --all -p $P
+step "dt run --all (nothing changed: NO_DATA, no JVM)"; $DT run --all -p $P
 step "dt explain customer_revenue"; $DT explain customer_revenue -p $P
 step "dt show refresh-history --limit 14"; $DT show refresh-history -p $P --limit 14
-step "dt show dynamic tables";      $DT show dynamic tables -p $P
+step "dt show dynamic tables (scheduling state, next due time)"; $DT show dynamic tables -p $P
