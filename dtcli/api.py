@@ -183,6 +183,7 @@ def run(project: Project, names: list[str] | None = None, *, full_refresh: bool 
         on_plan: Callable[[Plan], None] = lambda plan: None) -> RunResult:
     """One `dt run` pass under the warehouse lock (planning included, so a queued run plans
     from what the previous one committed). `all_tables=False` is the lag-aware pass."""
+    validate(project)   # a project that does not validate writes nothing, not even the lock file
     with warehouse_lock(project, "run" if trigger != MANUAL else "refresh", wait):
         if trigger == MANUAL:
             plan, decision = plan_run(project, names, trigger=trigger, full_refresh=full_refresh, now=now)[0], None

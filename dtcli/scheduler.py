@@ -63,6 +63,7 @@ class Decision:
     refresh: set[str] = field(default_factory=set)        # handed to the planner as `selected`
     register: list[str] = field(default_factory=list)     # on_schedule DTs seen for the first time
     skipped: dict[str, str] = field(default_factory=dict)  # name -> why it is not refreshed now
+    not_due: dict[str, datetime] = field(default_factory=dict)  # name -> when it falls due
 
 
 def decide(project: Project, graph: Graph, snapshot: Snapshot, effective: Mapping[str, int | None],
@@ -99,6 +100,7 @@ def decide(project: Project, graph: Graph, snapshot: Snapshot, effective: Mappin
         else:
             due = next_due(now, period_seconds(lag), stamps.get(name))
             out.skipped[name] = f"not due until {due.isoformat()}"
+            out.not_due[name] = due
     return out
 
 

@@ -49,7 +49,12 @@ def print_summary(result) -> None:
     text = f"{len(result.records) - len(bad)} succeeded, {len(bad)} failed"
     if not result.records:
         text = "nothing to refresh"
-    skipped = (result.decision.skipped if result.decision else {})
-    if skipped:
-        text += f"; {len(skipped)} not refreshed now (see --dry-run)"
+    decision = result.decision
+    if decision and decision.skipped:
+        text += f"; {len(decision.skipped)} not refreshed now"
+        if decision.not_due:
+            first = min(decision.not_due, key=lambda n: (decision.not_due[n], n))
+            text += f" (next due: {first} at {decision.not_due[first].isoformat()[:19]})"
+        else:
+            text += " (see dt run --dry-run)"
     console.print(text + ("" if result.launched else " (no Spark needed)"), highlight=False)

@@ -1,0 +1,102 @@
+"""Helpers for scheduling and lifecycle tests: JVM-free sources and DTs, fake snapshots, an
+in-process launcher, and a scheduling simulator driven by an injected clock."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from types import SimpleNamespace
+
+import pyarrow as pa
+from deltalake import CommitProperties, write_deltalake
+
+from dtcli import scheduler
+from dtcli.definition import definition_hash
+from dtcli.graph import Graph
+from dtcli.lag import parse_target_lag, resolve_lags
+from dtcli.model import Project
+from dtcli.project import load_project
+from dtcli.snapshot import Snapshot
+from dtcli.state.delta_log import TableInfo, frontier_metadata, table_version
+from tests.helpers import write_project
+
+# A moment (early 2024) on a tick of every aligned period up to 48 s x 2^10, so tests reason in
+# whole periods from it.
+T0 = datetime(1970, 1, 1, tzinfo=timezone.utc) + timedelta(seconds=48 * 1024 * 34670)
+SRC_CONFIG = "sources:\n  src: {path: data/src}\n"
+
+
+def chain_project(tmp_path: Path, lags: dict[str, str], reads: dict[str, str], *, extra_yml: dict[str, str] | None = None) -> Project:
+    """A project where each DT in `lags` reads `reads[name]` (a DT or the source `src`)."""
+    tables = {n: f"SELECT x FROM {reads[n]}" for n in lags}
+    yml = {n: f"target_lag: {lag}\n" + (extra_yml or {}).get(n, "") for n, lag in lags.items()}
+    root = write_project(tmp_path / "proj", tables, config=SRC_CONFIG, table_yml=yml)
+    return load_project(root)
+
+
+def write_source(project: Project, rows: list[int], mode: str = "append") -> int:
+    path = project.sources["src"].path
+    write_deltalake(path, pa.table({"x": pa.array(rows, pa.int64())}), mode=mode,
+                    configuration={"delta.enableChangeDataFeed": "true"})
+    return table_version(path)
+
+
+def fake_dt(project: Project, name: str, data_timestamp: datetime, definition: str | None = None) -> None:
+    """A DT as dt would have left it, written without Spark: current with its inputs as of now."""
+    table = project.tables[name]
+    versions = {i: table_version(project.input_path(i)) for i in table.inputs}
+    frontier = {"source_versions": versions, "definition_hash": definition or definition_hash(table),
+                "data_timestamp": data_timestamp.isoformat(), "run_id": "fake", "refresh_action": "FULL",
+                "refresh_mode": "FULL"}
+    write_deltalake(project.table_path(name), pa.table({"x": pa.array([1], pa.int64())}), mode="overwrite",
+                    configuration={"delta.enableChangeDataFeed": "true"},
+                    commit_properties=CommitProperties(custom_metadata={"userMetadata": frontier_metadata(frontier)}))
+
+
+def in_process(spark):
+    """A launcher for `api.execute` that runs the plan in this process's SparkSession."""
+    from dtcli.engine.executor import execute_plan
+
+    def launch(project, plan, on_event):
+        records = execute_plan(spark, plan, on_event)
+        return SimpleNamespace(returncode=0, records=[r.to_dict() for r in records], log_path=None)
+    return launch
+
+
+def info(project: Project, name: str, *, definition: str | None = None) -> TableInfo:
+    frontier = {"definition_hash": definition or definition_hash(project.tables[name]), "source_versions": {}}
+    return TableInfo(version=0, rows=0, bytes=0, change_data_feed=True, created_on=None, frontier=frontier,
+                     frontier_version=0, columns=("x",))
+
+
+def effective_lags(project: Project, graph: Graph) -> dict[str, int | None]:
+    lags = {n: parse_target_lag(t.target_lag) for n, t in project.tables.items()}
+    return resolve_lags(lags, graph.upstream).effective_seconds
+
+
+def simulate(project: Project, seconds: int, step: int = 8, start: datetime = T0) -> list[tuple[int, set[str]]]:
+    """Scheduling passes every `step` seconds from `start` (every DT created at `start`); each
+    pass refreshes what `scheduler.decide` picks plus the upstream DTs the planner would add.
+    Returns (offset seconds, refreshed DTs) for the passes that refreshed something."""
+    graph = Graph.of(project)
+    effective = effective_lags(project, graph)
+    snapshot = Snapshot(start, {}, {n: info(project, n) for n in project.tables})
+    stamps: dict[str, datetime | None] = {n: start for n in project.tables}
+    log = []
+    for offset in range(step, seconds + 1, step):
+        now = start + timedelta(seconds=offset)
+        decision = scheduler.decide(project, graph, snapshot, effective, stamps, {}, now, set(project.tables))
+        refreshed = graph.upstream_closure(decision.refresh)
+        for name in refreshed:
+            stamps[name] = now
+        if refreshed:
+            log.append((offset, refreshed))
+    return log
+
+
+def frontier_json(project: Project, name: str) -> dict:
+    from dtcli.state.delta_log import table_info
+
+    found = table_info(project.table_path(name), with_stats=False)
+    return json.loads(json.dumps(found.frontier)) if found and found.frontier else {}

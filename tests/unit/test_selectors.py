@@ -1,0 +1,49 @@
+"""dbt-style selectors for `dt run --select` (no JVM)."""
+
+from __future__ import annotations
+
+import pytest
+
+from dtcli.errors import UsageError
+from dtcli.graph import Graph
+from dtcli.selectors import select
+from tests.sched_helpers import chain_project
+
+
+@pytest.fixture
+def project(tmp_path):
+    # src -> a -> b -> c ; src -> d (tagged)
+    return chain_project(tmp_path, {"a": "1 hour", "b": "1 hour", "c": "1 hour", "d": "1 hour"},
+                         {"a": "src", "b": "a", "c": "b", "d": "src"},
+                         extra_yml={"d": "tags: [daily, finance]\n", "b": "tags: daily\n"})
+
+
+@pytest.mark.parametrize("selectors, expected", [
+    (None, {"a", "b", "c", "d"}),
+    (["b"], {"b"}),
+    (["+b"], {"a", "b"}),
+    (["b+"], {"b", "c"}),
+    (["+b+"], {"a", "b", "c"}),
+    (["tag:daily"], {"b", "d"}),
+    (["tag:daily+"], {"b", "c", "d"}),
+    (["a", "d"], {"a", "d"}),
+    (["a d"], {"a", "d"}),                 # space-separated: union
+    (["tag:daily,+c"], {"b"}),             # comma: intersection
+    (["B"], {"b"}),
+    (["[ab]"], {"a", "b"}),
+])
+def test_selectors(project, selectors, expected):
+    assert select(project, Graph.of(project), selectors) == expected
+
+
+@pytest.mark.parametrize("selector, message, hint", [
+    ("bb", "no dynamic table named 'bb'", "did you mean b?"),
+    ("tag:dayly", "no dynamic table has tag 'dayly'", "did you mean daily?"),
+    ("+", "empty selector", None),
+    ("x*", "no dynamic table matches 'x*'", None),
+])
+def test_bad_selectors_are_usage_errors(project, selector, message, hint):
+    with pytest.raises(UsageError) as err:
+        select(project, Graph.of(project), [selector])
+    assert message in str(err.value) and (hint is None or hint in str(err.value))
+    assert err.value.exit_code == 2
