@@ -108,6 +108,7 @@ def run(project_dir: ProjectDir = Path("."), target: Target = None,
     """
     from dtcli import api
     from dtcli.ui.run_view import RunView, print_plan, print_summary
+    from dtcli.watch import clock_from_env
 
     if max_ticks is not None and not watch:
         raise UsageError("--max-ticks only applies with --watch")
@@ -115,14 +116,14 @@ def run(project_dir: ProjectDir = Path("."), target: Target = None,
         raise UsageError("--watch and --dry-run cannot be combined")
     if watch:
         return _watch(project_dir, target, select, wait, max_ticks)
-    project = api.load(project_dir, target, check_sources=True)
+    project, now = api.load(project_dir, target, check_sources=True), clock_from_env().now()
     if dry_run:
-        planned = api.plan_scheduled(project, select, all_tables=all_tables, full_refresh=full_refresh)
+        planned = api.plan_scheduled(project, select, all_tables=all_tables, full_refresh=full_refresh, now=now)
         return print_plan(planned.plan, planned.decision)
     progress = RunView()
     try:
         result = api.run(project, select, all_tables=all_tables, full_refresh=full_refresh, wait=wait,
-                         on_event=progress, on_plan=progress.plan)
+                         on_event=progress, on_plan=progress.plan, now=now)
     finally:
         progress.close()
     print_summary(result)
@@ -169,13 +170,14 @@ def refresh(name: Annotated[str, typer.Argument(help="Dynamic table to refresh n
     from dtcli import api
     from dtcli.model import MANUAL
     from dtcli.ui.run_view import RunView, print_plan, print_summary
+    from dtcli.watch import clock_from_env
 
     project = api.load(project_dir, target, check_sources=True)
     if dry_run:
         return print_plan(api.plan_run(project, [api._known(project, name)], trigger=MANUAL)[0])
     progress = RunView()
     try:
-        result = api.refresh(project, name, progress, wait=wait, on_plan=progress.plan)
+        result = api.refresh(project, name, progress, wait=wait, on_plan=progress.plan, now=clock_from_env().now())
     finally:
         progress.close()
     print_summary(result)
@@ -251,7 +253,9 @@ def show_dynamic(what: Annotated[str, typer.Argument(metavar="tables", help="The
 
     if what != "tables":
         raise UsageError(f"unknown object '{what}'", hint="dt show dynamic tables")
-    rows = api.show_tables(api.load(project_dir, target), like)
+    from dtcli.watch import clock_from_env
+
+    rows = api.show_tables(api.load(project_dir, target), like, now=clock_from_env().now())
     if _fmt(format) == "json":
         print_json(rows)
     else:
