@@ -1,0 +1,105 @@
+"""An input's changes between two pinned versions, as weighted rows from the change data feed.
+
+Each change row weighs +1 (insert, update postimage) or -1 (delete, update preimage); weights
+are summed per full row and zeros dropped, so an overwrite that rewrites unchanged rows, or a
+row changed and changed back inside the range, cancels out, and duplicates and NULLs are exact.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+WEIGHT = "__dt_w"
+CDF_COLUMNS = ("_change_type", "_commit_version", "_commit_timestamp")
+# Error conditions (and Java exception names) that mean "the change data is not there".
+UNAVAILABLE = ("DELTA_MISSING_CHANGE_DATA", "DELTA_CHANGE_DATA_FEED_INCOMPATIBLE_SCHEMA_CHANGE",
+               "DELTA_CDC_START_VERSION_AFTER_LATEST", "DELTA_VERSION_NOT_CONTIGUOUS",
+               "DELTA_CANNOT_TIME_TRAVEL", "FileNotFoundException", "FAILED_READ_FILE",
+               "DELTA_FILE_NOT_FOUND", "VersionNotFoundException", "DELTA_VERSION_NOT_FOUND",
+               "DELTA_CHANGE_TABLE_FEED_DISABLED", "DELTA_MISSING_CHANGE")
+
+
+class ChangesUnavailable(Exception):
+    """The change data of an input cannot be read: the DT must be recomputed."""
+
+
+def quote(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+def condition_of(exc: BaseException) -> str:
+    getter = getattr(exc, "getCondition", None)
+    if callable(getter):
+        try:
+            return getter() or ""
+        except Exception:  # noqa: BLE001 - best effort
+            return ""
+    return ""
+
+
+def is_unavailable(exc: BaseException) -> bool:
+    text = f"{condition_of(exc)} {exc}"
+    return any(marker in text for marker in UNAVAILABLE)
+
+
+@dataclass
+class ChangeSet:
+    """Consolidated changes of one input (cached), and whether any row changed at all."""
+
+    name: str
+    weighted: object          # DataFrame: data columns + WEIGHT, weights != 0
+    rows: int
+
+    def plus(self):
+        return _expand(self.weighted, positive=True)
+
+    def minus(self):
+        return _expand(self.weighted, positive=False)
+
+    def both(self):
+        return self.plus().unionAll(self.minus())
+
+    def release(self) -> None:
+        self.weighted.unpersist()
+
+
+def _expand(df, positive: bool):
+    from pyspark.sql import functions as F
+
+    cols = [F.col(quote(c)) for c in df.columns if c != WEIGHT]
+    w = F.col(WEIGHT)
+    picked = df.filter(w > 0) if positive else df.filter(w < 0)
+    copies = F.explode(F.array_repeat(F.lit(1), F.abs(w).cast("int"))).alias("__dt_copy")
+    return picked.select(*cols, copies).select(*cols)
+
+
+def read_changes(spark, name: str, path: str, start: int, end: int) -> ChangeSet:
+    """Changes committed in versions start+1..end (both pinned), consolidated and cached."""
+    from pyspark.sql import functions as F
+
+    try:
+        old_schema = spark.read.format("delta").option("versionAsOf", start).load(path).schema
+        new_schema = spark.read.format("delta").option("versionAsOf", end).load(path).schema
+        if old_schema != new_schema:
+            raise ChangesUnavailable(f"the schema of input {name} changed between versions "
+                                     f"{start} and {end}")
+        feed = (spark.read.format("delta").option("readChangeFeed", "true")
+                .option("startingVersion", start + 1).option("endingVersion", end).load(path))
+        data = [c for c in feed.columns if c not in CDF_COLUMNS]
+        weight = F.when(F.col("_change_type").isin("insert", "update_postimage"), F.lit(1)) \
+            .otherwise(F.lit(-1))
+        weighted = (feed.select(*[F.col(quote(c)) for c in data], weight.alias(WEIGHT))
+                    .groupBy(*[F.col(quote(c)) for c in data])
+                    .agg(F.sum(WEIGHT).cast("long").alias(WEIGHT))
+                    .filter(F.col(WEIGHT) != 0)
+                    .persist())
+        rows = weighted.count()
+    except ChangesUnavailable:
+        raise
+    except Exception as exc:  # noqa: BLE001 - classified below
+        if is_unavailable(exc):
+            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+            raise ChangesUnavailable(f"change data of input {name} for versions {start + 1}.."
+                                     f"{end} is not available ({first})") from exc
+        raise
+    return ChangeSet(name, weighted, rows)

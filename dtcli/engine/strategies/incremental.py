@@ -1,0 +1,203 @@
+"""INCREMENTAL: apply the change of the DT's query since its frontier, in one atomic commit.
+
+Each changed input's change set is read from the change data feed; the query is compiled into
+queries for the rows its result gains and loses (`dtcli.sql.incremental_rewrite`); their net,
+per distinct row, is merged into the DT together with the new frontier.
+
+When the changes cannot be read (vacuumed, feed off, schema changed), the DT is reinitialized;
+when the query has a construct the compiler does not handle, or the change does not fit the
+table, it is recomputed FULL. Either way in the same refresh, with the reason recorded: a
+change is never dropped silently.
+"""
+
+from __future__ import annotations
+
+import itertools
+from datetime import date
+from decimal import Decimal
+
+from sqlglot import exp
+
+from dtcli.engine import apply as applier
+from dtcli.engine.changes import WEIGHT, ChangeSet, ChangesUnavailable, quote, read_changes
+from dtcli.engine.context import RefreshContext, RefreshResult
+from dtcli.engine.strategies import register
+from dtcli.model import FULL, INCREMENTAL, REINITIALIZE
+from dtcli.sql.incremental_rewrite import (BOTH, MINUS, NEW, OLD, PLUS, Bindings, DeltaCompiler,
+                                           KeySet, Unsupported, key_column)
+
+# Affected-key sets up to this size are also pushed into scans as literal IN lists, so that
+# Delta's file skipping prunes the files that cannot hold an affected key.
+LITERAL_KEYS = 1000
+_views = itertools.count()
+
+
+@register(INCREMENTAL)
+def incremental_refresh(ctx: RefreshContext) -> RefreshResult:
+    try:
+        return _Refresh(ctx).run()
+    except ChangesUnavailable as err:
+        return _fallback(ctx, REINITIALIZE, str(err))
+    except (Unsupported, applier.Inconsistent) as err:
+        return _fallback(ctx, FULL, f"incremental refresh not possible, refreshed FULL: {err}")
+
+
+def _fallback(ctx: RefreshContext, action: str, reason: str) -> RefreshResult:
+    from dtcli.engine.strategies.full import full_refresh
+
+    ctx.frontier["refresh_action"] = action
+    result = full_refresh(ctx)
+    result.extra.update({"refresh_action": action, "message": reason})
+    if action == REINITIALIZE:
+        result.extra["reinit_reason"] = reason
+    return result
+
+
+class _Refresh:
+    def __init__(self, ctx: RefreshContext):
+        self.ctx, self.spark, self.step = ctx, ctx.spark, ctx.step
+        self.views: list[str] = []
+        self.cached: list = []
+        self.changes: dict[str, ChangeSet] = {}
+
+    def run(self) -> RefreshResult:
+        try:
+            return self._run()
+        finally:
+            for view in self.views:
+                self.spark.catalog.dropTempView(view)
+            for df in self.cached:
+                df.unpersist()
+            for cs in self.changes.values():
+                cs.release()
+
+    def _run(self) -> RefreshResult:
+        step, spark = self.step, self.spark
+        previous = (step.previous or {}).get("source_versions") or {}
+        names = [i.name for i in step.inputs]
+        changed: set[str] = set()
+        for inp in step.inputs:
+            now = self.ctx.input_versions[inp.name]
+            before = previous.get(inp.name)
+            if before is None:
+                raise ChangesUnavailable(f"the frontier records no version of input {inp.name}")
+            if before > now:
+                raise ChangesUnavailable(f"input {inp.name} is at version {now}, older than the "
+                                         f"version {before} the table reflects (recreated?)")
+            if before < now:
+                cs = read_changes(spark, inp.name, inp.path, int(before), int(now))
+                self.changes[inp.name] = cs
+                if cs.rows:
+                    changed.add(inp.name)
+        bindings = Bindings.for_inputs(names, changed)
+        for inp in step.inputs:
+            views = bindings.views[inp.name]
+            now = self.ctx.input_versions[inp.name]
+            before = int(previous[inp.name]) if inp.name in changed else now
+            self._view(views[NEW], self._read(inp.path, now))
+            self._view(views[OLD], self._read(inp.path, before))
+            if inp.name in changed:
+                cs = self.changes[inp.name]
+                self._view(views[PLUS], cs.plus())
+                self._view(views[MINUS], cs.minus())
+                self._view(views[BOTH], cs.both())
+        if not changed:
+            version = applier.commit_nothing(spark, step.path, self.ctx.frontier)
+            return RefreshResult(table_version=version)
+
+        compiler = DeltaCompiler(bindings, self._materialize)
+        plus, minus = compiler.compile(step.sql)
+        target = spark.read.format("delta").load(step.path)
+        columns = target.columns
+        _check_types(target.schema)
+        from pyspark.sql import functions as F
+
+        parts = []
+        for query, weight in ((plus, 1), (minus, -1)):
+            if query is None:
+                continue
+            df = spark.sql(query.sql(dialect="spark"))
+            if len(df.columns) != len(columns):
+                raise Unsupported(f"the change query yields {len(df.columns)} columns, the table "
+                                  f"has {len(columns)}")
+            parts.append(df.toDF(*columns).withColumn(WEIGHT, F.lit(weight)))
+        if not parts:
+            version = applier.commit_nothing(spark, step.path, self.ctx.frontier)
+            return RefreshResult(table_version=version)
+        union = parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
+        net = (union.groupBy(*[F.col(quote(c)) for c in columns])
+               .agg(F.sum(WEIGHT).cast("long").alias(WEIGHT))
+               .filter(F.col(WEIGHT) != 0)
+               .persist())
+        self.cached.append(net)
+        if net.limit(1).count() == 0:
+            version = applier.commit_nothing(spark, step.path, self.ctx.frontier)
+            return RefreshResult(table_version=version)
+        inserted, deleted, version = applier.apply_row_changes(spark, step.path, net,
+                                                               self.ctx.frontier)
+        return RefreshResult(inserted=inserted, deleted=deleted, table_version=version)
+
+    # -- helpers ----------------------------------------------------------------------------
+
+    def _read(self, path: str, version: int):
+        return self.spark.read.format("delta").option("versionAsOf", version).load(path)
+
+    def _view(self, name: str, df) -> None:
+        df.createOrReplaceTempView(name)
+        self.views.append(name)
+
+    def _materialize(self, query: exp.Query) -> KeySet:
+        name = f"__dt_k{next(_views)}"
+        df = self.spark.sql(f"SELECT DISTINCT * FROM ({query.sql(dialect='spark')}) AS __dt_keys")
+        df = df.persist()
+        self.cached.append(df)
+        self._view(name, df)
+        literals = None
+        if df.limit(LITERAL_KEYS + 1).count() <= LITERAL_KEYS:
+            rows = df.collect()
+            literals = [_literals([r[k] for r in rows], field.dataType)
+                        for k, field in enumerate(df.schema.fields)]
+            if not rows:
+                literals = [[] for _ in df.schema.fields]
+        return KeySet(name, literals)
+
+
+def _check_types(schema) -> None:
+    from pyspark.sql.types import MapType
+
+    def has_map(dt) -> bool:
+        if isinstance(dt, MapType):
+            return True
+        for child in ("elementType", "valueType", "keyType"):
+            if hasattr(dt, child) and has_map(getattr(dt, child)):
+                return True
+        return any(has_map(f.dataType) for f in getattr(dt, "fields", []) or [])
+    for f in schema.fields:
+        if has_map(f.dataType):
+            raise Unsupported(f"column {f.name} holds a MAP, which rows cannot be compared on")
+
+
+def _literals(values: list, data_type) -> list[exp.Expression] | None:
+    """SQL literals for key values of simple types (None: not worth a prefilter)."""
+    from pyspark.sql.types import (BooleanType, ByteType, DateType, DecimalType, IntegerType,
+                                   LongType, ShortType, StringType)
+
+    out: list[exp.Expression] = []
+    for v in dict.fromkeys(values):
+        if v is None:
+            out.append(exp.Null())
+        elif isinstance(data_type, (ByteType, ShortType, IntegerType, LongType)):
+            out.append(exp.Literal.number(int(v)))
+        elif isinstance(data_type, StringType):
+            out.append(exp.Literal.string(v))
+        elif isinstance(data_type, BooleanType):
+            out.append(exp.Boolean(this=bool(v)))
+        elif isinstance(data_type, DecimalType) and isinstance(v, Decimal):
+            out.append(exp.Cast(this=exp.Literal.string(str(v)),
+                                to=exp.DataType.build(data_type.simpleString(), dialect="spark")))
+        elif isinstance(data_type, DateType) and isinstance(v, date):
+            out.append(exp.Cast(this=exp.Literal.string(v.isoformat()),
+                                to=exp.DataType.build("date")))
+        else:
+            return None
+    return out
