@@ -8,7 +8,7 @@ from dtcli.api import validate
 from dtcli.errors import UsageError, suggest
 from dtcli.lag import parse_target_lag
 from dtcli.model import Project
-from dtcli.refresh_mode import enable_cdf_sql
+from dtcli.refresh_mode import analysis_sql, enable_cdf_sql
 from dtcli.schedule import period_seconds
 from dtcli.snapshot import take_snapshot
 from dtcli.sql.analysis import analyze_query
@@ -24,7 +24,7 @@ def explain(project: Project, name: str) -> dict[str, Any]:
     checked = validate(project, snapshot)
     table = project.tables[key]
     mode = checked.modes[key]
-    analysis = analyze_query(table.spark_sql)
+    analysis = analyze_query(analysis_sql(project, table))
     warnings = list(checked.warnings.get(key, []))
     inputs = []
     for inp in table.inputs:

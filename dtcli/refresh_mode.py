@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dtcli.errors import ValidationError
 from dtcli.graph import Graph
-from dtcli.model import FULL, INCREMENTAL, Project
+from dtcli.model import FULL, INCREMENTAL, Project, TableDef
 from dtcli.plan import ResolvedMode
 from dtcli.sql.analysis import QueryAnalysis, analyze_query
 
@@ -17,8 +17,17 @@ def enable_cdf_sql(path: str) -> str:
     return f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES (delta.enableChangeDataFeed = true)"
 
 
+SPARK_DIALECTS = ("spark", "spark2", "databricks", "hive")
+
+
+def analysis_sql(project: Project, table: TableDef) -> str:
+    """The text to analyse: the rendered file itself when it is Spark SQL, so reasons and
+    operators name the lines of the user's file; transpiled SQL for other dialects."""
+    return table.sql if project.dialect in SPARK_DIALECTS else table.spark_sql
+
+
 def analyses(project: Project) -> dict[str, QueryAnalysis]:
-    return {name: analyze_query(t.spark_sql) for name, t in project.tables.items()}
+    return {name: analyze_query(analysis_sql(project, t)) for name, t in project.tables.items()}
 
 
 def resolve_modes(project: Project, graph: Graph, source_cdf: dict[str, bool],

@@ -50,7 +50,7 @@ def read_csv(csv: Path, types: dict[str, str]):
     from pyarrow import csv as pacsv
 
     file = str(csv)
-    wanted = {k: arrow_type(str(v), file) for k, v in types.items()}
+    wanted = {k: arrow_type(str(v), str(csv.with_suffix(".yml"))) for k, v in types.items()}
     try:
         table = pacsv.read_csv(csv, convert_options=pacsv.ConvertOptions(column_types=wanted,
                                                                          strings_can_be_null=True))

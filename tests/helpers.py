@@ -8,6 +8,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from collections import Counter
 from contextlib import redirect_stderr, redirect_stdout
 from dataclasses import dataclass
 from pathlib import Path
@@ -83,7 +84,7 @@ def tree_state(path: Path) -> dict[str, int]:
 def multiset(df):
     """Rows with their multiplicity, comparable across DataFrames (handles NULLs and duplicates)."""
     cols = df.columns
-    return sorted((tuple(r[:-1]), r[-1]) for r in df.groupBy(*cols).count().collect())
+    return Counter({tuple(r[:-1]): r[-1] for r in df.groupBy(*cols).count().collect()})
 
 
 def recompute(spark, project, name: str, versions: dict[str, int]):

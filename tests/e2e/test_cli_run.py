@@ -1,0 +1,155 @@
+"""Through the real `dt` process and spark-submit: create, NO_DATA without Java, crash safety."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+from deltalake import DeltaTable, write_deltalake
+
+from dtcli.project import load_project
+from dtcli.state import history
+from dtcli.state.delta_log import table_info
+from tests.helpers import DT_BIN, assert_matches_recompute, dt_process, write_project
+
+pytestmark = [pytest.mark.e2e, pytest.mark.spark]
+
+TABLES = {
+    "paid": "SELECT order_id, customer_id, amount FROM orders WHERE status = 'paid'",
+    "paid_lines": """
+        SELECT p.order_id, p.customer_id, l.sku, l.qty, l.qty * p.amount AS weighted
+        FROM {{ ref('paid') }} AS p JOIN lines AS l ON l.order_id = p.order_id
+    """,
+    "per_customer": """
+        SELECT customer_id, COUNT(*) AS line_count, SUM(weighted) AS total
+        FROM {{ ref('paid_lines') }} GROUP BY customer_id
+    """,
+    "ranked": """
+        SELECT customer_id, total, RANK() OVER (PARTITION BY line_count ORDER BY total DESC) AS rnk
+        FROM {{ ref('per_customer') }}
+    """,
+}
+SEEDS = {
+    "orders": "order_id,customer_id,status,amount\n" + "\n".join(
+        f"{i},{i % 7 if i % 11 else ''},{'paid' if i % 3 else 'open'},{i * 1.5:.2f}" for i in range(1, 60)),
+    "lines": "order_id,sku,qty\n" + "\n".join(f"{i // 2},sku{i % 5},{i % 4}" for i in range(2, 120)),
+}
+
+
+def _project(tmp_path: Path) -> Path:
+    root = write_project(tmp_path / "shop", TABLES, seeds=SEEDS)
+    (root / "seeds" / "orders.yml").write_text("columns:\n  amount: decimal(10,2)\n  customer_id: int\n")
+    assert dt_process("seed", "-p", str(root)).returncode == 0
+    return root
+
+
+def _change_sources(root: Path) -> None:
+    orders = DeltaTable(str(root / "warehouse" / "orders"))
+    orders.update(predicate="order_id = 4", updates={"status": "'open'"})
+    orders.delete("order_id = 5")
+    write_deltalake(str(root / "warehouse" / "lines"), pa.table({
+        "order_id": pa.array([1, 1, None], pa.int64()), "sku": ["skuX", "skuX", None],
+        "qty": pa.array([2, 2, 1], pa.int64())}), mode="append")
+
+
+def _no_java_env() -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("JAVA_HOME", "SPARK_HOME")}
+    env["PATH"] = str(Path(sys.executable).parent)          # the venv only: no java on PATH
+    env["SPARK_HOME"] = "/nonexistent"                      # and no Spark to find it through
+    return env
+
+
+def test_run_then_no_data_without_java(tmp_path, spark):
+    root = _project(tmp_path)
+    first = dt_process("run", "-p", str(root))
+    assert first.returncode == 0, first.stderr
+    project = load_project(root)
+    for name in TABLES:
+        assert_matches_recompute(spark, project, name)
+    assert table_info(project.table_path("paid")).columns == ("order_id", "customer_id", "amount")
+
+    started = time.monotonic()
+    # --all: every DT is due now (ignoring lag), so each must be decided NO_DATA from the logs.
+    again = dt_process("run", "--all", "-p", str(root), env=_no_java_env())
+    took = time.monotonic() - started
+    assert again.returncode == 0, again.stderr
+    assert "(no Spark needed)" in again.stdout
+    rows = history.read(project.warehouse)
+    latest = history.latest_per_table(rows)
+    assert {n: latest[n]["refresh_action"] for n in TABLES} == dict.fromkeys(TABLES, "NO_DATA")
+    print(f"NO_DATA run without Java took {took:.2f}s wall")
+
+    _change_sources(root)
+    third = dt_process("run", "--all", "-p", str(root))
+    assert third.returncode == 0, third.stderr
+    project = load_project(root)
+    for name in TABLES:
+        assert_matches_recompute(spark, project, name)
+    latest = history.latest_per_table(history.read(project.warehouse))
+    assert latest["paid"]["inputs_with_changed_data"] == ["orders"]
+    assert latest["paid"]["source_versions"]["orders"] == table_info(str(root / "warehouse" / "orders")).version
+
+
+def _java_descendants(pid: int) -> list[int]:
+    children: dict[int, list[int]] = {}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
+        except (OSError, IndexError, ValueError):
+            continue
+        children.setdefault(ppid, []).append(int(entry.name))
+    found, stack = [], [pid]
+    while stack:
+        for child in children.get(stack.pop(), []):
+            stack.append(child)
+            try:
+                if b"java" in (Path("/proc") / str(child) / "cmdline").read_bytes():
+                    found.append(child)
+            except OSError:
+                pass
+    return found
+
+
+def test_sigkill_of_spark_submit_mid_run_loses_nothing(tmp_path, spark):
+    root = _project(tmp_path)
+    assert dt_process("run", "-p", str(root)).returncode == 0
+    project = load_project(root)
+    before = {n: table_info(project.table_path(n)).version for n in TABLES}
+    _change_sources(root)
+
+    proc = subprocess.Popen([str(DT_BIN), "run", "--all", "-p", str(root)], stdout=subprocess.PIPE,
+                            stderr=subprocess.STDOUT, text=True, env=dict(os.environ, COLUMNS="200"))
+    killed = False
+    for line in proc.stdout:
+        if line.startswith("paid: SUCCEEDED"):   # one DT committed, the others not yet
+            for pid in _java_descendants(proc.pid):
+                os.kill(pid, signal.SIGKILL)
+                killed = True
+            break
+    rest = proc.stdout.read()
+    assert proc.wait(timeout=300) == 1, rest
+    assert killed
+    assert "spark-submit exited with code" in rest or "FAILED" in rest
+
+    after = {n: table_info(project.table_path(n)) for n in TABLES}
+    assert after["paid"].version == before["paid"] + 1
+    for name in TABLES:
+        assert after[name] is not None                       # readable, at a committed version
+        assert_matches_recompute(spark, project, name)        # and consistent with its frontier
+    unchanged = [n for n in TABLES if after[n].version == before[n]]
+    assert unchanged, "the kill came too late to interrupt the run"
+
+    again = dt_process("run", "--all", "-p", str(root))
+    assert again.returncode == 0, again.stderr
+    orders_version = table_info(str(root / "warehouse" / "orders")).version
+    for name in TABLES:
+        assert_matches_recompute(spark, project, name)
+    assert table_info(project.table_path("paid")).frontier["source_versions"]["orders"] == orders_version

@@ -1,0 +1,102 @@
+"""Bad input: exit code 2, one line naming file (and line) with a fix, and nothing written."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+from deltalake import write_deltalake
+
+from tests.helpers import dt, tree_state, write_project
+
+SOURCES = """
+sources:
+  orders: {path: data/orders}
+"""
+
+
+def _project(tmp_path, tables, *, config=SOURCES, table_yml=None):
+    root = write_project(tmp_path / "p", tables, config=config, table_yml=table_yml)
+    write_deltalake(str(root / "data" / "orders"),
+                    pa.table({"order_id": pa.array([1, 2], pa.int64()), "amount": pa.array([5, 7], pa.int64())}),
+                    configuration={"delta.enableChangeDataFeed": "true"})
+    return root
+
+
+def _expect_usage_error(root, *needles, command=("run",)):
+    before = tree_state(root / "warehouse"), tree_state(root / "data")
+    result = dt(*command, "-p", str(root))
+    assert result.code == 2, (result.out, result.err)
+    lines = [line for line in result.err.splitlines() if line.strip()]
+    assert len(lines) == 1, result.err            # one clear message, no traceback
+    message = lines[0]
+    assert "Traceback" not in result.err
+    for needle in needles:
+        assert needle in message, message
+    assert (tree_state(root / "warehouse"), tree_state(root / "data")) == before
+    return message
+
+
+def test_unknown_table_suggests_the_close_name(tmp_path):
+    root = _project(tmp_path, {"big": "SELECT order_id\nFROM ordrs\nWHERE amount > 5"})
+    _expect_usage_error(root, "tables/big.sql:2", "unknown table 'ordrs'", "did you mean orders?")
+
+
+def test_dependency_cycle_names_the_tables(tmp_path):
+    root = _project(tmp_path, {"a": "SELECT * FROM {{ ref('b') }}", "b": "SELECT *\nFROM {{ ref('a') }}"})
+    _expect_usage_error(root, "tables/a.sql:1", "dependency cycle: a -> b -> a")
+
+
+def test_invalid_target_lag_points_at_its_yaml_line(tmp_path):
+    root = _project(tmp_path, {"big": "SELECT * FROM orders"},
+                    table_yml={"big": "comment: x\ntarget_lag: ten minutes\n"})
+    _expect_usage_error(root, "tables/big.yml:2", "ten minutes", "'10 minutes'")
+
+
+def test_invalid_target_lag_in_config_call(tmp_path):
+    root = _project(tmp_path, {"big": "-- header\n{{ config(target_lag='5 fortnights') }}\nSELECT * FROM orders"})
+    _expect_usage_error(root, "tables/big.sql:2", "5 fortnights")
+
+
+def test_unknown_config_key_suggests_the_right_one(tmp_path):
+    root = _project(tmp_path, {"big": "SELECT * FROM orders"}, table_yml={"big": "target_lagg: 1 hour\n"})
+    _expect_usage_error(root, "tables/big.yml:1", "unknown config key 'target_lagg'", "did you mean target_lag?")
+
+
+def test_yaml_syntax_error_names_file_and_line(tmp_path):
+    root = _project(tmp_path, {"big": "SELECT * FROM orders"})
+    project_file = root / "dt_project.yml"
+    project_file.write_text(project_file.read_text() + "defaults:\n  target_lag: [1 hour\n")
+    _expect_usage_error(root, "dt_project.yml:", "invalid YAML")
+
+
+def test_sql_syntax_error_names_the_line(tmp_path):
+    root = _project(tmp_path, {"big": "SELECT order_id\nFROM orders\nWHERE amount >"})
+    _expect_usage_error(root, "tables/big.sql:3", "SQL syntax error")
+
+
+def test_source_path_that_does_not_exist(tmp_path):
+    config = SOURCES + "  missing: {path: data/nowhere}\n"
+    root = _project(tmp_path, {"big": "SELECT * FROM missing"}, config=config)
+    _expect_usage_error(root, "dt_project.yml:", "source 'missing'", "does not exist")
+
+
+def test_ref_to_missing_table(tmp_path):
+    root = _project(tmp_path, {"big": "SELECT *\nFROM {{ ref('ordrs_clean') }}", "orders_clean": "SELECT * FROM orders"})
+    _expect_usage_error(root, "tables/big.sql:2", "ref('ordrs_clean')", "did you mean orders_clean?")
+
+
+@pytest.mark.parametrize("command", [("validate",), ("explain", "big"), ("run", "--dry-run")])
+def test_every_planning_command_rejects_bad_input_the_same_way(tmp_path, command):
+    root = _project(tmp_path, {"big": "SELECT * FROM ordrs"})
+    _expect_usage_error(root, "unknown table 'ordrs'", command=command)
+
+
+def test_unknown_table_in_refresh_is_a_usage_error(tmp_path):
+    root = _project(tmp_path, {"big": "SELECT * FROM orders"})
+    _expect_usage_error(root, "no dynamic table named 'bgi'", "did you mean big?", command=("refresh", "bgi"))
+
+
+def test_debug_shows_the_traceback(tmp_path):
+    root = _project(tmp_path, {"big": "SELECT * FROM ordrs"})
+    with pytest.raises(Exception, match="unknown table"):
+        dt("--debug", "validate", "-p", str(root))

@@ -1,0 +1,125 @@
+"""Project loading: config precedence, Jinja helpers, dialects, targets, dependencies."""
+
+from __future__ import annotations
+
+import pytest
+
+from dtcli.errors import ConfigError, ValidationError
+from dtcli.graph import Graph
+from dtcli.project import load_project
+from tests.helpers import write_project
+
+SOURCES = "sources:\n  orders: {path: data/orders, primary_key: order_id}\n"
+
+
+def test_config_precedence_defaults_then_yml_then_config_call(tmp_path):
+    root = write_project(tmp_path, {
+        "a": "{{ config(refresh_mode='full') }}\nSELECT * FROM orders",
+        "b": "SELECT * FROM orders",
+        "c": "SELECT * FROM orders",
+    }, config=SOURCES + "defaults: {target_lag: 2 hours, refresh_mode: incremental}\n",
+        table_yml={"a": "target_lag: 5 minutes\nrefresh_mode: auto\n", "b": "config:\n  target_lag: 1 day\n"})
+    project = load_project(root)
+    a, b, c = (project.tables[n] for n in "abc")
+    assert (a.target_lag, a.refresh_mode) == ("5 minutes", "full")
+    assert (b.target_lag, b.refresh_mode) == ("1 day", "incremental")
+    assert (c.target_lag, c.refresh_mode) == ("2 hours", "incremental")
+    assert a.config_origin["refresh_mode"].file == "tables/a.sql"
+
+
+def test_immutable_where_is_an_alias_of_frozen_where(tmp_path):
+    root = write_project(tmp_path, {"a": "SELECT * FROM orders"}, config=SOURCES,
+                         table_yml={"a": "immutable_where: order_id < 10\n"})
+    assert load_project(root).tables["a"].config["frozen_where"] == "order_id < 10"
+
+
+def test_multiline_config_keeps_sql_lines(tmp_path):
+    root = write_project(tmp_path, {"a": """
+        {{ config(
+             target_lag='10 minutes',
+             tags=['x']) }}
+        SELECT order_id
+        FROM orders
+        WHERE amount >
+    """}, config=SOURCES)
+    with pytest.raises(ValidationError) as err:
+        load_project(root)
+    assert err.value.line == 6 and err.value.file == "tables/a.sql"
+
+
+def test_ref_source_and_var(tmp_path):
+    root = write_project(tmp_path, {
+        "a": "SELECT * FROM {{ source('orders') }} WHERE amount > {{ var('min_amount') }}",
+        "b": "SELECT * FROM {{ ref('a') }} WHERE amount < {{ var('max_amount', 100) }}",
+    }, config=SOURCES + "vars: {min_amount: 5}\n")
+    project = load_project(root)
+    assert project.tables["a"].inputs == ("orders",) and "amount > 5" in project.tables["a"].spark_sql
+    assert project.tables["b"].inputs == ("a",) and "amount < 100" in project.tables["b"].spark_sql
+    assert Graph.of(project).order == ["a", "b"]
+
+
+def test_missing_var_is_a_config_error(tmp_path):
+    root = write_project(tmp_path, {"a": "SELECT * FROM orders\nWHERE x > {{ var('nope') }}"}, config=SOURCES)
+    with pytest.raises(ConfigError, match="var\\('nope'\\)") as err:
+        load_project(root)
+    assert err.value.line == 2
+
+
+def test_jinja_is_sandboxed(tmp_path):
+    root = write_project(tmp_path, {"a": "SELECT {{ ''.__class__.__mro__ }} FROM orders"}, config=SOURCES)
+    with pytest.raises(ValidationError):
+        load_project(root)
+
+
+def test_snowflake_dialect_is_transpiled_to_spark(tmp_path):
+    root = write_project(tmp_path, {
+        "a": "SELECT order_id, IFF(amount > 10, 'big', 'small') AS size, amount::INT AS amt FROM orders",
+    }, config=SOURCES + "dialect: snowflake\n")
+    sql = load_project(root).tables["a"].spark_sql
+    assert "IF(amount > 10" in sql and "CAST(amount AS INT)" in sql
+
+
+def test_qualified_and_cte_names_resolve(tmp_path):
+    root = write_project(tmp_path, {
+        "a": "WITH orders AS (SELECT * FROM shop.orders WHERE amount > 1) SELECT * FROM orders",
+    }, config=SOURCES)
+    table = load_project(root).tables["a"]
+    assert table.inputs == ("orders",)
+    assert "FROM `orders` AS orders" in table.spark_sql
+
+
+def test_targets_override_warehouse_and_spark(tmp_path):
+    root = write_project(tmp_path, {"a": "SELECT * FROM orders"}, config=SOURCES + """
+targets:
+  prod:
+    warehouse: s3a://lake/dt
+    spark: {master: yarn, conf: {spark.executor.memory: 8g}}
+""")
+    dev, prod = load_project(root), load_project(root, "prod")
+    assert dev.warehouse == str(root / "warehouse") and dev.spark_master == "local[1]"
+    assert prod.warehouse == "s3a://lake/dt" and prod.spark_master == "yarn"
+    assert prod.table_path("a") == "s3a://lake/dt/a"
+    assert prod.spark_conf["spark.executor.memory"] == "8g"
+    with pytest.raises(ConfigError, match="target 'prdo'") as err:
+        load_project(root, "prdo")
+    assert "did you mean prod?" in str(err.value)
+
+
+def test_seeds_are_sources_in_the_warehouse(tmp_path):
+    root = write_project(tmp_path, {"a": "SELECT * FROM customers"}, seeds={"customers": "id,name\n1,x"})
+    project = load_project(root)
+    assert project.sources["customers"].path == str(root / "warehouse" / "customers")
+    with pytest.raises(ValidationError, match="run `dt seed` first"):
+        load_project(root, check_sources=True)
+
+
+def test_a_table_may_not_read_itself(tmp_path):
+    root = write_project(tmp_path, {"a": "SELECT * FROM a"}, config=SOURCES)
+    with pytest.raises(ValidationError, match="reads itself"):
+        load_project(root)
+
+
+def test_one_query_per_file(tmp_path):
+    root = write_project(tmp_path, {"a": "SELECT 1 AS x;\nSELECT 2 AS y"}, config=SOURCES)
+    with pytest.raises(ValidationError, match="more than one statement"):
+        load_project(root)
