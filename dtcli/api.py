@@ -190,16 +190,17 @@ def run(project: Project, names: list[str] | None = None, *, full_refresh: bool 
         else:
             scheduled = plan_scheduled(project, names, all_tables=all_tables, full_refresh=full_refresh, now=now)
             plan, decision = scheduled.plan, scheduled.decision
-            register(project, decision)
+            register(project, decision, plan.data_timestamp)
         on_plan(plan)
         result = execute(project, plan, on_event, launcher)
     result.decision = decision
     return result
 
 
-def register(project: Project, decision: scheduler.Decision) -> None:
-    """Remember when `on_schedule` DTs were first seen: they are created at the next tick after."""
-    scheduling.append(project.warehouse, [scheduling.Event(n, scheduling.REGISTERED, at=_now())
+def register(project: Project, decision: scheduler.Decision, at: str) -> None:
+    """Remember when `on_schedule` DTs were first seen (on the run's clock): they are created at
+    the first tick after that."""
+    scheduling.append(project.warehouse, [scheduling.Event(n, scheduling.REGISTERED, at=at)
                                           for n in decision.register])
 
 

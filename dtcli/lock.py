@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import sys
 import time
 from contextlib import contextmanager
 from datetime import datetime, timezone
@@ -40,11 +41,16 @@ def warehouse_lock(project: Project, command: str, wait_seconds: float = 0.0) ->
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
         deadline = time.monotonic() + max(0.0, wait_seconds)
+        told = False
         while True:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 break
             except BlockingIOError:
+                if not told and wait_seconds > 0:
+                    told = True   # a silent wait looks like a hang
+                    sys.stderr.write(f"waiting up to {wait_seconds:g} s for the warehouse lock "
+                                     f"({_holder(path) or path})\n")
                 if time.monotonic() >= deadline:
                     holder = _holder(path)
                     raise LockTimeout(
