@@ -52,16 +52,28 @@ def append(warehouse: str, records: list[RefreshRecord]) -> None:
 
         os.makedirs(path, exist_ok=True)
     write_deltalake(storage_uri(path), table, mode="append")
+    _compact_now_and_then(path)
+
+
+COMPACT_EVERY = 50   # commits; each append adds a small file, and reads slow down with many
+
+
+def _compact_now_and_then(path: str) -> None:
+    table = open_table(path)
+    if table is not None and table.version() > 0 and table.version() % COMPACT_EVERY == 0:
+        table.optimize.compact()
 
 
 def read(warehouse: str, name: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
     """History entries, newest first, as JSON-ready dicts (DESIGN.md section 7 fields)."""
     import pyarrow as pa
+    from deltalake import QueryBuilder
 
     table = open_table(history_path(warehouse))
     if table is None:
         return []
-    rows = pa.table(table.to_pyarrow_table() if hasattr(table, "to_pyarrow_table") else table).to_pylist()
+    # The query engine inside deltalake reads without importing pyarrow.dataset (slow to import).
+    rows = pa.table(QueryBuilder().register("h", table).execute("SELECT * FROM h").read_all()).to_pylist()
     if name:
         rows = [r for r in rows if r["name"] == name]
     rows.sort(key=lambda r: (r["refresh_end_time"] or "", r["refresh_start_time"] or ""), reverse=True)
