@@ -13,7 +13,7 @@ from dataclasses import dataclass
 
 from dtcli.definition import definition_hash
 from dtcli.graph import Graph
-from dtcli.model import (CREATION, FULL, INCREMENTAL, NO_DATA, REINITIALIZE, Plan, Project,
+from dtcli.model import (CREATION, FULL, INCREMENTAL, MANUAL, NO_DATA, REINITIALIZE, Plan, Project,
                          RefreshStep, StepInput)
 from dtcli.snapshot import Snapshot
 
@@ -57,7 +57,9 @@ def build_plan(project: Project, graph: Graph, snapshot: Snapshot, selected: set
 
         step_trigger, reinit = trigger, None
         if info is None:
-            action, step_trigger = FULL, CREATION
+            # A `dt refresh` of a DT not created yet stays MANUAL: what the user asked for, and
+            # (unlike scheduled creation) never counted toward auto-suspension.
+            action, step_trigger = FULL, (MANUAL if trigger == MANUAL else CREATION)
         elif frontier is None:
             action, reinit = REINITIALIZE, "the table has no dt frontier (created or rewritten outside dt)"
         elif frontier.get("definition_hash") != digest:
