@@ -19,7 +19,7 @@ from dtcli.snapshot import Snapshot
 
 
 # The incremental strategies land with issue 3; until then every refresh that has work runs FULL.
-INCREMENTAL_REFRESH_ENABLED = False
+INCREMENTAL_REFRESH_ENABLED = True
 
 
 @dataclass(frozen=True)

@@ -38,59 +38,87 @@ def _copies(count_col):
     return F.explode(F.array_repeat(F.lit(1), count_col.cast("int"))).alias("__dt_copy")
 
 
+def last_commit(path: str) -> dict[str, Any]:
+    """Version and metrics of the newest commit, read from the log without a Spark job."""
+    from dtcli.state.delta_log import open_table
+
+    table = open_table(path)
+    info = (table.history(1) or [{}])[0]
+    return {"version": table.version(), "metrics": dict(info.get("operationMetrics") or {})}
+
+
 def commit_nothing(spark, path: str, frontier: dict[str, Any]) -> int:
     """Record the frontier in a commit that changes no row (an empty MERGE may not commit)."""
     from dtcli.state.delta_log import frontier_metadata
 
+    before = last_commit(path)["version"]
     empty = spark.read.format("delta").load(path).limit(0)
     (empty.write.format("delta").mode("append")
      .option("userMetadata", frontier_metadata(frontier)).save(path))
-    return commit.last_commit(spark, path)["version"]
+    version = last_commit(path)["version"]
+    if version == before:
+        raise RuntimeError(f"could not record the frontier of {path}: the empty commit was skipped")
+    return version
 
 
-def apply_row_changes(spark, path: str, changes, frontier: dict[str, Any]) -> tuple[int, int, int]:
-    """`changes`: the DT's columns + WEIGHT, one row per distinct row, weights != 0, cached.
+def apply_row_changes(spark, path: str, changes, frontier: dict[str, Any], *,
+                      negatives: bool = True) -> tuple[int, int, int]:
+    """`changes`: the DT's columns + WEIGHT, one row per distinct row, weights != 0, cached;
+    `negatives`: whether any weight is negative (else a plain insert of the copies).
 
     Returns (inserted, deleted, table version)."""
-    from delta.tables import DeltaTable
     from pyspark.sql import functions as F
 
     cols = [c for c in changes.columns if c != WEIGHT]
+    rows = [F.col(quote(c)) for c in cols]
     w = F.col(WEIGHT)
-    target = spark.read.format("delta").load(path)
+    sources = [changes.filter(w > 0).select(*rows, _copies(w))
+               .select(*rows, F.lit(INSERT).alias(OP))]
+    if not negatives:       # only new rows: a blind append, far cheaper than a MERGE
+        return _append(spark, path, changes.filter(w > 0).select(*rows, _copies(w))
+                       .select(*rows), frontier)
     negative = changes.filter(w < 0)
-    sources = [changes.filter(w > 0).select(*[F.col(quote(c)) for c in cols], _copies(w))
-               .select(*[F.col(quote(c)) for c in cols], F.lit(INSERT).alias(OP))]
-    if negative.limit(1).count():
-        held = (target.alias("t").join(F.broadcast(negative.select(*[quote(c) for c in cols])
-                                                   .alias("s")), _null_safe("t", "s", cols))
-                .select(*[F.col(f"t.{quote(c)}").alias(c) for c in cols])
-                .groupBy(*[quote(c) for c in cols]).agg(F.count(F.lit(1)).alias("__dt_held")))
-        counted = (negative.alias("s").join(held.alias("h"), _null_safe("s", "h", cols), "left")
-                   .select(*[F.col(f"s.{quote(c)}").alias(c) for c in cols],
-                           (F.coalesce(F.col("h.__dt_held"), F.lit(0)) + F.col(f"s.{WEIGHT}"))
-                           .alias("__dt_left"))
-                   .persist())
-        try:
-            if counted.filter(F.col("__dt_left") < 0).limit(1).count():
-                raise Inconsistent("the change deletes rows the dynamic table does not hold")
-            rows = [F.col(quote(c)) for c in cols]
-            sources.append(counted.select(*rows, F.lit(DELETE).alias(OP)))
-            sources.append(counted.filter(F.col("__dt_left") > 0)
-                           .select(*rows, _copies(F.col("__dt_left")))
-                           .select(*rows, F.lit(INSERT).alias(OP)))
-            return _merge(spark, path, reduce(lambda a, b: a.unionByName(b), sources), cols,
-                          frontier)
-        finally:
-            counted.unpersist()
-    return _merge(spark, path, sources[0], cols, frontier)
+    target = spark.read.format("delta").load(path)
+    held = (target.alias("t").join(F.broadcast(negative.select(*rows).alias("s")),
+                                   _null_safe("t", "s", cols))
+            .select(*[F.col(f"t.{quote(c)}").alias(c) for c in cols])
+            .groupBy(*rows).agg(F.count(F.lit(1)).alias("__dt_held")))
+    counted = (negative.alias("s").join(held.alias("h"), _null_safe("s", "h", cols), "left")
+               .select(*[F.col(f"s.{quote(c)}").alias(c) for c in cols],
+                       (F.coalesce(F.col("h.__dt_held"), F.lit(0)) + F.col(f"s.{WEIGHT}"))
+                       .alias("__dt_left"))
+               .localCheckpoint(eager=True))
+    try:
+        lowest = counted.agg(F.min("__dt_left")).first()[0]
+        if lowest is not None and lowest < 0:
+            raise Inconsistent("the change deletes rows the dynamic table does not hold")
+        sources.append(counted.select(*rows, F.lit(DELETE).alias(OP)))
+        sources.append(counted.filter(F.col("__dt_left") > 0)
+                       .select(*rows, _copies(F.col("__dt_left")))
+                       .select(*rows, F.lit(INSERT).alias(OP)))
+        return _merge(spark, path, reduce(lambda a, b: a.unionByName(b), sources), cols,
+                      frontier)
+    finally:
+        counted.unpersist()
+
+
+def _append(spark, path: str, rows, frontier: dict[str, Any]) -> tuple[int, int, int]:
+    from dtcli.state.delta_log import frontier_metadata
+
+    before = last_commit(path)["version"]
+    (rows.write.format("delta").mode("append")
+     .option("userMetadata", frontier_metadata(frontier)).save(path))
+    last = last_commit(path)
+    if last["version"] == before:
+        return 0, 0, commit_nothing(spark, path, frontier)
+    return int(last["metrics"].get("numOutputRows", 0)), 0, last["version"]
 
 
 def _merge(spark, path: str, source, cols: list[str], frontier: dict[str, Any]
            ) -> tuple[int, int, int]:
     from delta.tables import DeltaTable
 
-    before = commit.last_commit(spark, path)["version"]
+    before = last_commit(path)["version"]
     condition = f"s.{OP} = '{DELETE}' AND " + " AND ".join(
         f"t.{quote(c)} <=> s.{quote(c)}" for c in cols)
     table = DeltaTable.forPath(spark, path)
@@ -100,7 +128,7 @@ def _merge(spark, path: str, source, cols: list[str], frontier: dict[str, Any]
          .whenNotMatchedInsert(condition=f"s.{OP} = '{INSERT}'",
                                values={quote(c): f"s.{quote(c)}" for c in cols})
          .execute())
-    last = commit.last_commit(spark, path)
+    last = last_commit(path)
     if last["version"] == before:      # nothing was written: record the frontier anyway
         return 0, 0, commit_nothing(spark, path, frontier)
     metrics = last["metrics"]

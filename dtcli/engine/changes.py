@@ -73,14 +73,13 @@ def _expand(df, positive: bool):
     return picked.select(*cols, copies).select(*cols)
 
 
-def read_changes(spark, name: str, path: str, start: int, end: int) -> ChangeSet:
-    """Changes committed in versions start+1..end (both pinned), consolidated and cached."""
+def read_changes(spark, name: str, path: str, start: int, end: int, old, new) -> ChangeSet:
+    """Changes committed in versions start+1..end (both pinned), consolidated and cached;
+    `old` / `new`: the input read at those versions (their schemas must agree)."""
     from pyspark.sql import functions as F
 
     try:
-        old_schema = spark.read.format("delta").option("versionAsOf", start).load(path).schema
-        new_schema = spark.read.format("delta").option("versionAsOf", end).load(path).schema
-        if old_schema != new_schema:
+        if old.schema != new.schema:
             raise ChangesUnavailable(f"the schema of input {name} changed between versions "
                                      f"{start} and {end}")
         feed = (spark.read.format("delta").option("readChangeFeed", "true")
@@ -92,7 +91,7 @@ def read_changes(spark, name: str, path: str, start: int, end: int) -> ChangeSet
                     .groupBy(*[F.col(quote(c)) for c in data])
                     .agg(F.sum(WEIGHT).cast("long").alias(WEIGHT))
                     .filter(F.col(WEIGHT) != 0)
-                    .persist())
+                    .localCheckpoint(eager=True))
         rows = weighted.count()
     except ChangesUnavailable:
         raise

@@ -58,11 +58,14 @@ def _record(plan: Plan, step: RefreshStep, state: str, start: str, *, message: s
     previous = (step.previous or {}).get("source_versions", {})
     versions = versions or {}
     changed = [n for n, v in versions.items() if previous.get(n) != v]
+    extra = result.extra if result else {}   # a strategy may fall back (INCREMENTAL -> FULL)
     return RefreshRecord(
-        name=step.name, state=state, refresh_action=step.action, refresh_trigger=step.trigger,
+        name=step.name, state=state, refresh_action=extra.get("refresh_action", step.action),
+        refresh_trigger=step.trigger,
         data_timestamp=plan.data_timestamp if state == SUCCEEDED else None,
         refresh_start_time=start, refresh_end_time=now_iso(), run_id=plan.run_id,
-        state_message=message, reinit_reason=step.reinit_reason,
+        state_message=message or extra.get("message"),
+        reinit_reason=extra.get("reinit_reason", step.reinit_reason),
         num_inserted_rows=result.inserted if result else 0,
         num_deleted_rows=result.deleted if result else 0,
         num_copied_rows=result.copied if result else 0,

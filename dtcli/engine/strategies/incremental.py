@@ -76,6 +76,7 @@ class _Refresh:
         previous = (step.previous or {}).get("source_versions") or {}
         names = [i.name for i in step.inputs]
         changed: set[str] = set()
+        frames: dict[str, tuple] = {}
         for inp in step.inputs:
             now = self.ctx.input_versions[inp.name]
             before = previous.get(inp.name)
@@ -84,18 +85,25 @@ class _Refresh:
             if before > now:
                 raise ChangesUnavailable(f"input {inp.name} is at version {now}, older than the "
                                          f"version {before} the table reflects (recreated?)")
+            new = spark.table(quote(inp.name))      # bound by the executor at version `now`
+            old = new
             if before < now:
-                cs = read_changes(spark, inp.name, inp.path, int(before), int(now))
+                try:
+                    old = self._read(inp.path, int(before))
+                except Exception as exc:  # noqa: BLE001 - vacuumed or expired log
+                    raise ChangesUnavailable(f"input {inp.name} cannot be read at version "
+                                             f"{before}: {str(exc).splitlines()[0][:300]}") from exc
+                cs = read_changes(spark, inp.name, inp.path, int(before), int(now), old, new)
                 self.changes[inp.name] = cs
                 if cs.rows:
                     changed.add(inp.name)
+            frames[inp.name] = (new, old)
         bindings = Bindings.for_inputs(names, changed)
         for inp in step.inputs:
             views = bindings.views[inp.name]
-            now = self.ctx.input_versions[inp.name]
-            before = int(previous[inp.name]) if inp.name in changed else now
-            self._view(views[NEW], self._read(inp.path, now))
-            self._view(views[OLD], self._read(inp.path, before))
+            new, old = frames[inp.name]
+            self._view(views[NEW], new)
+            self._view(views[OLD], old if inp.name in changed else new)
             if inp.name in changed:
                 cs = self.changes[inp.name]
                 self._view(views[PLUS], cs.plus())
@@ -128,13 +136,15 @@ class _Refresh:
         net = (union.groupBy(*[F.col(quote(c)) for c in columns])
                .agg(F.sum(WEIGHT).cast("long").alias(WEIGHT))
                .filter(F.col(WEIGHT) != 0)
-               .persist())
+               .localCheckpoint(eager=True))
         self.cached.append(net)
-        if net.limit(1).count() == 0:
+        stats = net.agg(F.count(F.lit(1)).alias("n"),
+                        F.sum(F.when(F.col(WEIGHT) < 0, 1).otherwise(0)).alias("neg")).first()
+        if not stats["n"]:
             version = applier.commit_nothing(spark, step.path, self.ctx.frontier)
             return RefreshResult(table_version=version)
-        inserted, deleted, version = applier.apply_row_changes(spark, step.path, net,
-                                                               self.ctx.frontier)
+        inserted, deleted, version = applier.apply_row_changes(
+            spark, step.path, net, self.ctx.frontier, negatives=bool(stats["neg"]))
         return RefreshResult(inserted=inserted, deleted=deleted, table_version=version)
 
     # -- helpers ----------------------------------------------------------------------------
@@ -149,16 +159,14 @@ class _Refresh:
     def _materialize(self, query: exp.Query) -> KeySet:
         name = f"__dt_k{next(_views)}"
         df = self.spark.sql(f"SELECT DISTINCT * FROM ({query.sql(dialect='spark')}) AS __dt_keys")
-        df = df.persist()
-        self.cached.append(df)
+        # a checkpoint cuts the lineage: later queries do not re-analyse the time travel
+        df = df.localCheckpoint(eager=True)
         self._view(name, df)
         literals = None
-        if df.limit(LITERAL_KEYS + 1).count() <= LITERAL_KEYS:
-            rows = df.collect()
+        rows = df.limit(LITERAL_KEYS + 1).collect()
+        if len(rows) <= LITERAL_KEYS:
             literals = [_literals([r[k] for r in rows], field.dataType)
                         for k, field in enumerate(df.schema.fields)]
-            if not rows:
-                literals = [[] for _ in df.schema.fields]
         return KeySet(name, literals)
 
 
