@@ -11,6 +11,7 @@ import sys
 from pathlib import Path
 
 EVENT_PREFIX = "@@dt "
+STOP_FILE = "stop"   # created next to the plan by the launcher: finish the current refresh, then stop
 
 
 def emit(event: dict) -> None:
@@ -23,10 +24,12 @@ def main(argv: list[str]) -> int:
     from dtcli.engine.session import build_session
     from dtcli.model import FAILED, UPSTREAM_FAILED, Plan
 
-    plan = Plan.from_json(Path(argv[0]).read_text(encoding="utf-8"))
+    plan_path = Path(argv[0])
+    plan = Plan.from_json(plan_path.read_text(encoding="utf-8"))
+    stop_file = plan_path.with_name(STOP_FILE)
     emit({"event": "started"})
     spark = build_session({}, app_name=f"dt:{plan.project}")
-    records = execute_plan(spark, plan, emit)
+    records = execute_plan(spark, plan, emit, should_stop=stop_file.exists)
     emit({"event": "done"})
     spark.stop()
     return 1 if any(r.state in (FAILED, UPSTREAM_FAILED) for r in records) else 0

@@ -8,12 +8,13 @@ step alone; each finished step is appended to the refresh history at once.
 
 from __future__ import annotations
 
+import re
 from datetime import datetime, timezone
 from typing import Any, Callable
 
 from dtcli.engine.context import RefreshContext, RefreshResult
 from dtcli.engine.strategies import strategy_for
-from dtcli.model import FAILED, SUCCEEDED, UPSTREAM_FAILED, Plan, RefreshRecord, RefreshStep
+from dtcli.model import FAILED, SKIPPED, SUCCEEDED, UPSTREAM_FAILED, Plan, RefreshRecord, RefreshStep
 from dtcli.state import history
 
 Emit = Callable[[dict[str, Any]], None]
@@ -40,8 +41,19 @@ def unbind_inputs(spark, step: RefreshStep) -> None:
         spark.catalog.dropTempView(inp.name)
 
 
+_JAVA_EXCEPTION = re.compile(r"^:?\s*[\w.$]+(?:Exception|Error): (.+)$")
+
+
 def error_message(exc: BaseException) -> str:
+    """One line a user can act on: the error condition and its message, not Py4J's wrapper."""
     text = str(exc).strip() or type(exc).__name__
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    if lines and lines[0].startswith("An error occurred while calling"):
+        # Py4J's first line names only the JVM call; the cause is the first Java exception line.
+        cause = next((m.group(1) for m in map(_JAVA_EXCEPTION.match, lines[1:]) if m), None)
+        if cause:
+            lines = [cause]
+    text = lines[0] if lines else text
     condition = None
     getter = getattr(exc, "getCondition", None)
     if callable(getter):
@@ -49,7 +61,7 @@ def error_message(exc: BaseException) -> str:
             condition = getter()
         except Exception:  # noqa: BLE001 - best effort enrichment only
             condition = None
-    first = text.splitlines()[0][:500]
+    first = text[:500]
     return f"[{condition}] {first}" if condition and condition not in first else first
 
 
@@ -75,16 +87,23 @@ def _record(plan: Plan, step: RefreshStep, state: str, start: str, *, message: s
 
 
 def execute_plan(spark, plan: Plan, emit: Emit = lambda event: None,
-                 write_history: bool = True) -> list[RefreshRecord]:
+                 write_history: bool = True,
+                 should_stop: Callable[[], bool] = lambda: False) -> list[RefreshRecord]:
+    """Run the plan's Spark steps; `should_stop` is asked between refreshes (a user's Ctrl-C)."""
     produced: dict[str, int] = {}
     failed: set[str] = set()
     records: list[RefreshRecord] = []
     steps = plan.spark_steps
     emit({"event": "plan", "steps": [s.name for s in steps]})
+    stopping = False
     for step in steps:
         start = now_iso()
         blocked = [u for u in step.upstream if u in failed]
-        if blocked:
+        stopping = stopping or should_stop()
+        if stopping:
+            failed.add(step.name)   # its downstream must not run on a stale input either
+            record = _record(plan, step, SKIPPED, start, message="the run was stopped before this refresh")
+        elif blocked:
             failed.add(step.name)
             record = _record(plan, step, UPSTREAM_FAILED, start,
                              message=f"upstream dynamic table {blocked[0]} failed in this run")

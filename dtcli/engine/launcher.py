@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from dtcli import jars as jarlib
-from dtcli.engine.driver import EVENT_PREFIX
+from dtcli.engine.driver import EVENT_PREFIX, STOP_FILE
 from dtcli.engine.spark_conf import session_conf
 from dtcli.errors import ConfigError
 from dtcli.model import Plan, Project
@@ -55,23 +55,39 @@ def launch(project: Project, plan: Plan, on_event: Callable[[dict[str, Any]], No
     env["PYSPARK_DRIVER_PYTHON"] = sys.executable
     result = LaunchResult(returncode=-1, log_path=log_path)
     with open(log_path, "w", encoding="utf-8") as log:
+        # Its own session: a terminal's Ctrl-C reaches dt only, which asks the driver to stop
+        # between refreshes; a second Ctrl-C ends the application (commits stay atomic).
         proc = subprocess.Popen(submit_command(project, plan_path), stdout=subprocess.PIPE, stderr=log,
-                                stdin=subprocess.DEVNULL, text=True, env=env, cwd=project.root)
-        try:
-            assert proc.stdout is not None
-            for line in proc.stdout:
-                if not line.startswith(EVENT_PREFIX):
-                    log.write(line)
-                    continue
-                event = json.loads(line[len(EVENT_PREFIX):])
-                if event.get("event") == "finished":
-                    result.records.append(event["record"])
-                if event.get("event") == "done":
-                    result.done = True
-                on_event(event)
-            result.returncode = proc.wait()
-        except KeyboardInterrupt:
-            proc.terminate()
-            proc.wait()
-            raise
+                                stdin=subprocess.DEVNULL, text=True, env=env, cwd=project.root,
+                                start_new_session=True)
+        assert proc.stdout is not None
+        interrupted = False
+        while True:
+            try:
+                for line in proc.stdout:
+                    _handle(line, result, log, on_event)
+                break
+            except KeyboardInterrupt:
+                if interrupted:
+                    proc.terminate()
+                    proc.wait()
+                    raise
+                interrupted = True
+                (run_dir / STOP_FILE).write_text("stop requested\n")
+                on_event({"event": "stopping"})
+        result.returncode = proc.wait()
+    if interrupted:
+        raise KeyboardInterrupt
     return result
+
+
+def _handle(line: str, result: LaunchResult, log, on_event: Callable[[dict[str, Any]], None]) -> None:
+    if not line.startswith(EVENT_PREFIX):
+        log.write(line)
+        return
+    event = json.loads(line[len(EVENT_PREFIX):])
+    if event.get("event") == "finished":
+        result.records.append(event["record"])
+    if event.get("event") == "done":
+        result.done = True
+    on_event(event)

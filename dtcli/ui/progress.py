@@ -50,6 +50,8 @@ class RunProgress:
                 self.console.print(text, highlight=False)
         elif kind == "started" and not self.progress:
             self.console.print("spark application started", highlight=False)
+        elif kind == "stopping":
+            self.console.print("stopping after the current refresh (Ctrl-C again to abort)", highlight=False)
         elif kind == "finished":
             record = event["record"]
             took = time.monotonic() - self.started.get(record["name"], time.monotonic())

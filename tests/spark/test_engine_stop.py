@@ -1,0 +1,32 @@
+"""A stop request (Ctrl-C in the CLI) lets the current refresh commit and skips the rest."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+from deltalake import write_deltalake
+
+from dtcli import api
+from dtcli.engine.executor import execute_plan
+from dtcli.state.delta_log import table_info
+from tests.helpers import write_project
+
+pytestmark = pytest.mark.spark
+
+
+def test_stop_between_refreshes_skips_the_rest(tmp_path, spark):
+    root = write_project(tmp_path, {
+        "a": "SELECT id, v FROM src WHERE v > 0",
+        "b": "SELECT id FROM {{ ref('a') }}",
+        "c": "SELECT v FROM src",
+    }, config="sources:\n  src: {path: data/src}\n")
+    write_deltalake(str(root / "data" / "src"), pa.table({"id": [1, 2], "v": [1, -1]}),
+                    configuration={"delta.enableChangeDataFeed": "true"})
+    project = api.load(root)
+    plan, _ = api.plan_run(project)
+    done: list[str] = []
+    records = execute_plan(spark, plan, lambda e: done.append(e["record"]["name"]) if e["event"] == "finished" else None,
+                           should_stop=lambda: bool(done))
+    assert [(r.name, r.state) for r in records] == [("a", "SUCCEEDED"), ("b", "SKIPPED"), ("c", "SKIPPED")]
+    assert table_info(project.table_path("a")) is not None
+    assert table_info(project.table_path("b")) is None and table_info(project.table_path("c")) is None
