@@ -91,7 +91,7 @@ def _lit(v) -> str:
     if isinstance(v, Decimal):
         return f"CAST('{v}' AS DECIMAL(12,2))"
     if isinstance(v, (list, tuple)):
-        return "array(" + ", ".join(_lit(x) for x in v) + ")"
+        return ("array(" + ", ".join(_lit(x) for x in v) + ")") if v else "CAST(array() AS ARRAY<INT>)"
     return "'" + str(v).replace("'", "''") + "'"
 
 

@@ -1,0 +1,121 @@
+"""The change-query compiler, without Spark: which terms it builds and what it refuses."""
+
+from __future__ import annotations
+
+import pytest
+
+from dtcli.sql.incremental_rewrite import (Bindings, DeltaCompiler, KeySet, Unsupported,
+                                           inline_ctes, parse, unsupported_reason)
+
+
+def compile_(sql, inputs, changed=None):
+    keys = []
+
+    def materialize(query):
+        keys.append(query.sql(dialect="spark"))
+        return KeySet(f"__dt_ktest{len(keys)}")
+
+    compiler = DeltaCompiler(Bindings.for_inputs(inputs, set(inputs if changed is None else changed)), materialize)
+    plus, minus = compiler.compile(sql)
+    text = lambda q: q.sql(dialect="spark") if q is not None else None  # noqa: E731
+    return text(plus), text(minus), keys
+
+
+def test_inner_join_is_the_delta_rule_over_old_and_new():
+    plus, minus, keys = compile_("SELECT a.x, b.y FROM t AS a JOIN u AS b ON a.k = b.k",
+                                 ["t", "u"])
+    assert plus == ("SELECT a.x, b.y FROM __dt_i0_plus AS a JOIN __dt_i1_old AS b ON a.k = b.k "
+                    "UNION ALL SELECT a.x, b.y FROM __dt_i0_new AS a JOIN __dt_i1_plus AS b "
+                    "ON a.k = b.k")
+    assert "__dt_i0_minus" in minus and "__dt_i1_minus" in minus
+    assert keys == []
+
+
+def test_only_changed_inputs_make_terms():
+    plus, _, _ = compile_("SELECT a.x FROM t AS a JOIN u AS b ON a.k = b.k", ["t", "u"], {"u"})
+    assert "UNION" not in plus and "__dt_i1_plus" in plus and "__dt_i0_new" in plus
+
+
+def test_no_change_no_query():
+    assert compile_("SELECT x FROM t", ["t"], set())[:2] == (None, None)
+
+
+def test_cte_references_are_separate_occurrences():
+    plus, _, _ = compile_("WITH c AS (SELECT k, v FROM t) SELECT c1.v, c2.v FROM c AS c1 "
+                          "JOIN c AS c2 ON c1.k = c2.k", ["t"])
+    assert plus.count("__dt_i0_plus") == 2 and "__dt_i0_old" in plus and "__dt_i0_new" in plus
+
+
+def test_union_all_drops_constant_branches_and_keeps_column_names():
+    plus, _, _ = compile_("SELECT 1 AS one UNION ALL SELECT x FROM t", ["t"])
+    assert plus.startswith("SELECT * FROM (SELECT 1 AS one) AS __dt_empty WHERE FALSE UNION ALL")
+
+
+def test_group_by_recomputes_affected_keys_at_both_versions():
+    plus, minus, keys = compile_("SELECT g, SUM(v) AS s FROM t GROUP BY 1", ["t"])
+    assert keys == ["SELECT g AS __dt_c0 FROM __dt_i0_both AS t"]
+    assert "__dt_i0_new" in plus and "__dt_i0_old" in minus
+    assert "EXISTS(SELECT 1 FROM __dt_ktest1 AS __dt_key WHERE __dt_key.__dt_c0 IS NOT DISTINCT FROM g)" in plus
+
+
+def test_left_join_is_keyed_by_the_preserved_side():
+    plus, _, keys = compile_("SELECT a.k, b.w FROM t AS a LEFT JOIN u AS b ON a.k = b.k", ["t", "u"])
+    assert len(keys) == 1 and "__dt_i0_both" in keys[0] and "__dt_i1_both" in keys[0]
+    assert "IS NOT DISTINCT FROM a.k" in plus
+
+
+def test_full_join_key_coalesces_both_sides():
+    plus, _, _ = compile_("SELECT * FROM t AS a FULL JOIN u AS b ON a.k = b.k", ["t", "u"])
+    assert "COALESCE(a.k, b.k)" in plus
+
+
+def test_nested_aggregate_feeds_an_outer_join():
+    plus, _, keys = compile_("SELECT s.g, s.total, u.w FROM (SELECT g, SUM(v) AS total FROM t "
+                             "GROUP BY g) AS s JOIN u ON s.g = u.g", ["t", "u"])
+    assert len(keys) == 1 and plus.count("UNION ALL") == 1
+
+
+def test_window_partitions_are_the_keys():
+    _, _, keys = compile_("SELECT k, RANK() OVER (PARTITION BY g, h ORDER BY v) AS r, "
+                          "SUM(v) OVER (PARTITION BY g) AS s FROM t", ["t"])
+    assert keys == ["SELECT g AS __dt_c0 FROM __dt_i0_both AS t"]
+
+
+def test_cte_inlining_respects_scopes():
+    q = inline_ctes(parse("WITH a AS (SELECT 1 AS x) SELECT * FROM a JOIN (WITH a AS "
+                          "(SELECT 2 AS x) SELECT * FROM a) AS b ON TRUE"))
+    text = q.sql(dialect="spark")
+    assert "SELECT 1 AS x" in text and "SELECT 2 AS x" in text and "WITH" not in text
+
+
+@pytest.mark.parametrize("sql, words", [
+    ("SELECT x FROM t UNION SELECT x FROM t", "UNION (distinct)"),
+    ("SELECT * FROM t AS a LEFT JOIN t AS b ON a.k = b.k LEFT JOIN t AS c ON a.k = c.k",
+     "more than one outer join"),
+    ("SELECT g, SUM(v) FROM t GROUP BY ROLLUP (g)", "ROLLUP"),
+    ("SELECT DISTINCT SUM(v) FROM t GROUP BY g", "DISTINCT over an aggregation"),
+    ("SELECT RANK() OVER (ORDER BY v) FROM t", "without PARTITION BY"),
+    ("SELECT x FROM t LIMIT 3", "LIMIT"),
+    ("SELECT x FROM t WHERE x IN (SELECT y FROM t)", "subquery outside FROM"),
+    ("SELECT x FROM other", "not one of its inputs"),
+    ("SELECT * FROM t AS a LEFT JOIN t AS b ON a.x > b.y", "without an equality"),
+    ("SELECT k, RANK() OVER (PARTITION BY g ORDER BY SUM(v)) FROM t GROUP BY k", "PARTITION BY is not"),
+    ("SELECT DISTINCT * FROM t", "DISTINCT *"),
+    ("SELECT x, rand() FROM t", "nondeterministic"),
+])
+def test_unsupported_constructs_say_why(sql, words):
+    reason = unsupported_reason(sql, ["t"])
+    assert reason is not None and words in reason
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT k, g, v FROM t WHERE v > 1",
+    "SELECT t.k, e.x FROM t LATERAL VIEW explode(t.arr) e AS x",
+    "SELECT COUNT(*) FROM t",
+    "SELECT DISTINCT g, k FROM t",
+    "SELECT g, k, RANK() OVER (PARTITION BY g ORDER BY SUM(v)) FROM t GROUP BY g, k",
+    "SELECT a.k, COUNT(b.k) FROM t AS a LEFT JOIN t AS b USING (k) GROUP BY a.k",
+    "WITH x AS (SELECT k FROM t) SELECT * FROM x UNION ALL SELECT k FROM t",
+])
+def test_supported_shapes(sql):
+    assert unsupported_reason(sql, ["t"]) is None
