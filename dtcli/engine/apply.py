@@ -48,16 +48,19 @@ def last_commit(path: str) -> dict[str, Any]:
 
 
 def commit_nothing(spark, path: str, frontier: dict[str, Any]) -> int:
-    """Record the frontier in a commit that changes no row (an empty MERGE may not commit)."""
-    from dtcli.state.delta_log import frontier_metadata
+    """Record the frontier in a commit that changes no row.
 
+    An empty MERGE or an empty append writes no commit at all, so the frontier rides on a
+    table-property update, which always commits (and carries the session's userMetadata)."""
     before = last_commit(path)["version"]
-    empty = spark.read.format("delta").load(path).limit(0)
-    (empty.write.format("delta").mode("append")
-     .option("userMetadata", frontier_metadata(frontier)).save(path))
+    stamp = str(frontier.get("run_id") or frontier.get("data_timestamp") or before)
+    location = path.replace("`", "``")
+    with commit.user_metadata(spark, frontier):
+        spark.sql(f"ALTER TABLE delta.`{location}` SET TBLPROPERTIES "
+                  f"('dt.last_refresh' = '{stamp.replace(chr(39), '')}')")
     version = last_commit(path)["version"]
     if version == before:
-        raise RuntimeError(f"could not record the frontier of {path}: the empty commit was skipped")
+        raise RuntimeError(f"could not record the frontier of {path}: no commit was written")
     return version
 
 
