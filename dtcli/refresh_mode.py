@@ -58,6 +58,10 @@ def _blocker(project: Project, name: str, analysis: QueryAnalysis, source_cdf: d
     if not analysis.incremental:
         return analysis.reason
     table = project.tables[name]
+    from dtcli.sql.incremental_rewrite import unsupported_reason   # the engine's own limits
+    reason = unsupported_reason(table.spark_sql, list(table.inputs))
+    if reason:
+        return reason
     for inp in table.inputs:
         if inp in project.sources and not source_cdf.get(inp, False):
             return (f"source {inp} has no change data feed; enable it with "
