@@ -40,6 +40,9 @@ def incremental_refresh(ctx: RefreshContext) -> RefreshResult:
         return _fallback(ctx, REINITIALIZE, str(err))
     except (Unsupported, applier.Inconsistent) as err:
         return _fallback(ctx, FULL, f"incremental refresh not possible, refreshed FULL: {err}")
+    except Exception as err:  # noqa: BLE001 - e.g. a GROUP BY alias Spark resolves differently
+        first = (str(err).strip().splitlines() or [type(err).__name__])[0][:300]
+        return _fallback(ctx, FULL, f"incremental refresh failed, refreshed FULL: {first}")
 
 
 def _fallback(ctx: RefreshContext, action: str, reason: str) -> RefreshResult:
