@@ -32,7 +32,6 @@ def test_one_refresh_over_many_commits_equals_one_per_commit(spark, tmp_path):
         "INSERT INTO {b} VALUES (1, 5), (3, 1)",
         "UPDATE {a} SET k = 3 WHERE k = 2",
         "DELETE FROM {b} WHERE k = 1",
-        "INSERT INTO {a} VALUES (2, 'z'), (2, 'z')",
     ]
     for statement in commits:
         env.sql(statement)
