@@ -26,7 +26,7 @@ pytestmark = pytest.mark.spark
 
 PROFILES = {
     "default": dict(max_examples=1, stateful_step_count=2),
-    "long": dict(max_examples=6, stateful_step_count=6),
+    "long": dict(max_examples=4, stateful_step_count=5),
 }
 PROFILE = PROFILES[os.environ.get("DT_HYPOTHESIS_PROFILE", "default")]
 
