@@ -322,17 +322,29 @@ def refresh(spark, project_dir: Path, name: str | None, *, full: bool) -> dict[s
 PROFILE = True
 
 
-def engine_profile(profiler, total: float, top: int = 12) -> list[dict[str, Any]]:
-    """Where a refresh spends its time, by dtcli function (cumulative: a function's time includes
-    the Spark work it waits for). Wrappers that take the whole refresh are left out."""
-    stats = pstats.Stats(profiler)
-    rows = []
-    for (filename, line, func), (_, _, _, cumtime, _) in stats.stats.items():  # type: ignore[attr-defined]
-        if "/dtcli/" not in filename or cumtime < 0.05 * total or cumtime > 0.97 * total:
+def engine_profile(profiler, total: float, top: int = 8) -> list[dict[str, Any]]:
+    """Where a refresh spends its time, by dtcli function and without overlap: a function's share
+    is its cumulative time minus that of the dtcli functions it calls, i.e. the time it is the
+    innermost dtcli frame, which includes the Spark work it waits for through py4j. The shares
+    add up to the refresh's time."""
+    stats = pstats.Stats(profiler).stats  # type: ignore[attr-defined]
+
+    def ours(key) -> bool:
+        return "/dtcli/" in key[0]
+
+    share = {key: row[3] for key, row in stats.items() if ours(key)}
+    for key, (_, _, _, _, callers) in stats.items():
+        if not ours(key):
             continue
-        rel = filename.split("/dtcli/", 1)[1]
-        rows.append({"function": f"{rel[:-3].replace('/', '.')}.{func}", "seconds": round(cumtime, 2)})
-    return sorted(rows, key=lambda r: -r["seconds"])[:top]
+        for caller, (_, _, _, cumtime) in callers.items():
+            if caller in share and caller != key:
+                share[caller] -= cumtime
+    rows = []
+    for (filename, line, func), seconds in share.items():
+        rel = filename.split("/dtcli/", 1)[1][:-3].replace("/", ".")
+        rows.append({"function": f"{rel}.{func}:{line}", "seconds": round(max(seconds, 0.0), 2)})
+    rows.sort(key=lambda r: -r["seconds"])
+    return [r for r in rows[:top] if r["seconds"] >= 0.02 * total]
 
 
 def fingerprint(spark, path: str, version: int) -> tuple[int, str]:
@@ -448,7 +460,7 @@ def markdown(results: list[ScaleResult], meta: dict[str, Any], tables=TABLES) ->
     out = []
     incremental_on = meta["engine_flag"]
     out.append(f"Measured {meta['date']} — engine state: `INCREMENTAL_REFRESH_ENABLED = "
-               f"{incremental_on}` in `dtcli/plan.py` (commit {meta['commit']}"
+               f"{incremental_on}` in `dtcli/plan.py` (dtcli/ as of commit {meta['commit']}"
                f"{', with uncommitted changes in dtcli/' if meta['dirty'] else ''}); "
                f"{meta['repeat']} repetition(s); times are the best of them (the machine is shared, so "
                f"the least-disturbed run is the best estimate of cost; every sample is listed below).")
@@ -514,10 +526,11 @@ def markdown(results: list[ScaleResult], meta: dict[str, Any], tables=TABLES) ->
     out.append("")
     out.append("**Where the time of the refresh after the change goes** (fastest repetition; "
                "the MERGE figures are Delta's own commit metrics; the engine functions are from "
-               "cProfile, cumulative, so nested functions overlap and include the Spark work they wait for)")
+               "cProfile: the time each dtcli function is the innermost dtcli frame, Spark work it "
+               "waits for included, so the shares do not overlap and add up to the total)")
     out.append("")
     out.append("| DT | SF | action | total (s) | MERGE into the DT (s) | of which rewriting files (s) | "
-               "unchanged rows rewritten | slowest engine functions (s, cumulative) |")
+               "unchanged rows rewritten | engine functions taking the time (s) |")
     out.append("|---|---|---|---:|---:|---:|---:|---|")
     for t in tables:
         for r in results:
@@ -564,7 +577,7 @@ def git(*args: str) -> str:
 
 
 def update_readme(body: str, command: str) -> None:
-    block = f"{BEGIN}\n\nReproduce with `{command}`.\n\n{body}\n\n{END}"
+    block = f"{BEGIN}\n\nReproduce with {command}.\n\n{body}\n\n{END}"
     text = README.read_text() if README.exists() else (
         "# Benchmarks\n\nSee `benchmarks/run.py` for what is measured.\n\n## Results\n\n" + BEGIN + "\n" + END + "\n")
     if BEGIN in text and END in text:
@@ -601,7 +614,7 @@ def main(argv: list[str] | None = None) -> None:
 
     meta = {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "engine_flag": bool(getattr(planmod, "INCREMENTAL_REFRESH_ENABLED", False)),
-            "commit": git("rev-parse", "--short", "HEAD") or "?",
+            "commit": git("log", "-1", "--format=%h", "--", "dtcli") or "?",
             "dirty": bool(git("status", "--porcelain", "--", "dtcli")),
             "machine": machine(), "repeat": args.repeat,
             "session": f"local[2], spark.driver.memory {args.driver_memory}, "
@@ -632,8 +645,8 @@ def main(argv: list[str] | None = None) -> None:
         {"meta": meta, "results": [r.__dict__ for r in results]}, indent=1, default=str))
     if args.readme:
         given = sys.argv[1:] if argv is None else argv
-        command = (".venv/bin/python benchmarks/run.py " + " ".join(given) if given else
-                   "make bench` (= `.venv/bin/python benchmarks/run.py --sf 1 3")
+        command = (f"`.venv/bin/python benchmarks/run.py {' '.join(given)}`" if given else
+                   "`make bench` (= `.venv/bin/python benchmarks/run.py --sf 1 3`)")
         update_readme(body, command)
         log(f"results written to {README.relative_to(REPO)}")
 
