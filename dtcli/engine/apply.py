@@ -38,27 +38,18 @@ def _copies(count_col):
     return F.explode(F.array_repeat(F.lit(1), count_col.cast("int"))).alias("__dt_copy")
 
 
-def last_commit(path: str) -> dict[str, Any]:
-    """Version and metrics of the newest commit, read from the log without a Spark job."""
-    from dtcli.state.delta_log import open_table
-
-    table = open_table(path)
-    info = (table.history(1) or [{}])[0]
-    return {"version": table.version(), "metrics": dict(info.get("operationMetrics") or {})}
-
-
 def commit_nothing(spark, path: str, frontier: dict[str, Any]) -> int:
     """Record the frontier in a commit that changes no row.
 
     An empty MERGE or an empty append writes no commit at all, so the frontier rides on a
     table-property update, which always commits (and carries the session's userMetadata)."""
-    before = last_commit(path)["version"]
+    before = commit.last_commit(path)["version"]
     stamp = str(frontier.get("run_id") or frontier.get("data_timestamp") or before)
     location = path.replace("`", "``")
     with commit.user_metadata(spark, frontier):
         spark.sql(f"ALTER TABLE delta.`{location}` SET TBLPROPERTIES "
                   f"('dt.last_refresh' = '{stamp.replace(chr(39), '')}')")
-    version = last_commit(path)["version"]
+    version = commit.last_commit(path)["version"]
     if version == before:
         raise RuntimeError(f"could not record the frontier of {path}: no commit was written")
     return version
@@ -108,10 +99,10 @@ def apply_row_changes(spark, path: str, changes, frontier: dict[str, Any], *,
 def _append(spark, path: str, rows, frontier: dict[str, Any]) -> tuple[int, int, int]:
     from dtcli.state.delta_log import frontier_metadata
 
-    before = last_commit(path)["version"]
+    before = commit.last_commit(path)["version"]
     (rows.write.format("delta").mode("append")
      .option("userMetadata", frontier_metadata(frontier)).save(path))
-    last = last_commit(path)
+    last = commit.last_commit(path)
     if last["version"] == before:
         return 0, 0, commit_nothing(spark, path, frontier)
     return int(last["metrics"].get("numOutputRows", 0)), 0, last["version"]
@@ -121,7 +112,7 @@ def _merge(spark, path: str, source, cols: list[str], frontier: dict[str, Any]
            ) -> tuple[int, int, int]:
     from delta.tables import DeltaTable
 
-    before = last_commit(path)["version"]
+    before = commit.last_commit(path)["version"]
     condition = f"s.{OP} = '{DELETE}' AND " + " AND ".join(
         f"t.{quote(c)} <=> s.{quote(c)}" for c in cols)
     table = DeltaTable.forPath(spark, path)
@@ -131,7 +122,7 @@ def _merge(spark, path: str, source, cols: list[str], frontier: dict[str, Any]
          .whenNotMatchedInsert(condition=f"s.{OP} = '{INSERT}'",
                                values={quote(c): f"s.{quote(c)}" for c in cols})
          .execute())
-    last = last_commit(path)
+    last = commit.last_commit(path)
     if last["version"] == before:      # nothing was written: record the frontier anyway
         return 0, 0, commit_nothing(spark, path, frontier)
     metrics = last["metrics"]

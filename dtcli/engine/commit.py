@@ -30,9 +30,10 @@ def user_metadata(spark, frontier: dict[str, Any]) -> Iterator[None]:
         spark.conf.unset(USER_METADATA_CONF)
 
 
-def last_commit(spark, path: str) -> dict[str, Any]:
-    """Version and operation metrics of the newest commit of a Delta table."""
-    from delta.tables import DeltaTable
+def last_commit(path: str) -> dict[str, Any]:
+    """Version and operation metrics of the newest commit, read from the log without a Spark job."""
+    from dtcli.state.delta_log import open_table
 
-    row = DeltaTable.forPath(spark, path).history(1).select("version", "operationMetrics").first()
-    return {"version": int(row["version"]), "metrics": dict(row["operationMetrics"] or {})}
+    table = open_table(path)
+    info = (table.history(1) or [{}])[0]
+    return {"version": table.version(), "metrics": dict(info.get("operationMetrics") or {})}

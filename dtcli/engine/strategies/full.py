@@ -13,7 +13,7 @@ def full_refresh(ctx: RefreshContext) -> RefreshResult:
     step = ctx.step
     df = ctx.spark.sql(step.sql)
     commit.overwrite(df, step.path, ctx.frontier, step.options.get("partition_by"))
-    last = commit.last_commit(ctx.spark, step.path)
+    last = commit.last_commit(step.path)
     inserted = int(last["metrics"].get("numOutputRows", 0))
     deleted = int(step.options.get("previous_rows") or 0)
     return RefreshResult(inserted=inserted, deleted=deleted, table_version=last["version"])
