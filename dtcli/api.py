@@ -208,23 +208,15 @@ def refresh(project: Project, name: str, on_event: Events = lambda e: None, *, w
             now: datetime | None = None, launcher: Callable[..., Any] = spark_submit,
             on_plan: Callable[[Plan], None] = lambda plan: None) -> RunResult:
     """MANUAL refresh of one DT now, with the upstream DTs it needs, suspended or not."""
-    return run(project, [_known(project, name)], trigger=MANUAL, on_event=on_event, wait=wait, now=now,
+    return run(project, [project.table_key(name)], trigger=MANUAL, on_event=on_event, wait=wait, now=now,
                launcher=launcher, on_plan=on_plan)
 
 
 # ---- scheduling state and lifecycle --------------------------------------------------------
 
-def _known(project: Project, name: str) -> str:
-    key = name.lower()
-    if key not in project.tables:
-        raise UsageError(f"no dynamic table named '{name}'",
-                         hint=suggest(key, project.tables) or "see `dt show dynamic tables`")
-    return key
-
-
 def suspend(project: Project, name: str, *, reason: str | None = None, wait: float = 0.0) -> list[str]:
     """Stop scheduling NAME (and so every DT downstream of it); returns the DTs held back."""
-    key, graph = _known(project, name), Graph.of(project)
+    key, graph = project.table_key(name), Graph.of(project)
     with warehouse_lock(project, f"suspend {key}", wait):
         if scheduling.current(project.warehouse).get(key, scheduling.TableState()).state != scheduling.SUSPENDED:
             scheduling.append(project.warehouse, [scheduling.Event(
@@ -234,7 +226,7 @@ def suspend(project: Project, name: str, *, reason: str | None = None, wait: flo
 
 def resume(project: Project, name: str, *, wait: float = 0.0) -> list[str]:
     """Schedule NAME again (with the DTs it held back); an upstream suspension must go first."""
-    key, graph = _known(project, name), Graph.of(project)
+    key, graph = project.table_key(name), Graph.of(project)
     with warehouse_lock(project, f"resume {key}", wait):
         states = scheduling.current(project.warehouse)
         held = [u for u in graph.ordered(graph.upstream_closure({key}) - {key})

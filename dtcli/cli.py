@@ -174,7 +174,7 @@ def refresh(name: Annotated[str, typer.Argument(help="Dynamic table to refresh n
 
     project = api.load(project_dir, target, check_sources=True)
     if dry_run:
-        return print_plan(api.plan_run(project, [api._known(project, name)], trigger=MANUAL)[0])
+        return print_plan(api.plan_run(project, [project.table_key(name)], trigger=MANUAL)[0])
     progress = RunView()
     try:
         result = api.refresh(project, name, progress, wait=wait, on_plan=progress.plan, now=clock_from_env().now())

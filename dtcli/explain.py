@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 from dtcli.api import validate
-from dtcli.errors import UsageError, suggest
 from dtcli.lag import parse_target_lag
 from dtcli.model import Project
 from dtcli.refresh_mode import analysis_sql, enable_cdf_sql
@@ -16,10 +15,7 @@ from dtcli.state.delta_log import table_info
 
 
 def explain(project: Project, name: str) -> dict[str, Any]:
-    key = name.lower()
-    if key not in project.tables:
-        raise UsageError(f"no dynamic table named '{name}'",
-                         hint=suggest(key, project.tables) or "see `dt show dynamic tables`")
+    key = project.table_key(name)
     snapshot = take_snapshot(project)
     checked = validate(project, snapshot)
     table = project.tables[key]

@@ -83,6 +83,16 @@ class Project:
     def table_path(self, name: str) -> str:
         return join_path(self.warehouse, name)
 
+    def table_key(self, name: str) -> str:
+        """The DT a user named (case-insensitive), or a usage error with a 'did you mean'."""
+        from dtcli.errors import UsageError, suggest
+
+        key = name.lower()
+        if key not in self.tables:
+            raise UsageError(f"no dynamic table named '{name}'",
+                             hint=suggest(key, self.tables) or "see `dt show dynamic tables`")
+        return key
+
     @property
     def meta_path(self) -> str:
         return join_path(self.warehouse, "_dt")

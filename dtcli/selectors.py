@@ -51,10 +51,7 @@ def _one(project: Project, graph: Graph, selector: str) -> set[str]:
         if not base:
             raise UsageError(f"no dynamic table matches '{core}'", hint="see `dt show dynamic tables`")
     else:
-        if core not in project.tables:
-            raise UsageError(f"no dynamic table named '{core}'",
-                             hint=suggest(core, project.tables) or "see `dt show dynamic tables`")
-        base = {core}
+        base = {project.table_key(core)}
     result = set(base)
     if up:
         result |= graph.upstream_closure(base)
