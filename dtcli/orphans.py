@@ -16,8 +16,9 @@ from dtcli.state import history, scheduling
 from dtcli.state.delta_log import open_table, read_frontier
 
 
-def warehouse_tables(project: Project) -> list[str]:
-    """Names of the DTs present in a local warehouse (object stores are not listed)."""
+def orphans(project: Project) -> list[str]:
+    """Names of the DTs in a local warehouse that the project no longer defines (object stores
+    are not listed). Defined DTs are skipped before their logs are opened: callers have them."""
     root = Path(project.warehouse)
     if "://" in project.warehouse or not root.is_dir():
         return []
@@ -26,16 +27,12 @@ def warehouse_tables(project: Project) -> list[str]:
     for child in sorted(root.iterdir()):
         if child.name.startswith(("_", ".")) or not (child / "_delta_log").is_dir():
             continue
-        if str(child.resolve()) in source_paths:
+        if child.name in project.tables or str(child.resolve()) in source_paths:
             continue
         table = open_table(str(child))
         if table is not None and read_frontier(table)[0] is not None:
             found.append(child.name)
     return found
-
-
-def orphans(project: Project) -> list[str]:
-    return [n for n in warehouse_tables(project) if n not in project.tables]
 
 
 def drop(project: Project, name: str) -> str:

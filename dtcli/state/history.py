@@ -10,7 +10,7 @@ import json
 from typing import Any
 
 from dtcli.model import RefreshRecord, join_path
-from dtcli.state.delta_log import open_table, storage_uri
+from dtcli.state.delta_log import open_table, read_rows, storage_uri
 
 _JSON_FIELDS = ("inputs_with_changed_data", "source_versions")
 _INT_FIELDS = ("num_inserted_rows", "num_deleted_rows", "num_copied_rows", "table_version")
@@ -66,14 +66,10 @@ def _compact_now_and_then(path: str) -> None:
 
 def read(warehouse: str, name: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
     """History entries, newest first, as JSON-ready dicts (DESIGN.md section 7 fields)."""
-    import pyarrow as pa
-    from deltalake import QueryBuilder
-
     table = open_table(history_path(warehouse))
     if table is None:
         return []
-    # The query engine inside deltalake reads without importing pyarrow.dataset (slow to import).
-    rows = pa.table(QueryBuilder().register("h", table).execute("SELECT * FROM h").read_all()).to_pylist()
+    rows = read_rows(table)
     if name:
         rows = [r for r in rows if r["name"] == name]
     rows.sort(key=lambda r: (r["refresh_end_time"] or "", r["refresh_start_time"] or ""), reverse=True)

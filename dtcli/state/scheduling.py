@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from dtcli.model import join_path
-from dtcli.state.delta_log import open_table, storage_uri
+from dtcli.state.delta_log import open_table, read_rows, storage_uri
 
 ACTIVE, SUSPENDED = "ACTIVE", "SUSPENDED"
 REGISTERED, RESUMED = "REGISTERED", "RESUMED"   # event kinds besides SUSPENDED
@@ -69,7 +69,7 @@ def read_events(warehouse: str) -> list[dict[str, Any]]:
     table = open_table(events_path(warehouse))
     if table is None:
         return []
-    rows = table.to_pyarrow_table().to_pylist()
+    rows = read_rows(table)
     rows.sort(key=lambda r: r["at"] or "")
     return rows
 
