@@ -66,11 +66,10 @@ def apply_row_changes(spark, path: str, changes, frontier: dict[str, Any], *,
     cols = [c for c in changes.columns if c != WEIGHT]
     rows = [F.col(quote(c)) for c in cols]
     w = F.col(WEIGHT)
-    sources = [changes.filter(w > 0).select(*rows, _copies(w))
-               .select(*rows, F.lit(INSERT).alias(OP))]
+    inserts = changes.filter(w > 0).select(*rows, _copies(w)).select(*rows)
     if not negatives:       # only new rows: a blind append, far cheaper than a MERGE
-        return _append(spark, path, changes.filter(w > 0).select(*rows, _copies(w))
-                       .select(*rows), frontier)
+        return _append(spark, path, inserts, frontier)
+    sources = [inserts.select(*rows, F.lit(INSERT).alias(OP))]
     negative = changes.filter(w < 0)
     target = spark.read.format("delta").load(path)
     held = (target.alias("t").join(F.broadcast(negative.select(*rows).alias("s")),
