@@ -7,6 +7,9 @@ BASE_CONF = {
     "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
     # Every DT is written with the change data feed on, so DTs downstream of it can read changes.
     "spark.databricks.delta.properties.defaults.enableChangeDataFeed": "true",
+    # ... and with deletion vectors: an incremental refresh that removes a few rows marks them
+    # deleted instead of rewriting every file that holds one (copy-on-write).
+    "spark.databricks.delta.properties.defaults.enableDeletionVectors": "true",
     "spark.sql.session.timeZone": "UTC",
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",

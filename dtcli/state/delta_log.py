@@ -82,6 +82,22 @@ def read_frontier(table) -> tuple[dict[str, Any] | None, int | None]:
     return None, None
 
 
+def _deleted_rows(table) -> int:
+    """Rows hidden by deletion vectors: file statistics still count them (DTs are written with
+    deletion vectors on, so an incremental refresh marks rows deleted instead of rewriting)."""
+    features = table.protocol().reader_features or []
+    if "deletionVectors" not in features:
+        return 0
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    kept = pa.table(table.deletion_vectors()).column("selection_vector")
+    if not len(kept):
+        return 0
+    flat = pc.list_flatten(kept)
+    return len(flat) - pc.sum(flat).as_py()
+
+
 def table_info(path: str, *, with_stats: bool = True) -> TableInfo | None:
     from datetime import datetime, timezone
 
@@ -96,7 +112,7 @@ def table_info(path: str, *, with_stats: bool = True) -> TableInfo | None:
         adds = pa.table(table.get_add_actions(flatten=True))
         size = sum(adds.column("size_bytes").to_pylist()) if adds.num_rows else 0
         counts = adds.column("num_records").to_pylist() if "num_records" in adds.column_names else []
-        rows = None if any(c is None for c in counts) else sum(counts)
+        rows = None if any(c is None for c in counts) else sum(counts) - _deleted_rows(table)
     meta = table.metadata()
     created = meta.created_time
     created_on = (datetime.fromtimestamp(created / 1000, tz=timezone.utc).isoformat()
