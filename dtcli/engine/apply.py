@@ -1,23 +1,41 @@
-"""Applying a DT's change to its Delta table in one MERGE that also carries the frontier.
+"""Applying a DT's change to its Delta table in one commit that also carries the frontier.
 
 The change arrives as distinct rows with a net weight. A positive weight inserts that many
 copies. A negative weight must remove copies of a row that may exist several times; Delta
 cannot delete "k of n identical rows", so every copy is deleted and n - k are inserted back in
-the same MERGE. A weight that would leave a negative count means the change does not fit the
+the same commit. A weight that would leave a negative count means the change does not fit the
 table (it was not computed from what the table holds): `Inconsistent`, and the caller
 recomputes the table instead of guessing.
+
+The commit is, from cheapest to most general:
+* an append, when the change only adds rows;
+* a `replaceWhere` over a *locator* column: the changed rows' values of one column, as
+  literals, select the slice of the table to rewrite; the slice is read, the change added to it,
+  and the result replaces it. With deletion vectors on (dt's default) Delta marks the slice's
+  old rows deleted and writes only the new slice: the cost follows the change, not the table;
+* a MERGE matching whole rows null-safely, when no column narrows the change to few values.
 """
 
 from __future__ import annotations
 
 from functools import reduce
-from typing import Any
+from typing import Any, NamedTuple
 
 from dtcli.engine import commit
+from dtcli.engine import literals as lit
 from dtcli.engine.changes import WEIGHT, quote
 
 OP = "__dt_op"
 DELETE, INSERT = "D", "I"
+# A locator slice is named by at most this many literal values.
+LOCATOR_VALUES = 10_000
+
+
+class Applied(NamedTuple):
+    inserted: int
+    deleted: int
+    version: int          # the DT's version after the commit
+    copied: int = 0       # unchanged rows written again
 
 
 class Inconsistent(Exception):
@@ -56,11 +74,9 @@ def commit_nothing(spark, path: str, frontier: dict[str, Any]) -> int:
 
 
 def apply_row_changes(spark, path: str, changes, frontier: dict[str, Any], *,
-                      negatives: bool = True) -> tuple[int, int, int]:
+                      negatives: bool = True) -> Applied:
     """`changes`: the DT's columns + WEIGHT, one row per distinct row, weights != 0, cached;
-    `negatives`: whether any weight is negative (else a plain insert of the copies).
-
-    Returns (inserted, deleted, table version)."""
+    `negatives`: whether any weight is negative (else a plain insert of the copies)."""
     from pyspark.sql import functions as F
 
     cols = [c for c in changes.columns if c != WEIGHT]
@@ -69,6 +85,9 @@ def apply_row_changes(spark, path: str, changes, frontier: dict[str, Any], *,
     inserts = changes.filter(w > 0).select(*rows, _copies(w)).select(*rows)
     if not negatives:       # only new rows: a blind append, far cheaper than a MERGE
         return _append(spark, path, inserts, frontier)
+    located = _locate(changes, cols)
+    if located is not None:
+        return _replace_slice(spark, path, changes, cols, frontier, *located)
     sources = [inserts.select(*rows, F.lit(INSERT).alias(OP))]
     negative = changes.filter(w < 0)
     target = spark.read.format("delta").load(path)
@@ -95,7 +114,80 @@ def apply_row_changes(spark, path: str, changes, frontier: dict[str, Any], *,
         counted.unpersist()
 
 
-def _append(spark, path: str, rows, frontier: dict[str, Any]) -> tuple[int, int, int]:
+def _locate(changes, cols: list[str]) -> tuple[str, int, int] | None:
+    """(predicate, rows inserted, rows deleted) for a locator column, when its values among the
+    changed rows are few enough to be written as literals.
+
+    The locator is the first column (keys usually come first) that tells the changed rows apart
+    well: at least a quarter as many distinct values as the most distinct column. A column of a
+    few values (a status, a flag) would make the slice most of the table."""
+    from pyspark.sql import functions as F
+
+    fields = {f.name: f.dataType for f in changes.schema.fields}
+    candidates = [c for c in cols if lit.renderable(fields[c])]
+    if not candidates:
+        return None
+    w = F.col(WEIGHT)
+    stats = changes.agg(
+        F.sum(F.when(w > 0, w).otherwise(0)).alias("ins"),
+        F.sum(F.when(w < 0, -w).otherwise(0)).alias("del"),
+        *[F.approx_count_distinct(F.col(quote(c))).alias(f"d{k}")
+          for k, c in enumerate(candidates)]).first()
+    most = max(stats[f"d{k}"] for k in range(len(candidates)))
+    column = next(c for k, c in enumerate(candidates) if 4 * stats[f"d{k}"] >= most)
+    values = [r[0] for r in changes.select(F.col(quote(column))).distinct()
+              .limit(LOCATOR_VALUES + 1).collect()]
+    if len(values) > LOCATOR_VALUES:
+        return None
+    predicate = lit.key_predicate([column], [(lit.literal(v, fields[column]),) for v in values])
+    if predicate is None:
+        return None
+    return predicate, int(stats["ins"] or 0), int(stats["del"] or 0)
+
+
+def _replace_slice(spark, path: str, changes, cols: list[str], frontier: dict[str, Any],
+                   predicate: str, inserted: int, deleted: int) -> Applied:
+    """Rewrite the slice of the table the predicate selects, with the change applied to it;
+    the slice's unchanged rows are written again and counted as copied."""
+    from pyspark.sql import functions as F
+
+    rows = [F.col(quote(c)) for c in cols]
+    held = (spark.read.format("delta").load(path).filter(predicate)
+            .select(*rows, F.lit(1).cast("long").alias(WEIGHT)))
+    slice_ = (held.unionByName(changes.select(*rows, F.col(WEIGHT)))
+              .groupBy(*rows).agg(F.sum(WEIGHT).alias(WEIGHT))
+              .filter(F.col(WEIGHT) != 0)
+              .localCheckpoint(eager=True))
+    try:
+        lowest = slice_.agg(F.min(WEIGHT)).first()[0]
+        if lowest is not None and lowest < 0:
+            raise Inconsistent("the change deletes rows the dynamic table does not hold")
+        new_rows = slice_.select(*rows, _copies(F.col(WEIGHT))).select(*rows)
+        done = replace(spark, path, predicate, new_rows, frontier)
+        return Applied(inserted, deleted, done.version, max(done.inserted - inserted, 0))
+    finally:
+        slice_.unpersist()
+
+
+def replace(spark, path: str, predicate: str, rows, frontier: dict[str, Any]) -> Applied:
+    """Delete the rows matching `predicate` and insert `rows` (which all match it) in one
+    commit; `inserted` / `deleted` are the rows written / removed."""
+    from dtcli.state.delta_log import frontier_metadata
+
+    before = commit.last_commit(path)["version"]
+    (rows.write.format("delta").mode("overwrite").option("replaceWhere", predicate)
+     .option("userMetadata", frontier_metadata(frontier)).save(path))
+    last = commit.last_commit(path)
+    if last["version"] == before:
+        return Applied(0, 0, commit_nothing(spark, path, frontier))
+    metrics = last["metrics"]
+    # with deletion vectors the kept rows of touched files count as "copied" without being
+    # rewritten; without them they really are copied. Either way they are not new rows.
+    written = int(metrics.get("numOutputRows", 0)) - int(metrics.get("numCopiedRows", 0))
+    return Applied(written, int(metrics.get("numDeletedRows", 0)), last["version"])
+
+
+def _append(spark, path: str, rows, frontier: dict[str, Any]) -> Applied:
     from dtcli.state.delta_log import frontier_metadata
 
     before = commit.last_commit(path)["version"]
@@ -103,12 +195,11 @@ def _append(spark, path: str, rows, frontier: dict[str, Any]) -> tuple[int, int,
      .option("userMetadata", frontier_metadata(frontier)).save(path))
     last = commit.last_commit(path)
     if last["version"] == before:
-        return 0, 0, commit_nothing(spark, path, frontier)
-    return int(last["metrics"].get("numOutputRows", 0)), 0, last["version"]
+        return Applied(0, 0, commit_nothing(spark, path, frontier))
+    return Applied(int(last["metrics"].get("numOutputRows", 0)), 0, last["version"])
 
 
-def _merge(spark, path: str, source, cols: list[str], frontier: dict[str, Any]
-           ) -> tuple[int, int, int]:
+def _merge(spark, path: str, source, cols: list[str], frontier: dict[str, Any]) -> Applied:
     from delta.tables import DeltaTable
 
     before = commit.last_commit(path)["version"]
@@ -123,7 +214,8 @@ def _merge(spark, path: str, source, cols: list[str], frontier: dict[str, Any]
          .execute())
     last = commit.last_commit(path)
     if last["version"] == before:      # nothing was written: record the frontier anyway
-        return 0, 0, commit_nothing(spark, path, frontier)
+        return Applied(0, 0, commit_nothing(spark, path, frontier))
     metrics = last["metrics"]
-    return (int(metrics.get("numTargetRowsInserted", 0)),
-            int(metrics.get("numTargetRowsDeleted", 0)), last["version"])
+    return Applied(int(metrics.get("numTargetRowsInserted", 0)),
+                   int(metrics.get("numTargetRowsDeleted", 0)), last["version"],
+                   int(metrics.get("numTargetRowsCopied", 0)))

@@ -49,6 +49,7 @@ class KeySet:
 
     view: str
     literals: list[list[exp.Expression] | None] | None = None
+    rows: list[tuple[exp.Expression, ...]] | None = None     # the key tuples, when small
 
 
 # materialize(query selecting c0..cn-1) -> KeySet
@@ -221,6 +222,40 @@ class DeltaCompiler:
         minus = self.delta(query, MINUS)
         return plus, minus
 
+    def keyed(self, sql: str) -> "Keyed | None":
+        """When the query's outermost block is keyed by some of its own output columns (GROUP
+        BY keys, window partitions, DISTINCT rows, an outer join's key, all selected as they
+        are), its change is "the rows of the affected keys, recomputed": no old-version
+        recompute and no row-by-row matching is needed. None otherwise."""
+        query = inline_ctes(parse(sql))
+        self._check_tables(query)
+        self.root = query
+        sel = query
+        while isinstance(sel, exp.Subquery):
+            self._no_limit(sel)
+            sel = sel.this
+        if not isinstance(sel, exp.Select):
+            return None
+        self._no_limit(sel)
+        self._check_block(sel)
+        changed = [k for k, item in enumerate(_items(sel)) if self.changed(item)]
+        shape = self.shape(sel)
+        if not changed or shape is None:
+            return None
+        exprs = shape.keys if shape.keys is not None else shape.join.key
+        outputs = [e.unalias() for e in sel.expressions]
+        if not exprs or any(isinstance(o, exp.Star) or (isinstance(o, exp.Column) and o.is_star)
+                            for o in outputs):
+            return None
+        positions = []
+        for e in exprs:
+            found = [j for j, o in enumerate(outputs) if o == e]
+            if not found:
+                return None
+            positions.append(found[0])
+        keys = self.affected_keys(sel, shape, changed)
+        return Keyed(self.restricted(sel, shape, keys, NEW), positions, keys)
+
     def _check_tables(self, query: exp.Expression) -> None:
         for table in query.find_all(exp.Table):
             if not _is_table_ref(table):
@@ -358,9 +393,8 @@ class DeltaCompiler:
 
     # -- blocks -----------------------------------------------------------------------------
 
-    def select_delta(self, sel: exp.Select, sign: str) -> exp.Query | None:
-        items = _items(sel)
-        for item in items:
+    def _check_block(self, sel: exp.Select) -> None:
+        for item in _items(sel):
             self._check_item(item)
         for node in _scope_nodes(sel):
             if isinstance(node, (exp.Query, exp.Subquery)):
@@ -371,6 +405,10 @@ class DeltaCompiler:
         for lat in sel.args.get("laterals") or ():
             if not isinstance(lat.this, exp.Func):
                 raise Unsupported("a LATERAL subquery cannot be refreshed incrementally")
+
+    def select_delta(self, sel: exp.Select, sign: str) -> exp.Query | None:
+        items = _items(sel)
+        self._check_block(sel)
         changed = [k for k, item in enumerate(items) if self.changed(item)]
         shape = self.shape(sel)
         if not changed:
@@ -545,7 +583,8 @@ class DeltaCompiler:
         if shape.keys is not None and not shape.keys:
             return None
         if shape.join is None:
-            parts = [self.strip(self.term(sel, k, BOTH), shape.keys) for k in changed]
+            parts = [self.item_keys(sel, k, shape.keys) or
+                     self.strip(self.term(sel, k, BOTH), shape.keys) for k in changed]
             keys = self.materialize(_union_all(parts))
         else:
             join_keys = self.outer_join_keys(sel, shape.join, changed)
@@ -562,6 +601,38 @@ class DeltaCompiler:
                 keys = self.materialize(_union_all(parts))
         self._keys[id(sel)] = keys
         return keys
+
+    def item_keys(self, sel: exp.Select, index: int, exprs: list[exp.Expression]
+                  ) -> exp.Select | None:
+        """The keys of item `index`'s changed rows read from its change alone, when every key
+        column belongs to that item: a superset of the affected keys (rows the joins would drop
+        only cost a recompute that finds nothing) that needs no scan of the other items."""
+        items = _items(sel)
+        if len(items) < 2 or sel.args.get("laterals"):
+            return None
+        alias = (_alias_of(items[index]) or "").lower()
+        if not alias or sum((_alias_of(i) or "").lower() == alias for i in items) != 1:
+            return None
+
+        def own(e: exp.Expression) -> bool:
+            cols = list(e.find_all(exp.Column))
+            return bool(cols) and all(c.table.lower() == alias for c in cols) and not any(
+                isinstance(n, (exp.Query, exp.Subquery)) or fn.is_nondeterministic(n)
+                or fn.is_user_defined(n) for n in e.walk())
+        if not all(own(e) for e in exprs):
+            return None
+        out = exp.select(*[exp.alias_(e.copy(), key_column(n)) for n, e in enumerate(exprs)]) \
+            .from_(self.item_relation(items[index], BOTH))
+        where = sel.args.get("where")
+        conjuncts = list(where.this.flatten()) if where is not None and isinstance(
+            where.this, exp.And) else ([where.this] if where is not None else [])
+        mine = [c.copy() for c in conjuncts if own(c)]
+        if mine:
+            cond = mine[0]
+            for c in mine[1:]:
+                cond = exp.And(this=cond, expression=c)
+            out = out.where(cond)
+        return out
 
     def outer_join_keys(self, sel: exp.Select, join: "OuterJoin", changed: list[int]) -> KeySet:
         parts: list[exp.Query] = []
@@ -613,6 +684,13 @@ class DeltaCompiler:
         out.set("where", exp.Where(this=_and(where.this if where else None,
                                              self.restriction(exprs, keys))))
         return out
+
+
+@dataclass
+class Keyed:
+    query: exp.Select           # the block at the new version, for the affected keys only
+    positions: list[int]        # the output column of each key
+    keys: KeySet | None
 
 
 @dataclass

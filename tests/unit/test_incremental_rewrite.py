@@ -119,3 +119,69 @@ def test_unsupported_constructs_say_why(sql, words):
 ])
 def test_supported_shapes(sql):
     assert unsupported_reason(sql, ["t"]) is None
+
+
+def keyed_(sql, inputs, changed=None):
+    keys = []
+
+    def materialize(query):
+        keys.append(query.sql(dialect="spark"))
+        return KeySet(f"__dt_ktest{len(keys)}")
+
+    compiler = DeltaCompiler(Bindings.for_inputs(inputs, set(inputs if changed is None else changed)), materialize)
+    return compiler.keyed(sql), keys
+
+
+def test_a_top_level_group_by_is_replaced_by_key_without_an_old_version_recompute():
+    keyed, keys = keyed_("SELECT o.c, COUNT(*) AS n, SUM(l.v) AS s FROM l JOIN o ON l.k = o.k "
+                         "GROUP BY o.c", ["l", "o"])
+    assert keyed.positions == [0]
+    text = keyed.query.sql(dialect="spark")
+    assert "_old" not in text and "__dt_i0_new" in text and "__dt_i1_new" in text
+    assert "__dt_ktest1" in text            # restricted to the affected keys
+    # the keys of o's change come from o's change alone: no scan of l for them
+    assert len(keys) == 1
+    l_term, o_term = keys[0].split(" UNION ALL ")
+    assert "__dt_i0_both" in l_term and "__dt_i1_old" in l_term
+    assert o_term == "SELECT o.c AS __dt_c0 FROM __dt_i1_both AS o"
+
+
+def test_item_keys_keep_the_items_own_filters_only():
+    _, keys = keyed_("SELECT o.c, COUNT(*) AS n FROM l JOIN o ON l.k = o.k "
+                     "WHERE o.flag = 'F' AND l.q > o.q AND l.r = 1 GROUP BY o.c", ["l", "o"], {"o"})
+    assert keys == ["SELECT o.c AS __dt_c0 FROM __dt_i1_both AS o WHERE o.flag = 'F'"]
+
+
+def test_window_partitions_and_distinct_rows_are_keys():
+    keyed, _ = keyed_("SELECT c, k, RANK() OVER (PARTITION BY c ORDER BY v DESC) AS r FROM t",
+                      ["t"])
+    assert keyed.positions == [0]
+    keyed, _ = keyed_("SELECT DISTINCT a, b FROM t", ["t"])
+    assert keyed.positions == [0, 1]
+
+
+@pytest.mark.parametrize("sql", [
+    "SELECT a, b FROM t WHERE a > 1",                                 # linear: no key
+    "SELECT SUM(v) AS s FROM t",                                      # scalar aggregate
+    "SELECT COUNT(*) AS n FROM t GROUP BY a",                         # key not selected
+    "SELECT upper(a) AS u, COUNT(*) AS n FROM t GROUP BY a",          # key selected transformed
+    "SELECT s.g, s.n FROM (SELECT g, COUNT(*) AS n FROM t GROUP BY g) AS s WHERE s.n > 1",
+])
+def test_blocks_not_keyed_by_their_own_output_take_the_general_path(sql):
+    assert keyed_(sql, ["t"])[0] is None
+
+
+def test_key_predicates_are_null_safe_and_refuse_what_they_cannot_say():
+    from pyspark.sql.types import DoubleType, LongType, StringType
+
+    from dtcli.engine.literals import key_predicate, literal
+
+    one = lambda *vs: tuple(literal(v, t) for v, t in vs)  # noqa: E731
+    assert key_predicate(["k"], [one((1, LongType())), one((None, LongType()))]) == \
+        "`k` IN (1) OR `k` IS NULL"
+    assert key_predicate(["k"], [one((None, LongType()))]) == "`k` IS NULL"
+    assert key_predicate(["a", "b"], [one((1, LongType()), ("x'y", StringType()))]) == \
+        "(`a`, `b`) IN ((1, 'x\\'y'))"
+    assert key_predicate(["a", "b"], [one((1, LongType()), (None, StringType()))]) is None
+    assert key_predicate(["k"], []) is None
+    assert literal(1.5, DoubleType()) is None      # a float literal may not round-trip

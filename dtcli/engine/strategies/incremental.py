@@ -13,22 +13,23 @@ change is never dropped silently.
 from __future__ import annotations
 
 import itertools
-from datetime import date
-from decimal import Decimal
 
 from sqlglot import exp
 
 from dtcli.engine import apply as applier
+from dtcli.engine import literals as lit
 from dtcli.engine.changes import WEIGHT, ChangeSet, ChangesUnavailable, quote, read_changes
 from dtcli.engine.context import RefreshContext, RefreshResult
+from dtcli.engine.literals import key_predicate
 from dtcli.engine.strategies import register
 from dtcli.model import FULL, INCREMENTAL, REINITIALIZE
 from dtcli.sql.incremental_rewrite import (BOTH, MINUS, NEW, OLD, PLUS, Bindings, DeltaCompiler,
                                            KeySet, Unsupported, key_column)
 
 # Affected-key sets up to this size are also pushed into scans as literal IN lists, so that
-# Delta's file skipping prunes the files that cannot hold an affected key.
-LITERAL_KEYS = 1000
+# Delta's file skipping prunes the files that cannot hold an affected key, and a keyed DT
+# replaces exactly those keys' rows in one `replaceWhere` commit.
+LITERAL_KEYS = 10_000
 _views = itertools.count()
 
 
@@ -117,10 +118,19 @@ class _Refresh:
             return RefreshResult(table_version=version)
 
         compiler = DeltaCompiler(bindings, self._materialize)
-        plus, minus = compiler.compile(step.sql)
         target = spark.read.format("delta").load(step.path)
         columns = target.columns
         _check_types(target.schema)
+        keyed = compiler.keyed(step.sql)
+        if keyed is not None:
+            if keyed.keys is not None and keyed.keys.rows == []:
+                version = applier.commit_nothing(spark, step.path, self.ctx.frontier)
+                return RefreshResult(table_version=version)
+            predicate = keyed.keys and key_predicate([columns[p] for p in keyed.positions],
+                                                     keyed.keys.rows or [])
+            if predicate:
+                return self._replace(keyed, predicate, columns)
+        plus, minus = compiler.compile(step.sql)
         from pyspark.sql import functions as F
 
         parts = []
@@ -146,9 +156,23 @@ class _Refresh:
         if not stats["n"]:
             version = applier.commit_nothing(spark, step.path, self.ctx.frontier)
             return RefreshResult(table_version=version)
-        inserted, deleted, version = applier.apply_row_changes(
-            spark, step.path, net, self.ctx.frontier, negatives=bool(stats["neg"]))
-        return RefreshResult(inserted=inserted, deleted=deleted, table_version=version)
+        applied = applier.apply_row_changes(spark, step.path, net, self.ctx.frontier,
+                                            negatives=bool(stats["neg"]))
+        return RefreshResult(inserted=applied.inserted, deleted=applied.deleted,
+                             copied=applied.copied, table_version=applied.version)
+
+    def _replace(self, keyed, predicate: str, columns: list[str]) -> RefreshResult:
+        """The rows of the affected keys, recomputed at the new versions, replace the ones the
+        DT holds for those keys. Rows of those keys that did not change are rewritten too (and
+        counted in the statistics); downstream DTs see them cancel out in their change sets."""
+        df = self.spark.sql(keyed.query.sql(dialect="spark"))
+        if len(df.columns) != len(columns):
+            raise Unsupported(f"the change query yields {len(df.columns)} columns, the table "
+                              f"has {len(columns)}")
+        done = applier.replace(self.spark, self.step.path, predicate, df.toDF(*columns),
+                               self.ctx.frontier)
+        return RefreshResult(inserted=done.inserted, deleted=done.deleted,
+                             table_version=done.version)
 
     # -- helpers ----------------------------------------------------------------------------
 
@@ -165,12 +189,14 @@ class _Refresh:
         # a checkpoint cuts the lineage: later queries do not re-analyse the time travel
         df = df.localCheckpoint(eager=True)
         self._view(name, df)
-        literals = None
+        literals, tuples = None, None
         rows = df.limit(LITERAL_KEYS + 1).collect()
         if len(rows) <= LITERAL_KEYS:
-            literals = [_literals([r[k] for r in rows], field.dataType)
-                        for k, field in enumerate(df.schema.fields)]
-        return KeySet(name, literals)
+            types = [field.dataType for field in df.schema.fields]
+            literals = [lit.literals([r[k] for r in rows], t) for k, t in enumerate(types)]
+            if all(lit.renderable(t) for t in types):
+                tuples = [tuple(lit.literal(v, t) for v, t in zip(r, types)) for r in rows]
+        return KeySet(name, literals, tuples)
 
 
 def _check_types(schema) -> None:
@@ -187,28 +213,3 @@ def _check_types(schema) -> None:
         if has_map(f.dataType):
             raise Unsupported(f"column {f.name} holds a MAP, which rows cannot be compared on")
 
-
-def _literals(values: list, data_type) -> list[exp.Expression] | None:
-    """SQL literals for key values of simple types (None: not worth a prefilter)."""
-    from pyspark.sql.types import (BooleanType, ByteType, DateType, DecimalType, IntegerType,
-                                   LongType, ShortType, StringType)
-
-    out: list[exp.Expression] = []
-    for v in dict.fromkeys(values):
-        if v is None:
-            out.append(exp.Null())
-        elif isinstance(data_type, (ByteType, ShortType, IntegerType, LongType)):
-            out.append(exp.Literal.number(int(v)))
-        elif isinstance(data_type, StringType):
-            out.append(exp.Literal.string(v))
-        elif isinstance(data_type, BooleanType):
-            out.append(exp.Boolean(this=bool(v)))
-        elif isinstance(data_type, DecimalType) and isinstance(v, Decimal):
-            out.append(exp.Cast(this=exp.Literal.string(str(v)),
-                                to=exp.DataType.build(data_type.simpleString(), dialect="spark")))
-        elif isinstance(data_type, DateType) and isinstance(v, date):
-            out.append(exp.Cast(this=exp.Literal.string(v.isoformat()),
-                                to=exp.DataType.build("date")))
-        else:
-            return None
-    return out
