@@ -119,8 +119,9 @@ def _locate(changes, cols: list[str]) -> tuple[str, int, int] | None:
     changed rows are few enough to be written as literals.
 
     The locator is the first column (keys usually come first) that tells the changed rows apart
-    well: at least a quarter as many distinct values as the most distinct column. A column of a
-    few values (a status, a flag) would make the slice most of the table."""
+    well enough: at least an eighth as many distinct values among them as the most distinct
+    column. A column of a few values (a status, a flag) would make the slice most of the table;
+    a near-unique measure (a price) says nothing about how many rows share each value."""
     from pyspark.sql import functions as F
 
     fields = {f.name: f.dataType for f in changes.schema.fields}
@@ -134,7 +135,7 @@ def _locate(changes, cols: list[str]) -> tuple[str, int, int] | None:
         *[F.approx_count_distinct(F.col(quote(c))).alias(f"d{k}")
           for k, c in enumerate(candidates)]).first()
     most = max(stats[f"d{k}"] for k in range(len(candidates)))
-    column = next(c for k, c in enumerate(candidates) if 4 * stats[f"d{k}"] >= most)
+    column = next(c for k, c in enumerate(candidates) if 8 * stats[f"d{k}"] >= most)
     values = [r[0] for r in changes.select(F.col(quote(column))).distinct()
               .limit(LOCATOR_VALUES + 1).collect()]
     if len(values) > LOCATOR_VALUES:
