@@ -440,6 +440,39 @@ def verdict(ok: bool | None) -> str:
     return "—" if ok is None else ("yes" if ok else "**no**")
 
 
+def delta_floor(spark, repeat: int) -> dict[str, float]:
+    """Best-of-`repeat` seconds of single Delta commits on a 1,000-row table (deletion vectors
+    and change data feed on, as a DT has): what any refresh pays before it computes anything."""
+    from delta.tables import DeltaTable
+    from pyspark.sql import functions as F
+
+    path = str(WORK / "floor")
+    shutil.rmtree(path, ignore_errors=True)
+    base = spark.range(1000).select(F.col("id"), (F.col("id") * 2).alias("v"))
+    writer = (base.write.format("delta").option("delta.enableDeletionVectors", "true")
+              .option("delta.enableChangeDataFeed", "true"))
+    writer.save(path)
+    ten = spark.range(100, 110).select(F.col("id"), F.lit(7).cast("long").alias("v"))
+    ops = {
+        "append 10 rows": lambda: ten.write.format("delta").mode("append").save(path),
+        "replaceWhere 10 rows (delete + insert, one commit)":
+            lambda: ten.write.format("delta").mode("overwrite")
+            .option("replaceWhere", "id >= 100 AND id < 110").save(path),
+        "MERGE 10 rows": lambda: DeltaTable.forPath(spark, path).alias("t")
+            .merge(ten.alias("s"), "t.id = s.id").whenMatchedDelete()
+            .whenNotMatchedInsertAll().execute(),
+        "overwrite all 1,000 rows": lambda: base.write.format("delta").mode("overwrite").save(path),
+    }
+    best: dict[str, float] = {}
+    for _ in range(max(repeat, 3)):
+        for name, op in ops.items():
+            started = time.perf_counter()
+            op()
+            best[name] = min(best.get(name, float("inf")), time.perf_counter() - started)
+    shutil.rmtree(path, ignore_errors=True)
+    return best
+
+
 def markdown(results: list[ScaleResult], meta: dict[str, Any], tables=TABLES) -> str:
     out = []
     incremental_on = meta["engine_flag"]
@@ -509,28 +542,51 @@ def markdown(results: list[ScaleResult], meta: dict[str, Any], tables=TABLES) ->
                    "incremental figures, and their targets are not assessed.")
     out.append("")
     out.append("**Where the time of the refresh after the change goes** (fastest repetition; "
-               "the MERGE figures are Delta's own commit metrics; the engine functions are from "
-               "cProfile: the time each dtcli function is the innermost dtcli frame, Spark work it "
-               "waits for included, so the shares do not overlap and add up to the total)")
+               "the commit figures are Delta's own metrics of the refresh's commit; the engine "
+               "functions are from cProfile: the time each dtcli function is the innermost dtcli "
+               "frame, Spark work it waits for included, so the shares do not overlap and add up "
+               "to the total)")
     out.append("")
-    out.append("| DT | SF | action | total (s) | MERGE into the DT (s) | of which rewriting files (s) | "
-               "unchanged rows rewritten | engine functions taking the time (s) |")
-    out.append("|---|---|---|---:|---:|---:|---:|---|")
+    out.append("| DT | SF | action | total (s) | commit | rows written | rows removed | "
+               "engine functions taking the time (s) |")
+    out.append("|---|---|---|---:|---|---:|---:|---|")
     for t in tables:
         for r in results:
             best = min(r.runs[t.name], key=lambda x: x["after_change"]["seconds"])["after_change"]
-            m = (best.get("commit") or {}).get("metrics") or {}
-            merge = best["commit"].get("operation") == "MERGE"
+            commit = best.get("commit") or {}
+            m = commit.get("metrics") or {}
+            num = lambda k: int(m.get(k, 0) or 0)  # noqa: E731
+            if commit.get("operation") == "MERGE":
+                written = num("numTargetRowsInserted") + num("numTargetRowsCopied")
+                removed = num("numTargetRowsDeleted") + num("numTargetRowsCopied")
+            else:     # a WRITE: an append or a replaceWhere (kept rows count as copied)
+                written = num("numOutputRows") - num("numCopiedRows")
+                removed = num("numDeletedRows")
             sites = ", ".join(f"`{e['function']}` {e['seconds']:.1f}" for e in (best.get("profile") or [])[:5])
             out.append(f"| ({t.key}) {t.name} | {r.sf:g} | {best['action']} | {best['seconds']:.2f} | "
-                       + (f"{int(m.get('executionTimeMs', 0)) / 1000:.1f} | {int(m.get('rewriteTimeMs', 0)) / 1000:.1f} | "
-                          f"{int(m.get('numTargetRowsCopied', 0)):,} of {int(m.get('numOutputRows', 0)):,} | "
-                          if merge else f"— ({best['commit'].get('operation')}) | — | — | ")
-                       + (sites or "—") + " |")
+                       f"{commit.get('operation', '?')} | {written:,} | {removed:,} | {sites or '—'} |")
     out.append("")
     out.append("Initial creation (FULL), for reference: " + "; ".join(
         f"{sf_label(r.sf)} " + ", ".join(f"{n} {c['seconds']:.1f}s" for n, c in r.creation.items())
         for r in results) + ".")
+    floor = meta.get("floor")
+    if floor:
+        out.append("")
+        out.append("**Delta's fixed cost per commit, same session** (a 1,000-row table with deletion "
+                   "vectors and change data feed on, best of the repetitions): the least any refresh "
+                   "pays for its commit, whatever it computes")
+        out.append("")
+        out.append("| commit | seconds |")
+        out.append("|---|---:|")
+        for name, seconds in floor.items():
+            out.append(f"| {name} | {seconds:.2f} |")
+        replace = next((v for k, v in floor.items() if k.startswith("replaceWhere")), None)
+        if replace and 1 in by_sf:
+            out.append("")
+            out.append("At SF1, FULL ÷ that replaceWhere commit alone (the best speed-up a refresh "
+                       "that removes rows could show): " + ", ".join(
+                           f"({t.key}) {summarize(by_sf[1], t)['full'] / replace:.1f}×" for t in tables)
+                       + ".")
     return "\n".join(out)
 
 
@@ -618,6 +674,8 @@ def main(argv: list[str] | None = None) -> None:
             log(f"warm-up done in {time.perf_counter() - started:.0f}s")
         results = [run_scale(spark, sf, change_orders=args.change_orders, repeat=args.repeat,
                              verify=args.verify, tables=tables) for sf in scales]
+        log("Delta's fixed cost per commit (1,000-row table)")
+        meta["floor"] = delta_floor(spark, args.repeat)
     finally:
         spark.stop()
 
