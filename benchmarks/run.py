@@ -297,8 +297,10 @@ def refresh(spark, project_dir: Path, name: str | None, *, full: bool) -> dict[s
                        "metrics": {k: v for k, v in (last.get("operationMetrics") or {}).items()
                                    if k in ("executionTimeMs", "scanTimeMs", "rewriteTimeMs",
                                             "numTargetFilesAdded", "numTargetFilesRemoved",
-                                            "numTargetRowsCopied", "numOutputRows", "numFiles",
-                                            "numAddedFiles", "numRemovedFiles")}},
+                                            "numTargetRowsCopied", "numTargetRowsInserted",
+                                            "numTargetRowsDeleted", "numOutputRows", "numFiles",
+                                            "numAddedFiles", "numRemovedFiles", "numCopiedRows",
+                                            "numDeletedRows")}},
         }
     return out
 
