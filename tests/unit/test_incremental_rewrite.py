@@ -8,14 +8,20 @@ from dtcli.sql.incremental_rewrite import (Bindings, DeltaCompiler, KeySet, Unsu
                                            inline_ctes, parse, unsupported_reason)
 
 
-def compile_(sql, inputs, changed=None):
+def compiler_(inputs, changed=None):
+    """A compiler whose key sets are recorded as SQL instead of being materialized."""
     keys = []
 
     def materialize(query):
         keys.append(query.sql(dialect="spark"))
         return KeySet(f"__dt_ktest{len(keys)}")
 
-    compiler = DeltaCompiler(Bindings.for_inputs(inputs, set(inputs if changed is None else changed)), materialize)
+    changed = set(inputs if changed is None else changed)
+    return DeltaCompiler(Bindings.for_inputs(inputs, changed), materialize), keys
+
+
+def compile_(sql, inputs, changed=None):
+    compiler, keys = compiler_(inputs, changed)
     plus, minus = compiler.compile(sql)
     text = lambda q: q.sql(dialect="spark") if q is not None else None  # noqa: E731
     return text(plus), text(minus), keys
@@ -122,13 +128,7 @@ def test_supported_shapes(sql):
 
 
 def keyed_(sql, inputs, changed=None):
-    keys = []
-
-    def materialize(query):
-        keys.append(query.sql(dialect="spark"))
-        return KeySet(f"__dt_ktest{len(keys)}")
-
-    compiler = DeltaCompiler(Bindings.for_inputs(inputs, set(inputs if changed is None else changed)), materialize)
+    compiler, keys = compiler_(inputs, changed)
     return compiler.keyed(sql), keys
 
 
