@@ -25,6 +25,8 @@ def _cell(value: Any) -> str:
         return f"+{value['num_inserted_rows']} -{value['num_deleted_rows']}"
     if isinstance(value, str) and len(value) > 19 and value[4:5] == "-" and value[10:11] == "T":
         return value[:19].replace("T", " ")  # ISO timestamps, to the second
+    if isinstance(value, list) and all(isinstance(v, str) for v in value):
+        return "\n".join(value)        # e.g. explain's considerations: one per line
     if isinstance(value, (dict, list)):
         return json.dumps(value, default=str)
     return str(value)
