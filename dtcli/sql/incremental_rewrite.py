@@ -690,7 +690,7 @@ class DeltaCompiler:
 class Keyed:
     query: exp.Select           # the block at the new version, for the affected keys only
     positions: list[int]        # the output column of each key
-    keys: KeySet | None
+    keys: KeySet
 
 
 @dataclass

@@ -20,7 +20,6 @@ from dtcli.engine import apply as applier
 from dtcli.engine import literals as lit
 from dtcli.engine.changes import WEIGHT, ChangeSet, ChangesUnavailable, quote, read_changes
 from dtcli.engine.context import RefreshContext, RefreshResult
-from dtcli.engine.literals import key_predicate
 from dtcli.engine.strategies import register
 from dtcli.model import FULL, INCREMENTAL, REINITIALIZE
 from dtcli.sql.incremental_rewrite import (BOTH, MINUS, NEW, OLD, PLUS, Bindings, DeltaCompiler,
@@ -122,13 +121,12 @@ class _Refresh:
         columns = target.columns
         _check_types(target.schema)
         keyed = compiler.keyed(step.sql)
-        if keyed is not None:
-            if keyed.keys is not None and keyed.keys.rows == []:
+        if keyed is not None and keyed.keys.rows is not None:     # a literal-sized key set
+            if not keyed.keys.rows:       # the change touches no key: the table stays as is
                 version = applier.commit_nothing(spark, step.path, self.ctx.frontier)
                 return RefreshResult(table_version=version)
-            predicate = keyed.keys and key_predicate([columns[p] for p in keyed.positions],
-                                                     keyed.keys.rows or [])
-            if predicate:
+            predicate = lit.key_predicate([columns[p] for p in keyed.positions], keyed.keys.rows)
+            if predicate:                 # None: a NULL inside a multi-column key
                 return self._replace(keyed, predicate, columns)
         plus, minus = compiler.compile(step.sql)
         from pyspark.sql import functions as F
