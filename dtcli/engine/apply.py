@@ -173,13 +173,8 @@ def _replace_slice(spark, path: str, changes, cols: list[str], frontier: dict[st
 def replace(spark, path: str, predicate: str, rows, frontier: dict[str, Any]) -> Applied:
     """Delete the rows matching `predicate` and insert `rows` (which all match it) in one
     commit; `inserted` / `deleted` are the rows written / removed."""
-    from dtcli.state.delta_log import frontier_metadata
-
-    before = commit.last_commit(path)["version"]
-    (rows.write.format("delta").mode("overwrite").option("replaceWhere", predicate)
-     .option("userMetadata", frontier_metadata(frontier)).save(path))
-    last = commit.last_commit(path)
-    if last["version"] == before:
+    last = _write(spark, path, rows, frontier, "overwrite", replaceWhere=predicate)
+    if last is None:
         return Applied(0, 0, commit_nothing(spark, path, frontier))
     metrics = last["metrics"]
     # with deletion vectors the kept rows of touched files count as "copied" without being
@@ -189,15 +184,26 @@ def replace(spark, path: str, predicate: str, rows, frontier: dict[str, Any]) ->
 
 
 def _append(spark, path: str, rows, frontier: dict[str, Any]) -> Applied:
+    last = _write(spark, path, rows, frontier, "append")
+    if last is None:
+        return Applied(0, 0, commit_nothing(spark, path, frontier))
+    return Applied(int(last["metrics"].get("numOutputRows", 0)), 0, last["version"])
+
+
+def _write(spark, path: str, rows, frontier: dict[str, Any], mode: str, **options: str
+           ) -> dict[str, Any] | None:
+    """Write `rows` with the frontier in the commit's userMetadata; the new commit's version
+    and metrics, or None when Delta wrote no commit (nothing to write)."""
     from dtcli.state.delta_log import frontier_metadata
 
     before = commit.last_commit(path)["version"]
-    (rows.write.format("delta").mode("append")
-     .option("userMetadata", frontier_metadata(frontier)).save(path))
+    writer = rows.write.format("delta").mode(mode).option("userMetadata",
+                                                          frontier_metadata(frontier))
+    for key, value in options.items():
+        writer = writer.option(key, value)
+    writer.save(path)
     last = commit.last_commit(path)
-    if last["version"] == before:
-        return Applied(0, 0, commit_nothing(spark, path, frontier))
-    return Applied(int(last["metrics"].get("numOutputRows", 0)), 0, last["version"])
+    return None if last["version"] == before else last
 
 
 def _merge(spark, path: str, source, cols: list[str], frontier: dict[str, Any]) -> Applied:
