@@ -475,6 +475,12 @@ def delta_floor(spark, repeat: int) -> dict[str, float]:
     return best
 
 
+def table_head(out: list[str], title: str, columns: list[tuple[str, str]]) -> None:
+    """A bold title line, then a markdown table header; `columns`: (name, "l" or "r")."""
+    out += ["", title, "", "| " + " | ".join(name for name, _ in columns) + " |",
+            "|" + "|".join("---:" if align == "r" else "---" for _, align in columns) + "|"]
+
+
 def markdown(results: list[ScaleResult], meta: dict[str, Any], tables=TABLES) -> str:
     out = []
     incremental_on = meta["engine_flag"]
@@ -495,12 +501,11 @@ def markdown(results: list[ScaleResult], meta: dict[str, Any], tables=TABLES) ->
                    f"−{c['lineitem']['deleted']:,} / ~{c['lineitem']['updated']:,} "
                    f"(inserted / deleted / updated; "
                    f"{100 * c['orders_changed'] / r.source_rows['orders']:.3g} % of orders).")
-    out.append("")
-    out.append("**Refresh after the change batch vs FULL refresh at the same source versions**")
-    out.append("")
-    out.append("| DT | SF | DT rows | refresh after change: action | time (s) | +rows / −rows | "
-               "FULL refresh (s) | FULL ÷ after-change | target | met | same result as FULL |")
-    out.append("|---|---|---:|---|---:|---:|---:|---:|---:|---|---|")
+    table_head(out, "**Refresh after the change batch vs FULL refresh at the same source versions**",
+               [("DT", "l"), ("SF", "l"), ("DT rows", "r"), ("refresh after change: action", "l"),
+                ("time (s)", "r"), ("+rows / −rows", "r"), ("FULL refresh (s)", "r"),
+                ("FULL ÷ after-change", "r"), ("target", "r"), ("met", "l"),
+                ("same result as FULL", "l")])
     for t in tables:
         for r in results:
             s = summarize(r, t)
@@ -520,12 +525,10 @@ def markdown(results: list[ScaleResult], meta: dict[str, Any], tables=TABLES) ->
                        f"≥ {t.target:g}× at SF1 | {met} | {same} |")
     by_sf = {r.sf: r for r in results}
     if 1 in by_sf and 3 in by_sf:
-        out.append("")
-        out.append("**Refresh-after-change time, SF1 vs SF3, same change size**")
-        out.append("")
-        out.append("| DT | action SF1 / SF3 | SF1 (s) | SF3 (s) | SF3 ÷ SF1 | target | met | "
-                   "FULL SF1 (s) | FULL SF3 (s) | FULL SF3 ÷ SF1 |")
-        out.append("|---|---|---:|---:|---:|---:|---|---:|---:|---:|")
+        table_head(out, "**Refresh-after-change time, SF1 vs SF3, same change size**",
+                   [("DT", "l"), ("action SF1 / SF3", "l"), ("SF1 (s)", "r"), ("SF3 (s)", "r"),
+                    ("SF3 ÷ SF1", "r"), ("target", "r"), ("met", "l"), ("FULL SF1 (s)", "r"),
+                    ("FULL SF3 (s)", "r"), ("FULL SF3 ÷ SF1", "r")])
         for t in tables:
             s1, s3 = summarize(by_sf[1], t), summarize(by_sf[3], t)
             incremental = s1["actions"] == ["INCREMENTAL"] and s3["actions"] == ["INCREMENTAL"]
@@ -542,16 +545,14 @@ def markdown(results: list[ScaleResult], meta: dict[str, Any], tables=TABLES) ->
         out.append("")
         out.append("Rows whose refresh after the change ran FULL measure FULL against FULL: they are not "
                    "incremental figures, and their targets are not assessed.")
-    out.append("")
-    out.append("**Where the time of the refresh after the change goes** (fastest repetition; "
+    table_head(out, "**Where the time of the refresh after the change goes** (fastest repetition; "
                "the commit figures are Delta's own metrics of the refresh's commit; the engine "
                "functions are from cProfile: the time each dtcli function is the innermost dtcli "
                "frame, Spark work it waits for included, so the shares do not overlap and add up "
-               "to the total)")
-    out.append("")
-    out.append("| DT | SF | action | total (s) | commit | rows written | rows removed | "
-               "engine functions taking the time (s) |")
-    out.append("|---|---|---|---:|---|---:|---:|---|")
+               "to the total)",
+               [("DT", "l"), ("SF", "l"), ("action", "l"), ("total (s)", "r"), ("commit", "l"),
+                ("rows written", "r"), ("rows removed", "r"),
+                ("engine functions taking the time (s)", "l")])
     for t in tables:
         for r in results:
             best = min(r.runs[t.name], key=lambda x: x["after_change"]["seconds"])["after_change"]
@@ -573,13 +574,10 @@ def markdown(results: list[ScaleResult], meta: dict[str, Any], tables=TABLES) ->
         for r in results) + ".")
     floor = meta.get("floor")
     if floor:
-        out.append("")
-        out.append("**Delta's fixed cost per commit, same session** (a 1,000-row table with deletion "
-                   "vectors and change data feed on, best of the repetitions): the least any refresh "
-                   "pays for its commit, whatever it computes")
-        out.append("")
-        out.append("| commit | seconds |")
-        out.append("|---|---:|")
+        table_head(out, "**Delta's fixed cost per commit, same session** (a 1,000-row table with "
+                   "deletion vectors and change data feed on, best of the repetitions): the least "
+                   "any refresh pays for its commit, whatever it computes",
+                   [("commit", "l"), ("seconds", "r")])
         for name, seconds in floor.items():
             out.append(f"| {name} | {seconds:.2f} |")
         replace = next((v for k, v in floor.items() if k.startswith("replaceWhere")), None)
