@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
-JARS   := $(BIN)/python -m dtcli.jars provision
+JARS   := $(BIN)/python -m dtcli.engine.jars provision
 PYTEST_ARGS ?=
 
 .PHONY: setup jars demo test unit bench clean

@@ -649,7 +649,7 @@ def main(argv: list[str] | None = None) -> None:
     global PROFILE
     PROFILE = args.profile
 
-    from dtcli import plan as planmod
+    from dtcli.planning import plan as planmod
     from dtcli.engine.session import local_session
 
     meta = {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),

@@ -44,7 +44,7 @@ def init(directory: Annotated[Path, typer.Argument(help="Folder for the new proj
 
     Example: dt init shop
     """
-    from dtcli.scaffold import init_project
+    from dtcli.project.scaffold import init_project
 
     created = init_project(directory, name)
     typer.echo(f"created project {created.name} in {created.root}")
@@ -59,7 +59,7 @@ def seed(project_dir: ProjectDir = Path("."), target: Target = None,
     Example: dt seed --select orders
     """
     from dtcli import api
-    from dtcli.seed import seed as do_seed
+    from dtcli.project.seed import seed as do_seed
 
     project = api.load(project_dir, target)
     for s in do_seed(project, select):
@@ -108,7 +108,7 @@ def run(project_dir: ProjectDir = Path("."), target: Target = None,
     """
     from dtcli import api
     from dtcli.ui.run_view import RunView, print_plan, print_summary
-    from dtcli.watch import clock_from_env
+    from dtcli.api.watch import clock_from_env
 
     if max_ticks is not None and not watch:
         raise UsageError("--max-ticks only applies with --watch")
@@ -136,7 +136,7 @@ def _watch(project_dir: Path, target: Optional[str], select: Optional[list[str]]
     from dtcli import api
     from dtcli.ui.output import console
     from dtcli.ui.run_view import RunView, print_summary
-    from dtcli.watch import clock_from_env, watch
+    from dtcli.api.watch import clock_from_env, watch
 
     clock, failures = clock_from_env(), []
     progress = RunView()
@@ -170,7 +170,7 @@ def refresh(name: Annotated[str, typer.Argument(help="Dynamic table to refresh n
     from dtcli import api
     from dtcli.model import MANUAL
     from dtcli.ui.run_view import RunView, print_plan, print_summary
-    from dtcli.watch import clock_from_env
+    from dtcli.api.watch import clock_from_env
 
     project = api.load(project_dir, target, check_sources=True)
     if dry_run:
@@ -253,7 +253,7 @@ def show_dynamic(what: Annotated[str, typer.Argument(metavar="tables", help="The
 
     if what != "tables":
         raise UsageError(f"unknown object '{what}'", hint="dt show dynamic tables")
-    from dtcli.watch import clock_from_env
+    from dtcli.api.watch import clock_from_env
 
     rows = api.show_tables(api.load(project_dir, target), like, now=clock_from_env().now())
     if _fmt(format) == "json":
@@ -289,7 +289,7 @@ def show_graph(project_dir: ProjectDir = Path("."), target: Target = None,
     Example: dt show graph --format mermaid
     """
     from dtcli import api
-    from dtcli.graph import Graph
+    from dtcli.planning.graph import Graph
     from dtcli.ui.graph_view import edges, render
     from dtcli.ui.output import print_json
 
@@ -310,7 +310,7 @@ def explain(name: Annotated[str, typer.Argument(help="Dynamic table to explain."
     Example: dt explain customer_revenue --format json
     """
     from dtcli import api
-    from dtcli.explain import explain as do_explain
+    from dtcli.planning.explain import explain as do_explain
     from dtcli.ui.output import console, print_json, print_table
 
     data = do_explain(api.load(project_dir, target, check_sources=True), name)

@@ -11,13 +11,13 @@ from types import SimpleNamespace
 import pyarrow as pa
 from deltalake import CommitProperties, write_deltalake
 
-from dtcli import scheduler
-from dtcli.definition import definition_hash
-from dtcli.graph import Graph
-from dtcli.lag import parse_target_lag, resolve_lags
+from dtcli.planning import scheduler
+from dtcli.planning.definition import definition_hash
+from dtcli.planning.graph import Graph
+from dtcli.planning.lag import parse_target_lag, resolve_lags
 from dtcli.model import Project
 from dtcli.project import load_project
-from dtcli.snapshot import Snapshot
+from dtcli.planning.snapshot import Snapshot
 from dtcli.state.delta_log import TableInfo, frontier_metadata, table_version
 from tests.helpers import write_project
 

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
-from dtcli import jars as jarlib
+from dtcli.engine import jars as jarlib
 from dtcli.engine.driver import EVENT_PREFIX, STOP_FILE
 from dtcli.engine.spark_conf import session_conf
 from dtcli.errors import ConfigError

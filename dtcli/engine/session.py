@@ -16,7 +16,7 @@ def build_session(conf: dict[str, str], master: str | None = None, app_name: str
 
 def local_session(jars: list[str] | None = None, extra: dict[str, str] | None = None):
     """An in-process local session with the provisioned Delta jars (tests, notebooks)."""
-    from dtcli import jars as jarlib
+    from dtcli.engine import jars as jarlib
     from dtcli.engine.spark_conf import session_conf
 
     conf = session_conf(extra or {}, jars if jars is not None else jarlib.resolve())

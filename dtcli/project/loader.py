@@ -33,7 +33,7 @@ def load_project(project_dir: str | Path = ".", target: str | None = None, *,
                       warehouse=settings.warehouse, spark_master=settings.spark_master,
                       spark_conf=settings.spark_conf, jars=settings.jars, sources=settings.sources,
                       tables=tables, vars=settings.vars, target=settings.target)
-    from dtcli.graph import Graph  # the graph checks cycles when built
+    from dtcli.planning.graph import Graph  # the graph checks cycles when built
     Graph.of(project)
     if check_sources:
         check_source_paths(project)

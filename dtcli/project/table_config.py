@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from dtcli.errors import ConfigError, suggest
-from dtcli.lag import parse_target_lag
+from dtcli.planning.lag import parse_target_lag
 from dtcli.model import Located
 
 TABLE_KEYS = {

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dtcli.graph import Graph
+from dtcli.planning.graph import Graph
 from dtcli.model import Project
 
 

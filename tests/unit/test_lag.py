@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from dtcli.errors import ConfigError, ValidationError
-from dtcli.lag import TargetLag, parse_target_lag, resolve_lags
+from dtcli.planning.lag import TargetLag, parse_target_lag, resolve_lags
 
 
 # ---------------------------------------------------------------- parsing

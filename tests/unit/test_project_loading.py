@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from dtcli.errors import ConfigError, ValidationError
-from dtcli.graph import Graph
+from dtcli.planning.graph import Graph
 from dtcli.project import load_project
 from tests.helpers import write_project
 

@@ -12,7 +12,7 @@ from datetime import timedelta
 
 import pytest
 
-from dtcli.lock import warehouse_lock
+from dtcli.state.lock import warehouse_lock
 from dtcli.project import load_project
 from dtcli.state import history, scheduling
 from tests.helpers import dt

@@ -7,8 +7,8 @@ from datetime import datetime, timedelta, timezone
 import pytest
 from hypothesis import given, strategies as st
 
-from dtcli.lag import parse_target_lag, resolve_lags
-from dtcli.schedule import (
+from dtcli.planning.lag import parse_target_lag, resolve_lags
+from dtcli.planning.schedule import (
     EPOCH, ManualClock, SystemClock, current_tick, due_tables, is_due, next_due, next_tick,
     period_seconds,
 )

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from dtcli import scheduler
-from dtcli.graph import Graph
+from dtcli.planning import scheduler
+from dtcli.planning.graph import Graph
 from dtcli.model import FAILED, MANUAL, SCHEDULED, SUCCEEDED, UPSTREAM_FAILED
-from dtcli.snapshot import Snapshot
+from dtcli.planning.snapshot import Snapshot
 from dtcli.state.scheduling import SUSPENDED, TableState
 from tests.helpers import dt
 from tests.sched_helpers import T0, chain_project, effective_lags, info, simulate, write_source

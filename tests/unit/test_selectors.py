@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from dtcli.errors import UsageError
-from dtcli.graph import Graph
-from dtcli.selectors import select
+from dtcli.planning.graph import Graph
+from dtcli.planning.selectors import select
 from tests.sched_helpers import chain_project
 
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 import uuid
 from dataclasses import dataclass
 
-from dtcli.definition import definition_hash
-from dtcli.graph import Graph
+from dtcli.planning.definition import definition_hash
+from dtcli.planning.graph import Graph
 from dtcli.model import (CREATION, FULL, INCREMENTAL, MANUAL, NO_DATA, REINITIALIZE, Plan, Project,
                          RefreshStep, StepInput)
-from dtcli.snapshot import Snapshot
+from dtcli.planning.snapshot import Snapshot
 
 
 # The incremental strategies land with issue 3; until then every refresh that has work runs FULL.

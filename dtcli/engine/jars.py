@@ -4,7 +4,7 @@ Spark's own `--packages` resolver trips over `~/.m2` entries that hold a pom but
 costs seconds per launch; so dt resolves the jars once with Maven, keeps only those pyspark
 does not already ship, and passes the exact list as `spark.jars`. No download at import time.
 
-Run `python -m dtcli.jars provision` (the Makefile does) to fill the cache.
+Run `python -m dtcli.engine.jars provision` (the Makefile does) to fill the cache.
 """
 
 from __future__ import annotations
@@ -136,7 +136,7 @@ def main(argv: list[str]) -> int:
         for jar in provision():
             print(jar)
         return 0
-    print("usage: python -m dtcli.jars provision", file=sys.stderr)
+    print("usage: python -m dtcli.engine.jars provision", file=sys.stderr)
     return 2
 
 

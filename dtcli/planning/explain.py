@@ -5,11 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from dtcli.api import validate
-from dtcli.lag import parse_target_lag
+from dtcli.planning.lag import parse_target_lag
 from dtcli.model import Project
-from dtcli.refresh_mode import analysis_sql, enable_cdf_sql
-from dtcli.schedule import period_seconds
-from dtcli.snapshot import take_snapshot
+from dtcli.planning.refresh_mode import analysis_sql, enable_cdf_sql
+from dtcli.planning.schedule import period_seconds
+from dtcli.planning.snapshot import take_snapshot
 from dtcli.sql.analysis import analyze_query
 from dtcli.state.delta_log import table_info
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from .errors import ConfigError, ValidationError
+from dtcli.errors import ConfigError, ValidationError
 
 MIN_LAG_SECONDS = 60  # Snowflake's floor is one minute; shorter lags are rejected, not rounded up.
 

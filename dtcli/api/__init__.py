@@ -9,18 +9,19 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Callable
 
-from dtcli import orphans, scheduler, selectors
+from dtcli.planning import scheduler, selectors
+from dtcli.state import orphans
 from dtcli.errors import UsageError, suggest
-from dtcli.graph import Graph
-from dtcli.lag import parse_target_lag, resolve_lags
+from dtcli.planning.graph import Graph
+from dtcli.planning.lag import parse_target_lag, resolve_lags
 from dtcli.model import (FAILED, MANUAL, NO_DATA, SCHEDULED, SUCCEEDED, UPSTREAM_FAILED, Plan,
                          Project, RefreshRecord)
-from dtcli.plan import build_plan
+from dtcli.planning.plan import build_plan
 from dtcli.project import load_project
-from dtcli.refresh_mode import analyses, resolve_modes
-from dtcli.schedule import period_seconds
-from dtcli.snapshot import Snapshot, take_snapshot
-from dtcli.lock import warehouse_lock
+from dtcli.planning.refresh_mode import analyses, resolve_modes
+from dtcli.planning.schedule import period_seconds
+from dtcli.planning.snapshot import Snapshot, take_snapshot
+from dtcli.state.lock import warehouse_lock
 from dtcli.state import history, scheduling
 from dtcli.state.delta_log import table_info
 

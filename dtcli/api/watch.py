@@ -13,10 +13,11 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Callable
 
-from dtcli import api, scheduler
+from dtcli import api
+from dtcli.planning import scheduler
 from dtcli.model import Project
-from dtcli.schedule import Clock
-from dtcli.snapshot import take_snapshot
+from dtcli.planning.schedule import Clock
+from dtcli.planning.snapshot import take_snapshot
 from dtcli.state import history, scheduling
 
 OnPass = Callable[[int, "api.RunResult", "datetime | None"], None]
@@ -56,7 +57,7 @@ def clock_from_env() -> Clock:
     import os
 
     from dtcli.errors import UsageError
-    from dtcli.schedule import ManualClock, SystemClock
+    from dtcli.planning.schedule import ManualClock, SystemClock
 
     start = os.environ.get("DT_CLOCK_START")
     if not start:

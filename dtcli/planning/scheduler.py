@@ -11,11 +11,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Mapping
 
-from dtcli.definition import definition_hash
-from dtcli.graph import Graph
+from dtcli.planning.definition import definition_hash
+from dtcli.planning.graph import Graph
 from dtcli.model import FAILED, MANUAL, SUCCEEDED, Project
-from dtcli.schedule import is_due, next_due, next_tick, period_seconds
-from dtcli.snapshot import Snapshot
+from dtcli.planning.schedule import is_due, next_due, next_tick, period_seconds
+from dtcli.planning.snapshot import Snapshot
 from dtcli.state.scheduling import SUSPENDED, Event, TableState
 
 AUTO_SUSPEND_AFTER = 5   # consecutive failed scheduled refreshes, as in Snowflake

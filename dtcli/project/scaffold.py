@@ -15,7 +15,7 @@ _RENAME = {"gitignore": ".gitignore"}
 
 
 def template_dir() -> Path:
-    return Path(__file__).resolve().parent.parent / "templates" / "project"
+    return Path(__file__).resolve().parents[2] / "templates" / "project"
 
 
 @dataclass

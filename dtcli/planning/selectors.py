@@ -11,7 +11,7 @@ from __future__ import annotations
 import fnmatch
 
 from dtcli.errors import UsageError, suggest
-from dtcli.graph import Graph
+from dtcli.planning.graph import Graph
 from dtcli.model import Project
 
 

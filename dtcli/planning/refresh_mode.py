@@ -7,9 +7,9 @@ query that cannot be refreshed incrementally is a validation error that says why
 from __future__ import annotations
 
 from dtcli.errors import ValidationError
-from dtcli.graph import Graph
+from dtcli.planning.graph import Graph
 from dtcli.model import FULL, INCREMENTAL, Project, TableDef
-from dtcli.plan import ResolvedMode
+from dtcli.planning.plan import ResolvedMode
 from dtcli.sql.analysis import QueryAnalysis, analyze_query
 
 
