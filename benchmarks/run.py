@@ -265,9 +265,10 @@ def refresh(spark, project_dir: Path, name: str | None, *, full: bool) -> dict[s
     from dtcli.model import SUCCEEDED
     from dtcli.state.delta_log import open_table
 
-    project = api.load(project_dir)
     started = time.perf_counter()
-    plan, checked = api.plan_run(project, [name] if name else None, full_refresh=full)
+    checked = api.check(project_dir, with_stats=True)
+    project = checked.project
+    plan = api.plan_run(checked, [name] if name else None, full_refresh=full)
     profiler = cProfile.Profile() if PROFILE else None
     planned = time.perf_counter()
     if profiler:
@@ -483,10 +484,8 @@ def table_head(out: list[str], title: str, columns: list[tuple[str, str]]) -> No
 
 def markdown(results: list[ScaleResult], meta: dict[str, Any], tables=TABLES) -> str:
     out = []
-    incremental_on = meta["engine_flag"]
-    out.append(f"Measured {meta['date']} — engine state: `INCREMENTAL_REFRESH_ENABLED = "
-               f"{incremental_on}` in `dtcli/plan.py` (dtcli/ as of commit {meta['commit']}"
-               f"{', with uncommitted changes in dtcli/' if meta['dirty'] else ''}); "
+    out.append(f"Measured {meta['date']} — dtcli/ as of commit {meta['commit']}"
+               f"{', with uncommitted changes in dtcli/' if meta['dirty'] else ''}; "
                f"{meta['repeat']} repetition(s); times are the best of them (the machine is shared, so "
                f"the least-disturbed run is the best estimate of cost; every sample is listed below).")
     out.append("")
@@ -541,7 +540,7 @@ def markdown(results: list[ScaleResult], meta: dict[str, Any], tables=TABLES) ->
     out.append("Samples (s), refresh after change / FULL: " + "; ".join(
         f"{t.name} {sf_label(r.sf)} {summarize(r, t)['samples_after']} / {summarize(r, t)['samples_full']}"
         for t in tables for r in results) + ".")
-    if not incremental_on or any(summarize(r, t)["actions"] != ["INCREMENTAL"] for r in results for t in tables):
+    if any(summarize(r, t)["actions"] != ["INCREMENTAL"] for r in results for t in tables):
         out.append("")
         out.append("Rows whose refresh after the change ran FULL measure FULL against FULL: they are not "
                    "incremental figures, and their targets are not assessed.")
@@ -649,17 +648,14 @@ def main(argv: list[str] | None = None) -> None:
     global PROFILE
     PROFILE = args.profile
 
-    from dtcli.planning import plan as planmod
     from dtcli.engine.session import local_session
 
     meta = {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-            "engine_flag": bool(getattr(planmod, "INCREMENTAL_REFRESH_ENABLED", False)),
             "commit": git("log", "-1", "--format=%h", "--", "dtcli") or "?",
             "dirty": bool(git("status", "--porcelain", "--", "dtcli")),
             "machine": machine(), "repeat": args.repeat,
             "session": f"local[2], spark.driver.memory {args.driver_memory}, "
                        f"spark.sql.shuffle.partitions {args.shuffle_partitions}, one session for the whole run"}
-    log(f"engine: INCREMENTAL_REFRESH_ENABLED = {meta['engine_flag']}")
     for sf in scales:           # generate data before the JVM starts: it needs the cores
         tpch_data.ensure(sf, log=log)
     extra = {"spark.driver.memory": args.driver_memory,

@@ -44,9 +44,9 @@ def init(directory: Annotated[Path, typer.Argument(help="Folder for the new proj
 
     Example: dt init shop
     """
-    from dtcli.project.scaffold import init_project
+    from dtcli import api
 
-    created = init_project(directory, name)
+    created = api.init(directory, name)
     typer.echo(f"created project {created.name} in {created.root}")
     typer.echo(f"next: cd {directory} && dt seed && dt run")
 
@@ -59,10 +59,8 @@ def seed(project_dir: ProjectDir = Path("."), target: Target = None,
     Example: dt seed --select orders
     """
     from dtcli import api
-    from dtcli.project.seed import seed as do_seed
 
-    project = api.load(project_dir, target)
-    for s in do_seed(project, select):
+    for s in api.seed(project_dir, target, select):
         typer.echo(f"seeded {s.name}: {s.rows} rows -> {s.path}")
 
 
@@ -74,12 +72,14 @@ def validate(project_dir: ProjectDir = Path("."), target: Target = None) -> None
     """
     from dtcli import api
 
-    checked = api.validate(api.load(project_dir, target, check_sources=True))
+    checked = api.check(project_dir, target, check_sources=True)
     for name in checked.graph.order:
         mode = checked.modes[name]
         typer.echo(f"{name}: {mode.mode}" + (f" ({mode.reason})" if mode.reason else ""))
         for warning in checked.warnings.get(name, []):
             typer.echo(f"  warning: {warning}")
+    for name in checked.project.disabled:
+        typer.echo(f"{name}: disabled (enabled: false)")
     typer.echo(f"ok: {len(checked.graph.order)} dynamic tables")
 
 
@@ -116,18 +116,19 @@ def run(project_dir: ProjectDir = Path("."), target: Target = None,
         raise UsageError("--watch and --dry-run cannot be combined")
     if watch:
         return _watch(project_dir, target, select, wait, max_ticks)
-    project, now = api.load(project_dir, target, check_sources=True), clock_from_env().now()
+    checked = api.check(project_dir, target, check_sources=True, now=clock_from_env().now(),
+                        with_stats=True)
     if dry_run:
-        planned = api.plan_scheduled(project, select, all_tables=all_tables, full_refresh=full_refresh, now=now)
+        planned = api.plan_scheduled(checked, select, all_tables=all_tables, full_refresh=full_refresh)
         return print_plan(planned.plan, planned.decision)
     progress = RunView()
     try:
-        result = api.run(project, select, all_tables=all_tables, full_refresh=full_refresh, wait=wait,
-                         on_event=progress, on_plan=progress.plan, now=now)
+        result = api.run(checked, select, all_tables=all_tables, full_refresh=full_refresh, wait=wait,
+                         on_event=progress, on_plan=progress.plan)
     finally:
         progress.close()
     print_summary(result)
-    if api.failed(result.records):
+    if result.failed:
         raise typer.Exit(EXIT_REFRESH_FAILED)
 
 
@@ -145,12 +146,15 @@ def _watch(project_dir: Path, target: Optional[str], select: Optional[list[str]]
         progress.close()
         console.print(f"pass {n} at {result.plan.data_timestamp[:19]}: ", end="", highlight=False)
         print_summary(result)
-        failures.extend(r for r in result.records if r["state"] != "SUCCEEDED")
+        failures.extend(r for r in result.records if r.failed)
         console.print(f"next pass at {wake.isoformat()[:19]}" if wake else "no table is scheduled; stopping",
                       highlight=False)
 
-    passes = watch(lambda: api.load(project_dir, target, check_sources=True), select, clock=clock,
-                   max_ticks=max_ticks, wait=wait, on_pass=on_pass, on_event=progress)
+    def check(now):
+        return api.check(project_dir, target, check_sources=True, now=now, with_stats=True)
+
+    passes = watch(check, select, clock=clock, max_ticks=max_ticks, wait=wait, on_pass=on_pass,
+                   on_event=progress)
     console.print(f"watch stopped after {passes} pass(es)", highlight=False)
     if failures:
         raise typer.Exit(EXIT_REFRESH_FAILED)
@@ -172,16 +176,17 @@ def refresh(name: Annotated[str, typer.Argument(help="Dynamic table to refresh n
     from dtcli.ui.run_view import RunView, print_plan, print_summary
     from dtcli.api.watch import clock_from_env
 
-    project = api.load(project_dir, target, check_sources=True)
+    checked = api.check(project_dir, target, check_sources=True, now=clock_from_env().now(),
+                        with_stats=True)
     if dry_run:
-        return print_plan(api.plan_run(project, [project.table_key(name)], trigger=MANUAL)[0])
+        return print_plan(api.plan_run(checked, [checked.project.table_key(name)], trigger=MANUAL))
     progress = RunView()
     try:
-        result = api.refresh(project, name, progress, wait=wait, on_plan=progress.plan, now=clock_from_env().now())
+        result = api.refresh(checked, name, progress, wait=wait, on_plan=progress.plan)
     finally:
         progress.close()
     print_summary(result)
-    if api.failed(result.records):
+    if result.failed:
         raise typer.Exit(EXIT_REFRESH_FAILED)
 
 
@@ -196,7 +201,7 @@ def suspend(name: Annotated[str, typer.Argument(help="Dynamic table to stop sche
     """
     from dtcli import api
 
-    held = api.suspend(api.load(project_dir, target), name, reason=reason, wait=wait)
+    held = api.suspend(api.check(project_dir, target), name, reason=reason, wait=wait)
     typer.echo(f"suspended {held[0]}" + (f"; also held back: {', '.join(held[1:])}" if held[1:] else ""))
 
 
@@ -209,7 +214,7 @@ def resume(name: Annotated[str, typer.Argument(help="Suspended dynamic table to 
     """
     from dtcli import api
 
-    active = api.resume(api.load(project_dir, target), name, wait=wait)
+    active = api.resume(api.check(project_dir, target), name, wait=wait)
     typer.echo(f"active: {', '.join(active)}")
 
 
@@ -224,12 +229,12 @@ def drop(name: Annotated[str, typer.Argument(help="Orphaned dynamic table to del
     """
     from dtcli import api
 
-    project = api.load(project_dir, target)
+    checked = api.check(project_dir, target)
     if not yes:
         if not sys.stdin.isatty():
             raise UsageError(f"dropping {name} deletes its data; confirm with --yes when not in a terminal")
-        typer.confirm(f"delete dynamic table {name} at {project.table_path(name.lower())}?", abort=True)
-    typer.echo(f"dropped {name.lower()} ({api.drop(project, name, wait=wait)})")
+        typer.confirm(f"delete dynamic table {name} at {checked.project.table_path(name.lower())}?", abort=True)
+    typer.echo(f"dropped {name.lower()} ({api.drop(checked, name, wait=wait)})")
 
 
 TABLE_COLUMNS = ("name", "target_lag", "effective_lag_seconds", "refresh_mode", "scheduling_state",
@@ -255,7 +260,7 @@ def show_dynamic(what: Annotated[str, typer.Argument(metavar="tables", help="The
         raise UsageError(f"unknown object '{what}'", hint="dt show dynamic tables")
     from dtcli.api.watch import clock_from_env
 
-    rows = api.show_tables(api.load(project_dir, target), like, now=clock_from_env().now())
+    rows = api.show_tables(api.check(project_dir, target, now=clock_from_env().now(), with_stats=True), like)
     if _fmt(format) == "json":
         print_json(rows)
     else:
@@ -274,7 +279,7 @@ def show_history(name: Annotated[Optional[str], typer.Argument(help="Only this t
     from dtcli import api
     from dtcli.ui.output import print_json, print_table
 
-    rows = api.show_history(api.load(project_dir, target), name, limit)
+    rows = api.show_history(api.check(project_dir, target), name, limit)
     if _fmt(format) == "json":
         print_json(rows)
     else:
@@ -289,12 +294,11 @@ def show_graph(project_dir: ProjectDir = Path("."), target: Target = None,
     Example: dt show graph --format mermaid
     """
     from dtcli import api
-    from dtcli.planning.graph import Graph
     from dtcli.ui.graph_view import edges, render
     from dtcli.ui.output import print_json
 
-    project = api.load(project_dir, target)
-    graph = Graph.of(project)
+    checked = api.check(project_dir, target)
+    project, graph = checked.project, checked.graph
     fmt = _fmt(format, ("tree", "mermaid", "dot", "json"))
     if fmt == "json":
         print_json({"nodes": graph.order, "edges": [list(e) for e in edges(project, graph)]})
@@ -310,10 +314,9 @@ def explain(name: Annotated[str, typer.Argument(help="Dynamic table to explain."
     Example: dt explain customer_revenue --format json
     """
     from dtcli import api
-    from dtcli.planning.explain import explain as do_explain
     from dtcli.ui.output import console, print_json, print_table
 
-    data = do_explain(api.load(project_dir, target, check_sources=True), name)
+    data = api.explain(api.check(project_dir, target, check_sources=True), name)
     if _fmt(format) == "json":
         print_json(data)
         return
@@ -322,6 +325,9 @@ def explain(name: Annotated[str, typer.Argument(help="Dynamic table to explain."
     console.print(f"target lag {data['target_lag']}, effective lag {data['effective_lag']} s, "
                   f"period {data['period_seconds']} s; upstream: {', '.join(data['upstream']) or '-'}; "
                   f"downstream: {', '.join(data['downstream']) or '-'}", highlight=False)
+    if data["columns"]:
+        print_table([{"column": c["name"], "type": c["type"] or "(known when Spark runs)"}
+                     for c in data["columns"]], ("column", "type"), title="columns")
     print_table(data["operators"], ("operator", "line", "strategy", "considerations"), title="operators")
     print_table(data["inputs"], ("name", "kind", "version", "change_data_feed", "path"), title="inputs")
     for warning in data["warnings"]:

@@ -16,6 +16,17 @@ from typing import Any
 NO_DATA, INCREMENTAL, FULL, REINITIALIZE = "NO_DATA", "INCREMENTAL", "FULL", "REINITIALIZE"
 CREATION, SCHEDULED, MANUAL = "CREATION", "SCHEDULED", "MANUAL"
 SUCCEEDED, FAILED, SKIPPED, UPSTREAM_FAILED = "SUCCEEDED", "FAILED", "SKIPPED", "UPSTREAM_FAILED"
+# The one definition of a refresh that failed: it, or the upstream refresh it needed, broke.
+FAILURE_STATES = frozenset({FAILED, UPSTREAM_FAILED})
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    type: str | None      # Spark SQL type; None when it cannot be known before Spark runs
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "type": self.type}
 
 
 @dataclass(frozen=True)
@@ -39,17 +50,24 @@ class SourceDef:
 
 @dataclass
 class TableDef:
-    """One dynamic table as defined in the project (after Jinja, before planning)."""
+    """One dynamic table as defined in the project (after Jinja, parsed once, before planning)."""
 
     name: str
-    file: str                     # path of the .sql file
+    file: str                     # path of the .sql file, relative to the project
     sql: str                      # rendered SQL, in the project's dialect, lines as in the file
-    spark_sql: str                # the same query in Spark SQL, table names as written
+    spark_sql: str                # the query in Spark SQL, reading inputs by their logical names
     kind: str                     # "query" or "custom" (REFRESH USING / INSERT INTO SELF)
-    config: dict[str, Any]        # merged config (defaults < yml < config())
+    config: dict[str, Any]        # merged config (defaults < folders < yml < config())
     config_origin: dict[str, Located] = field(default_factory=dict)
     inputs: tuple[str, ...] = ()  # names of DTs and sources it reads, in order of appearance
     input_lines: dict[str, int] = field(default_factory=dict)
+    folder: str = ""              # folder under tables/ ("" at the top), as in dbt's models/
+    parsed: Any = None            # the file's one parse (dtcli.sql.parse.ParsedSQL)
+    query: Any = None             # its query, inputs renamed to logical names (sqlglot tree)
+
+    @property
+    def enabled(self) -> bool:
+        return self.config.get("enabled", True) is not False
 
     @property
     def target_lag(self) -> str:
@@ -75,10 +93,11 @@ class Project:
     spark_conf: dict[str, str]
     jars: tuple[str, ...]         # user-provided jars (air-gapped clusters); empty: provisioned
     sources: dict[str, SourceDef]
-    tables: dict[str, TableDef]
+    tables: dict[str, TableDef]   # enabled tables: the ones dt plans and refreshes
     vars: dict[str, Any]
     target: str | None = None
     config_file: str = "dt_project.yml"
+    disabled: dict[str, TableDef] = field(default_factory=dict)   # `enabled: false`
 
     def table_path(self, name: str) -> str:
         return join_path(self.warehouse, name)
@@ -115,6 +134,30 @@ def join_path(base: str, *parts: str) -> str:
 
 
 @dataclass
+class Frontier:
+    """What a DT reflects, committed with its data in one Delta commit (`userMetadata`)."""
+
+    source_versions: dict[str, int]
+    definition_hash: str | None = None
+    data_timestamp: str | None = None
+    run_id: str | None = None
+    refresh_action: str | None = None
+    refresh_mode: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any] | None) -> "Frontier | None":
+        if not isinstance(raw, dict):
+            return None
+        known = {f.name for f in dataclasses.fields(cls)}
+        values = {k: v for k, v in raw.items() if k in known}
+        values["source_versions"] = {str(k): int(v) for k, v in (raw.get("source_versions") or {}).items()}
+        return cls(**values)
+
+
+@dataclass
 class StepInput:
     name: str
     kind: str                     # source | dynamic_table
@@ -136,7 +179,7 @@ class RefreshStep:
     refresh_mode: str             # resolved: INCREMENTAL | FULL
     refresh_mode_reason: str | None = None
     reinit_reason: str | None = None
-    previous: dict[str, Any] | None = None   # frontier of the DT before this refresh
+    previous: Frontier | None = None         # frontier of the DT before this refresh
     upstream: list[str] = field(default_factory=list)   # DTs of this plan it depends on
     options: dict[str, Any] = field(default_factory=dict)  # strategy-specific extras
 
@@ -160,6 +203,7 @@ class Plan:
         steps = []
         for s in raw.pop("steps"):
             s["inputs"] = [StepInput(**i) for i in s["inputs"]]
+            s["previous"] = Frontier.from_dict(s.get("previous"))
             steps.append(RefreshStep(**s))
         return cls(steps=steps, **raw)
 
@@ -170,7 +214,7 @@ class Plan:
 
 @dataclass
 class RefreshRecord:
-    """One row of the refresh history."""
+    """One refresh: what the engine reports, the history stores and the renderers show."""
 
     name: str
     state: str
@@ -192,3 +236,29 @@ class RefreshRecord:
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any]) -> "RefreshRecord":
+        known = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in raw.items() if k in known})
+
+    @property
+    def failed(self) -> bool:
+        return self.state in FAILURE_STATES
+
+    @property
+    def statistics(self) -> dict[str, int]:
+        return {"num_inserted_rows": self.num_inserted_rows, "num_deleted_rows": self.num_deleted_rows,
+                "num_copied_rows": self.num_copied_rows}
+
+    def to_row(self) -> dict[str, Any]:
+        """The JSON shape of `dt show refresh-history` (Snowflake's columns, snake_case)."""
+        row = self.to_dict()
+        for key in self.statistics:
+            row.pop(key)
+        row["statistics"] = self.statistics
+        return row
+
+
+def any_failed(records: list[RefreshRecord]) -> bool:
+    return any(r.failed for r in records)

@@ -102,7 +102,7 @@ def assert_matches_recompute(spark, project, name: str) -> None:
 
     info = table_info(project.table_path(name), with_stats=False)
     assert info is not None and info.frontier is not None, f"{name} has no frontier"
-    versions = info.frontier["source_versions"]
+    versions = info.frontier.source_versions
     expected = recompute(spark, project, name, versions)
     actual = spark.read.format("delta").option("versionAsOf", info.frontier_version).load(project.table_path(name))
     assert actual.columns == expected.columns, f"{name}: columns {actual.columns} != {expected.columns}"

@@ -11,13 +11,14 @@ from types import SimpleNamespace
 import pyarrow as pa
 from deltalake import CommitProperties, write_deltalake
 
+from dtcli.model import Column, Frontier, Project
 from dtcli.planning import scheduler
+from dtcli.planning.checked import Checked, check
 from dtcli.planning.definition import definition_hash
 from dtcli.planning.graph import Graph
 from dtcli.planning.lag import parse_target_lag, resolve_lags
-from dtcli.model import Project
-from dtcli.project import load_project
 from dtcli.planning.snapshot import Snapshot
+from dtcli.project import load_project
 from dtcli.state.delta_log import TableInfo, frontier_metadata, table_version
 from tests.helpers import write_project
 
@@ -46,9 +47,8 @@ def fake_dt(project: Project, name: str, data_timestamp: datetime, definition: s
     """A DT as dt would have left it, written without Spark: current with its inputs as of now."""
     table = project.tables[name]
     versions = {i: table_version(project.input_path(i)) for i in table.inputs}
-    frontier = {"source_versions": versions, "definition_hash": definition or definition_hash(table),
-                "data_timestamp": data_timestamp.isoformat(), "run_id": "fake", "refresh_action": "FULL",
-                "refresh_mode": "FULL"}
+    frontier = Frontier(versions, definition or definition_hash(table), data_timestamp.isoformat(),
+                        "fake", "FULL", "FULL")
     write_deltalake(project.table_path(name), pa.table({"x": pa.array([1], pa.int64())}), mode="overwrite",
                     configuration={"delta.enableChangeDataFeed": "true"},
                     commit_properties=CommitProperties(custom_metadata={"userMetadata": frontier_metadata(frontier)}))
@@ -60,14 +60,19 @@ def in_process(spark):
 
     def launch(project, plan, on_event):
         records = execute_plan(spark, plan, on_event)
-        return SimpleNamespace(returncode=0, records=[r.to_dict() for r in records], log_path=None)
+        return SimpleNamespace(returncode=0, records=records, log_path=None)
     return launch
 
 
 def info(project: Project, name: str, *, definition: str | None = None) -> TableInfo:
-    frontier = {"definition_hash": definition or definition_hash(project.tables[name]), "source_versions": {}}
+    frontier = Frontier({}, definition or definition_hash(project.tables[name]))
     return TableInfo(version=0, rows=0, bytes=0, change_data_feed=True, created_on=None, frontier=frontier,
-                     frontier_version=0, columns=("x",))
+                     frontier_version=0, schema=(Column("x", "BIGINT"),))
+
+
+def checked_at(project: Project, tables: dict[str, TableInfo | None], now: datetime = None) -> Checked:
+    """The project checked against a made-up snapshot of its DTs (no Delta table is read)."""
+    return check(project, Snapshot(now or T0, {}, tables))
 
 
 def effective_lags(project: Project, graph: Graph) -> dict[str, int | None]:
@@ -79,14 +84,13 @@ def simulate(project: Project, seconds: int, step: int = 8, start: datetime = T0
     """Scheduling passes every `step` seconds from `start` (every DT created at `start`); each
     pass refreshes what `scheduler.decide` picks plus the upstream DTs the planner would add.
     Returns (offset seconds, refreshed DTs) for the passes that refreshed something."""
-    graph = Graph.of(project)
-    effective = effective_lags(project, graph)
-    snapshot = Snapshot(start, {}, {n: info(project, n) for n in project.tables})
+    checked = checked_at(project, {n: info(project, n) for n in project.tables}, start)
+    graph = checked.graph
     stamps: dict[str, datetime | None] = {n: start for n in project.tables}
     log = []
     for offset in range(step, seconds + 1, step):
         now = start + timedelta(seconds=offset)
-        decision = scheduler.decide(project, graph, snapshot, effective, stamps, {}, now, set(project.tables))
+        decision = scheduler.decide(checked, stamps, {}, set(project.tables), now=now)
         refreshed = graph.upstream_closure(decision.refresh)
         for name in refreshed:
             stamps[name] = now
@@ -99,4 +103,4 @@ def frontier_json(project: Project, name: str) -> dict:
     from dtcli.state.delta_log import table_info
 
     found = table_info(project.table_path(name), with_stats=False)
-    return json.loads(json.dumps(found.frontier)) if found and found.frontier else {}
+    return found.frontier.to_dict() if found and found.frontier else {}

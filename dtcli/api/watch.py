@@ -1,8 +1,9 @@
 """`dt run --watch`: scheduling passes, each at the moment the next DT falls due.
 
-Each pass is a full `dt run` (project reloaded, so edited files are reconciled; lock taken and
-released, so `dt suspend` and friends can get in while the watcher sleeps). The clock is
-injectable: a ManualClock makes a watch of hours run in milliseconds in tests.
+Each pass checks the project anew (edited files are reconciled) and is a full `dt run` (the
+lock is taken and released, so `dt suspend` and friends can get in while the watcher sleeps).
+When the next pass is due is worked out from the same checked project and what the pass just
+refreshed. The clock is injectable: a ManualClock makes a watch of hours run in milliseconds.
 Ctrl-C while sleeping (where a watcher spends its time) stops cleanly, between refreshes;
 during a pass it interrupts that pass like a plain `dt run` (commits are atomic, so nothing
 half-written remains either way).
@@ -13,35 +14,41 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Callable
 
-from dtcli import api
+from dtcli.api.runs import Events, RunResult, run, spark_submit
+from dtcli.model import SUCCEEDED
 from dtcli.planning import scheduler
-from dtcli.model import Project
+from dtcli.planning.checked import Checked
 from dtcli.planning.schedule import Clock
-from dtcli.planning.snapshot import take_snapshot
-from dtcli.state import history, scheduling
+from dtcli.state import scheduling
 
-OnPass = Callable[[int, "api.RunResult", "datetime | None"], None]
-
-
-def next_wake(project: Project, now: datetime) -> datetime | None:
-    """When the next pass should run (None: no DT is scheduled at all)."""
-    snapshot = take_snapshot(project, now=now)
-    checked = api.validate(project, snapshot)
-    stamps = scheduler.data_timestamps(snapshot, history.read(project.warehouse))
-    return scheduler.next_wake(project, checked.graph, snapshot, checked.effective_lags, stamps,
-                               scheduling.current(project.warehouse), now)
+OnPass = Callable[[int, RunResult, "datetime | None"], None]
 
 
-def watch(load: Callable[[], Project], names: list[str] | None = None, *, clock: Clock,
+def next_wake(checked: Checked, result: RunResult, now: datetime) -> datetime | None:
+    """When the next pass should run (None: no DT is scheduled at all), from the pass's own
+    snapshot and the data timestamps its refreshes just committed."""
+    decided = result.decision.stamps if result.decision else {}
+    stamps = {**scheduler.data_timestamps(checked.snapshot, []), **decided}
+    created = set()
+    for record in result.records:
+        if record.state == SUCCEEDED and record.data_timestamp:
+            stamps[record.name] = scheduler.parse_ts(record.data_timestamp)
+            created.add(record.name)
+    return scheduler.next_wake(checked, stamps, scheduling.current(checked.project.warehouse), now,
+                               created)
+
+
+def watch(check: Callable[[datetime], Checked], names: list[str] | None = None, *, clock: Clock,
           max_ticks: int | None = None, wait: float = 0.0, on_pass: OnPass = lambda *a: None,
-          on_event: api.Events = lambda e: None, launcher: Callable[..., Any] = api.spark_submit) -> int:
-    """Run scheduling passes until `max_ticks` passes ran, nothing is scheduled, or Ctrl-C."""
+          on_event: Events = lambda e: None, launcher: Callable[..., Any] = spark_submit) -> int:
+    """Run scheduling passes until `max_ticks` passes ran, nothing is scheduled, or Ctrl-C.
+    `check(now)` loads and checks the project for one pass."""
     passes = 0
     while True:
-        project = load()
-        result = api.run(project, names, now=clock.now(), wait=wait, on_event=on_event, launcher=launcher)
+        checked = check(clock.now())
+        result = run(checked, names, wait=wait, on_event=on_event, launcher=launcher)
         passes += 1
-        wake = next_wake(project, clock.now())
+        wake = next_wake(checked, result, clock.now())
         on_pass(passes, result, wake)
         if (max_ticks is not None and passes >= max_ticks) or wake is None:
             return passes

@@ -24,6 +24,7 @@ from typing import Any, NamedTuple
 from dtcli.engine import commit
 from dtcli.engine import literals as lit
 from dtcli.engine.changes import WEIGHT, quote
+from dtcli.model import Frontier
 
 OP = "__dt_op"
 DELETE, INSERT = "D", "I"
@@ -56,13 +57,13 @@ def _copies(count_col):
     return F.explode(F.array_repeat(F.lit(1), count_col.cast("int"))).alias("__dt_copy")
 
 
-def commit_nothing(spark, path: str, frontier: dict[str, Any]) -> int:
+def commit_nothing(spark, path: str, frontier: Frontier) -> int:
     """Record the frontier in a commit that changes no row.
 
     An empty MERGE or an empty append writes no commit at all, so the frontier rides on a
     table-property update, which always commits (and carries the session's userMetadata)."""
     before = commit.last_commit(path)["version"]
-    stamp = str(frontier.get("run_id") or frontier.get("data_timestamp") or before)
+    stamp = str(frontier.run_id or frontier.data_timestamp or before)
     location = path.replace("`", "``")
     with commit.user_metadata(spark, frontier):
         spark.sql(f"ALTER TABLE delta.`{location}` SET TBLPROPERTIES "
@@ -73,7 +74,7 @@ def commit_nothing(spark, path: str, frontier: dict[str, Any]) -> int:
     return version
 
 
-def apply_row_changes(spark, path: str, changes, frontier: dict[str, Any], *,
+def apply_row_changes(spark, path: str, changes, frontier: Frontier, *,
                       negatives: bool = True) -> Applied:
     """`changes`: the DT's columns + WEIGHT, one row per distinct row, weights != 0, cached;
     `negatives`: whether any weight is negative (else a plain insert of the copies)."""
@@ -146,7 +147,7 @@ def _locate(changes, cols: list[str]) -> tuple[str, int, int] | None:
     return predicate, int(stats["ins"] or 0), int(stats["del"] or 0)
 
 
-def _replace_slice(spark, path: str, changes, cols: list[str], frontier: dict[str, Any],
+def _replace_slice(spark, path: str, changes, cols: list[str], frontier: Frontier,
                    predicate: str, inserted: int, deleted: int) -> Applied:
     """Rewrite the slice of the table the predicate selects, with the change applied to it;
     the slice's unchanged rows are written again and counted as copied."""
@@ -170,7 +171,7 @@ def _replace_slice(spark, path: str, changes, cols: list[str], frontier: dict[st
         slice_.unpersist()
 
 
-def replace(spark, path: str, predicate: str, rows, frontier: dict[str, Any]) -> Applied:
+def replace(spark, path: str, predicate: str, rows, frontier: Frontier) -> Applied:
     """Delete the rows matching `predicate` and insert `rows` (which all match it) in one
     commit; `inserted` / `deleted` are the rows written / removed."""
     last = _write(spark, path, rows, frontier, "overwrite", replaceWhere=predicate)
@@ -183,14 +184,14 @@ def replace(spark, path: str, predicate: str, rows, frontier: dict[str, Any]) ->
     return Applied(written, int(metrics.get("numDeletedRows", 0)), last["version"])
 
 
-def _append(spark, path: str, rows, frontier: dict[str, Any]) -> Applied:
+def _append(spark, path: str, rows, frontier: Frontier) -> Applied:
     last = _write(spark, path, rows, frontier, "append")
     if last is None:
         return Applied(0, 0, commit_nothing(spark, path, frontier))
     return Applied(int(last["metrics"].get("numOutputRows", 0)), 0, last["version"])
 
 
-def _write(spark, path: str, rows, frontier: dict[str, Any], mode: str, **options: str
+def _write(spark, path: str, rows, frontier: Frontier, mode: str, **options: str
            ) -> dict[str, Any] | None:
     """Write `rows` with the frontier in the commit's userMetadata; the new commit's version
     and metrics, or None when Delta wrote no commit (nothing to write)."""
@@ -206,7 +207,7 @@ def _write(spark, path: str, rows, frontier: dict[str, Any], mode: str, **option
     return None if last["version"] == before else last
 
 
-def _merge(spark, path: str, source, cols: list[str], frontier: dict[str, Any]) -> Applied:
+def _merge(spark, path: str, source, cols: list[str], frontier: Frontier) -> Applied:
     from delta.tables import DeltaTable
 
     before = commit.last_commit(path)["version"]

@@ -5,23 +5,48 @@ from __future__ import annotations
 from contextlib import contextmanager
 from typing import Any, Iterator
 
+from sqlglot import exp
+
+from dtcli.engine.changes import quote
+from dtcli.model import Frontier
 from dtcli.state.delta_log import frontier_metadata
 
 USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
 
 
-def overwrite(df, path: str, frontier: dict[str, Any], partition_by: list[str] | None = None) -> None:
-    """Replace the DT's content; the frontier rides in the same commit's userMetadata."""
-    writer = (df.write.format("delta").mode("overwrite")
-              .option("overwriteSchema", "true")
-              .option("userMetadata", frontier_metadata(frontier)))
+def replace_table(spark, df, path: str, frontier: Frontier, *, partition_by: list[str] | None = None,
+                  cluster_by: list[str] | None = None, comment: str | None = None) -> None:
+    """Replace the DT's content and table-level definition (partitioning, liquid clustering,
+    comment) in one commit that also carries the frontier: `CREATE OR REPLACE TABLE ... AS`,
+    because a DataFrame write cannot declare clustering or a comment for a path table."""
+    view = "__dt_full_result"
+    df.createOrReplaceTempView(view)
+    clauses = []
     if partition_by:
-        writer = writer.partitionBy(*partition_by)
-    writer.save(path)
+        clauses.append(f"PARTITIONED BY ({', '.join(quote(c) for c in partition_by)})")
+    if cluster_by:
+        clauses.append(f"CLUSTER BY ({', '.join(quote(c) for c in cluster_by)})")
+    if comment:
+        clauses.append(f"COMMENT {_string(comment)}")
+    try:
+        with user_metadata(spark, frontier):
+            spark.sql(f"CREATE OR REPLACE TABLE delta.{quote(path)} USING delta {' '.join(clauses)} "
+                      f"AS SELECT * FROM {view}")
+    finally:
+        spark.catalog.dropTempView(view)
+
+
+def set_comment(spark, path: str, comment: str | None) -> None:
+    """A metadata-only commit that brings the table comment in line with the config."""
+    spark.sql(f"COMMENT ON TABLE delta.{quote(path)} IS {_string(comment) if comment else 'NULL'}")
+
+
+def _string(text: str) -> str:
+    return exp.Literal.string(text).sql(dialect="spark")
 
 
 @contextmanager
-def user_metadata(spark, frontier: dict[str, Any]) -> Iterator[None]:
+def user_metadata(spark, frontier: Frontier) -> Iterator[None]:
     """MERGE/UPDATE/DELETE only read the session setting; set it for one commit, then clear it."""
     spark.conf.set(USER_METADATA_CONF, frontier_metadata(frontier))
     try:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from dtcli.model import Plan, RefreshStep
+from dtcli.model import Frontier, Plan, RefreshStep
 
 
 @dataclass
@@ -14,7 +14,7 @@ class RefreshContext:
     plan: Plan
     step: RefreshStep
     input_versions: dict[str, int]     # version each input is read at in this refresh
-    frontier: dict[str, Any]           # what the DT will reflect once this refresh commits
+    frontier: Frontier                 # what the DT will reflect once this refresh commits
 
 
 @dataclass

@@ -22,7 +22,7 @@ def emit(event: dict) -> None:
 def main(argv: list[str]) -> int:
     from dtcli.engine.executor import execute_plan
     from dtcli.engine.session import build_session
-    from dtcli.model import FAILED, UPSTREAM_FAILED, Plan
+    from dtcli.model import Plan, any_failed
 
     plan_path = Path(argv[0])
     plan = Plan.from_json(plan_path.read_text(encoding="utf-8"))
@@ -32,7 +32,7 @@ def main(argv: list[str]) -> int:
     records = execute_plan(spark, plan, emit, should_stop=stop_file.exists)
     emit({"event": "done"})
     spark.stop()
-    return 1 if any(r.state in (FAILED, UPSTREAM_FAILED) for r in records) else 0
+    return 1 if any_failed(records) else 0
 
 
 if __name__ == "__main__":

@@ -12,9 +12,11 @@ import re
 from datetime import datetime, timezone
 from typing import Any, Callable
 
+from dtcli.engine import commit
 from dtcli.engine.context import RefreshContext, RefreshResult
 from dtcli.engine.strategies import strategy_for
-from dtcli.model import FAILED, SKIPPED, SUCCEEDED, UPSTREAM_FAILED, Plan, RefreshRecord, RefreshStep
+from dtcli.model import (FAILED, INCREMENTAL, SKIPPED, SUCCEEDED, UPSTREAM_FAILED, Frontier, Plan, RefreshRecord,
+                         RefreshStep)
 from dtcli.state import history
 
 Emit = Callable[[dict[str, Any]], None]
@@ -65,9 +67,21 @@ def error_message(exc: BaseException) -> str:
     return f"[{condition}] {first}" if condition and condition not in first else first
 
 
+_COMPILED_AT = re.compile(r";?\s*line (\d+),? pos (\d+)")
+
+
+def at_file(step: RefreshStep, message: str) -> str:
+    """An error about the SQL dt compiled from the DT's file, reported against that file: the
+    position Spark gives is in text the user never wrote, so it is dropped."""
+    file = step.options.get("file")
+    if not file:
+        return message
+    return f"{file}: " + _COMPILED_AT.sub("", message).rstrip()
+
+
 def _record(plan: Plan, step: RefreshStep, state: str, start: str, *, message: str | None = None,
             result: RefreshResult | None = None, versions: dict[str, int] | None = None) -> RefreshRecord:
-    previous = (step.previous or {}).get("source_versions", {})
+    previous = step.previous.source_versions if step.previous else {}
     versions = versions or {}
     changed = [n for n, v in versions.items() if previous.get(n) != v]
     extra = result.extra if result else {}   # a strategy may fall back (INCREMENTAL -> FULL)
@@ -112,17 +126,20 @@ def execute_plan(spark, plan: Plan, emit: Emit = lambda event: None,
             versions: dict[str, int] = {}
             try:
                 versions = bind_inputs(spark, step, produced)
-                frontier = {"source_versions": versions, "definition_hash": step.definition_hash,
-                            "data_timestamp": plan.data_timestamp, "run_id": plan.run_id,
-                            "refresh_action": step.action, "refresh_mode": step.refresh_mode}
+                frontier = Frontier(versions, step.definition_hash, plan.data_timestamp, plan.run_id,
+                                    step.action, step.refresh_mode)
                 ctx = RefreshContext(spark, plan, step, versions, frontier)
                 result = strategy_for(step.action)(ctx)
+                if step.options.get("comment_outdated") and step.action == INCREMENTAL:
+                    commit.set_comment(spark, step.path, step.options.get("comment"))
+                    result.table_version = commit.last_commit(step.path)["version"]
                 if result.table_version is not None:
                     produced[step.name] = result.table_version
                 record = _record(plan, step, SUCCEEDED, start, result=result, versions=versions)
             except Exception as exc:  # noqa: BLE001 - one refresh failing must not stop the run
                 failed.add(step.name)
-                record = _record(plan, step, FAILED, start, message=error_message(exc), versions=versions)
+                record = _record(plan, step, FAILED, start, versions=versions,
+                                 message=at_file(step, error_message(exc)))
             finally:
                 unbind_inputs(spark, step)
         if write_history:

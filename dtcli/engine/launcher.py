@@ -14,13 +14,13 @@ from dtcli.engine import jars as jarlib
 from dtcli.engine.driver import EVENT_PREFIX, STOP_FILE
 from dtcli.engine.spark_conf import session_conf
 from dtcli.errors import ConfigError
-from dtcli.model import Plan, Project
+from dtcli.model import Plan, Project, RefreshRecord
 
 
 @dataclass
 class LaunchResult:
     returncode: int
-    records: list[dict[str, Any]] = field(default_factory=list)
+    records: list[RefreshRecord] = field(default_factory=list)
     log_path: Path | None = None
     done: bool = False
 
@@ -87,7 +87,7 @@ def _handle(line: str, result: LaunchResult, log, on_event: Callable[[dict[str, 
         return
     event = json.loads(line[len(EVENT_PREFIX):])
     if event.get("event") == "finished":
-        result.records.append(event["record"])
+        result.records.append(RefreshRecord.from_dict(event["record"]))
     if event.get("event") == "done":
         result.done = True
     on_event(event)

@@ -4,23 +4,19 @@ from __future__ import annotations
 
 from typing import Any
 
-from dtcli.api import validate
+from dtcli.model import FULL
+from dtcli.planning.checked import Checked
 from dtcli.planning.lag import parse_target_lag
-from dtcli.model import Project
-from dtcli.planning.refresh_mode import analysis_sql, enable_cdf_sql
+from dtcli.planning.refresh_mode import enable_cdf_sql
 from dtcli.planning.schedule import period_seconds
-from dtcli.planning.snapshot import take_snapshot
-from dtcli.sql.analysis import analyze_query
-from dtcli.state.delta_log import table_info
 
 
-def explain(project: Project, name: str) -> dict[str, Any]:
+def explain(checked: Checked, name: str) -> dict[str, Any]:
+    project, snapshot, graph = checked.project, checked.snapshot, checked.graph
     key = project.table_key(name)
-    snapshot = take_snapshot(project)
-    checked = validate(project, snapshot)
     table = project.tables[key]
     mode = checked.modes[key]
-    analysis = analyze_query(analysis_sql(project, table))
+    analysis = checked.analyses[key]
     warnings = list(checked.warnings.get(key, []))
     inputs = []
     for inp in table.inputs:
@@ -32,27 +28,33 @@ def explain(project: Project, name: str) -> dict[str, Any]:
                 warnings.append(f"source {inp} has no change data feed, so {key} refreshes FULL; "
                                 f"enable it with: {enable_cdf_sql(path)}")
         else:
-            info = table_info(path, with_stats=False)
+            info = snapshot.tables.get(inp)
             cdf, version = True, (info.version if info else None)  # dt writes DTs with the feed on
         inputs.append({"name": inp, "kind": project.input_kind(inp), "path": path,
-                       "change_data_feed": cdf, "version": version})
+                       "change_data_feed": cdf, "version": version,
+                       "columns": [c.to_dict() for c in checked.schemas.get(inp, ())]})
     for inp in table.inputs:
         up = checked.modes.get(inp)
-        if up is not None and up.mode == "FULL" and mode.mode == "FULL" and analysis.incremental:
+        if up is not None and up.mode == FULL and mode.mode == FULL and analysis.incremental:
             warnings.append(f"upstream dynamic table {inp} refreshes FULL, so {key} cannot refresh "
                             "incrementally; make the upstream incremental to fix it")
+    if checked.qualified.get(key) is None:
+        warnings.append(f"dt could not bind every column of {key} to its inputs before Spark runs "
+                        "(a construct sqlglot does not resolve); Spark checks them at refresh time")
     lag = parse_target_lag(table.target_lag)
     effective = checked.effective_lags.get(key)
-    graph = checked.graph
     return {
         "name": key, "file": table.file,
         "refresh_mode": mode.mode, "refresh_mode_reason": mode.reason,
         "configured_refresh_mode": table.refresh_mode,
-        "operators": [op for op in analysis.to_dict()["operators"]],
+        "columns": [c.to_dict() for c in checked.schemas.get(key, ())],
+        "operators": list(analysis.to_dict()["operators"]),
         "inputs": inputs,
         "target_lag": str(lag), "effective_lag": effective,
         "period_seconds": period_seconds(effective) if effective else None,
         "frozen_where": table.config.get("frozen_where"),
+        "cluster_by": table.config.get("cluster_by"), "partition_by": table.config.get("partition_by"),
+        "comment": table.config.get("comment"), "tags": list(table.tags),
         "upstream": graph.upstream[key], "downstream": sorted(graph.downstream[key]),
         "depth": graph.depth(key),
         "warnings": warnings,

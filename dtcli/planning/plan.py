@@ -9,28 +9,16 @@ DT's resolved refresh mode.
 from __future__ import annotations
 
 import uuid
-from dataclasses import dataclass
 
-from dtcli.planning.definition import definition_hash
-from dtcli.planning.graph import Graph
-from dtcli.model import (CREATION, FULL, INCREMENTAL, MANUAL, NO_DATA, REINITIALIZE, Plan, Project,
+from dtcli.model import (CREATION, FULL, INCREMENTAL, MANUAL, NO_DATA, REINITIALIZE, Plan,
                          RefreshStep, StepInput)
-from dtcli.planning.snapshot import Snapshot
+from dtcli.planning.checked import Checked
+from dtcli.planning.refresh_mode import ResolvedMode
 
 
-# The incremental strategies land with issue 3; until then every refresh that has work runs FULL.
-INCREMENTAL_REFRESH_ENABLED = True
-
-
-@dataclass(frozen=True)
-class ResolvedMode:
-    mode: str                 # INCREMENTAL | FULL
-    reason: str | None = None
-
-
-def build_plan(project: Project, graph: Graph, snapshot: Snapshot, selected: set[str], trigger: str,
-               modes: dict[str, ResolvedMode], *, full_refresh: bool = False,
+def build_plan(checked: Checked, selected: set[str], trigger: str, *, full_refresh: bool = False,
                run_id: str | None = None) -> Plan:
+    project, graph, snapshot = checked.project, checked.graph, checked.snapshot
     names = graph.ordered(graph.upstream_closure(selected))
     refreshed: set[str] = set()      # DTs that commit new data in this plan
     steps: list[RefreshStep] = []
@@ -38,11 +26,11 @@ def build_plan(project: Project, graph: Graph, snapshot: Snapshot, selected: set
         table = project.tables[name]
         info = snapshot.tables.get(name)
         frontier = info.frontier if info else None
-        digest = definition_hash(table)
-        mode = modes.get(name, ResolvedMode(FULL))
+        digest = checked.hashes[name]
+        mode = checked.modes.get(name, ResolvedMode(FULL))
         inputs: list[StepInput] = []
         changed: list[str] = []
-        previous_versions = (frontier or {}).get("source_versions", {})
+        previous_versions = frontier.source_versions if frontier else {}
         for inp in table.inputs:
             if inp in project.sources:
                 version = snapshot.sources[inp].version
@@ -62,14 +50,14 @@ def build_plan(project: Project, graph: Graph, snapshot: Snapshot, selected: set
             action, step_trigger = FULL, (MANUAL if trigger == MANUAL else CREATION)
         elif frontier is None:
             action, reinit = REINITIALIZE, "the table has no dt frontier (created or rewritten outside dt)"
-        elif frontier.get("definition_hash") != digest:
+        elif frontier.definition_hash != digest:
             action, reinit = REINITIALIZE, "the definition changed (query, columns or refresh mode)"
         elif full_refresh:
             action = FULL
         elif not changed:
             action = NO_DATA
         else:
-            action = INCREMENTAL if mode.mode == INCREMENTAL and INCREMENTAL_REFRESH_ENABLED else FULL
+            action = INCREMENTAL if mode.mode == INCREMENTAL else FULL
         if action != NO_DATA:
             refreshed.add(name)
         steps.append(RefreshStep(
@@ -78,7 +66,14 @@ def build_plan(project: Project, graph: Graph, snapshot: Snapshot, selected: set
             refresh_mode_reason=mode.reason, reinit_reason=reinit, previous=frontier,
             upstream=[u for u in graph.upstream[name] if u in names],
             options={"previous_rows": info.rows if info else 0,
+                     "file": table.file,
+                     "delta_sql": checked.delta_sql(name),
                      "partition_by": table.config.get("partition_by"),
+                     "cluster_by": table.config.get("cluster_by"),
+                     "comment": table.config.get("comment"),
+                     "comment_outdated": info is not None and
+                     (info.description or None) != (table.config.get("comment") or None),
+                     "columns": table.config.get("columns"),
                      "changed_inputs": changed}))
     return Plan(run_id=run_id or uuid.uuid4().hex[:12], project=project.name,
                 warehouse=project.warehouse, data_timestamp=snapshot.taken_at.isoformat(),

@@ -6,38 +6,35 @@ query that cannot be refreshed incrementally is a validation error that says why
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 from dtcli.errors import ValidationError
+from dtcli.model import FULL, INCREMENTAL, Project
 from dtcli.planning.graph import Graph
-from dtcli.model import FULL, INCREMENTAL, Project, TableDef
-from dtcli.planning.plan import ResolvedMode
-from dtcli.sql.analysis import QueryAnalysis, analyze_query
+from dtcli.sql.analysis import QueryAnalysis
+from dtcli.sql.incremental_rewrite import unsupported_reason
+
+
+@dataclass(frozen=True)
+class ResolvedMode:
+    mode: str                 # INCREMENTAL | FULL
+    reason: str | None = None
 
 
 def enable_cdf_sql(path: str) -> str:
     return f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES (delta.enableChangeDataFeed = true)"
 
 
-SPARK_DIALECTS = ("spark", "spark2", "databricks", "hive")
-
-
-def analysis_sql(project: Project, table: TableDef) -> str:
-    """The text to analyse: the rendered file itself when it is Spark SQL, so reasons and
-    operators name the lines of the user's file; transpiled SQL for other dialects."""
-    return table.sql if project.dialect in SPARK_DIALECTS else table.spark_sql
-
-
-def analyses(project: Project) -> dict[str, QueryAnalysis]:
-    return {name: analyze_query(analysis_sql(project, t)) for name, t in project.tables.items()}
-
-
 def resolve_modes(project: Project, graph: Graph, source_cdf: dict[str, bool],
-                  analysed: dict[str, QueryAnalysis] | None = None) -> dict[str, ResolvedMode]:
-    """Resolve in DAG order: a DT downstream of a FULL one must refresh FULL too."""
-    analysed = analysed or analyses(project)
+                  analysed: dict[str, QueryAnalysis], qualified: dict[str, Any]
+                  ) -> dict[str, ResolvedMode]:
+    """Resolve in DAG order: a DT downstream of a FULL one must refresh FULL too. `qualified`
+    holds each DT's query with its columns bound (None where sqlglot could not bind them)."""
     modes: dict[str, ResolvedMode] = {}
     for name in graph.order:
         table = project.tables[name]
-        reason = _blocker(project, name, analysed[name], source_cdf, modes)
+        reason = _blocker(project, name, analysed[name], qualified.get(name), source_cdf, modes)
         if table.refresh_mode == "full":
             modes[name] = ResolvedMode(FULL, "refresh_mode is full")
         elif reason is None:
@@ -53,13 +50,14 @@ def resolve_modes(project: Project, graph: Graph, source_cdf: dict[str, bool],
     return modes
 
 
-def _blocker(project: Project, name: str, analysis: QueryAnalysis, source_cdf: dict[str, bool],
-             modes: dict[str, ResolvedMode]) -> str | None:
+def _blocker(project: Project, name: str, analysis: QueryAnalysis, qualified: Any,
+             source_cdf: dict[str, bool], modes: dict[str, ResolvedMode]) -> str | None:
     if not analysis.incremental:
         return analysis.reason
     table = project.tables[name]
-    from dtcli.sql.incremental_rewrite import unsupported_reason   # the engine's own limits
-    reason = unsupported_reason(table.spark_sql, list(table.inputs))
+    # the engine's own limits: its compiler must turn the query into change queries
+    reason = unsupported_reason(qualified if qualified is not None else table.spark_sql,
+                                list(table.inputs))
     if reason:
         return reason
     for inp in table.inputs:

@@ -11,9 +11,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Mapping
 
-from dtcli.planning.definition import definition_hash
+from dtcli.model import FAILED, MANUAL, SUCCEEDED, Project, RefreshRecord
+from dtcli.planning.checked import Checked
 from dtcli.planning.graph import Graph
-from dtcli.model import FAILED, MANUAL, SUCCEEDED, Project
 from dtcli.planning.schedule import is_due, next_due, next_tick, period_seconds
 from dtcli.planning.snapshot import Snapshot
 from dtcli.state.scheduling import SUSPENDED, Event, TableState
@@ -27,20 +27,21 @@ def parse_ts(value: Any) -> datetime | None:
     return value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
 
 
-def data_timestamps(snapshot: Snapshot, history_rows: list[dict[str, Any]]) -> dict[str, datetime | None]:
+def data_timestamps(snapshot: Snapshot, history_rows: list[RefreshRecord]) -> dict[str, datetime | None]:
     """Each DT's data timestamp: its frontier's, or a newer one from a NO_DATA refresh (which
     advances freshness without committing to the table)."""
     newest: dict[str, datetime] = {}
     for row in history_rows:
-        stamp = parse_ts(row.get("data_timestamp")) if row["state"] == SUCCEEDED else None
-        if stamp and (row["name"] not in newest or stamp > newest[row["name"]]):
-            newest[row["name"]] = stamp
+        stamp = parse_ts(row.data_timestamp) if row.state == SUCCEEDED else None
+        if stamp and (row.name not in newest or stamp > newest[row.name]):
+            newest[row.name] = stamp
     out: dict[str, datetime | None] = {}
     for name, info in snapshot.tables.items():
         if info is None:      # not created (or dropped and about to be recreated)
             out[name] = None
             continue
-        stamps = [s for s in (parse_ts((info.frontier or {}).get("data_timestamp")), newest.get(name)) if s]
+        own = parse_ts(info.frontier.data_timestamp) if info.frontier else None
+        stamps = [s for s in (own, newest.get(name)) if s]
         out[name] = max(stamps) if stamps else None
     return out
 
@@ -64,13 +65,17 @@ class Decision:
     register: list[str] = field(default_factory=list)     # on_schedule DTs seen for the first time
     skipped: dict[str, str] = field(default_factory=dict)  # name -> why it is not refreshed now
     not_due: dict[str, datetime] = field(default_factory=dict)  # name -> when it falls due
+    stamps: dict[str, datetime | None] = field(default_factory=dict)  # data timestamps decided on
 
 
-def decide(project: Project, graph: Graph, snapshot: Snapshot, effective: Mapping[str, int | None],
-           stamps: Mapping[str, datetime | None], states: Mapping[str, TableState], now: datetime,
-           candidates: set[str], *, all_tables: bool = False) -> Decision:
-    """Reconcile (create, reinitialize) and pick the due DTs among `candidates`."""
-    out = Decision()
+def decide(checked: Checked, stamps: Mapping[str, datetime | None], states: Mapping[str, TableState],
+           candidates: set[str], *, all_tables: bool = False, now: datetime | None = None) -> Decision:
+    """Reconcile (create, reinitialize) and pick the due DTs among `candidates` at `now` (by
+    default the moment of the checked snapshot)."""
+    project, graph, snapshot = checked.project, checked.graph, checked.snapshot
+    now = now or checked.now
+    effective = checked.effective_lags
+    out = Decision(stamps=dict(stamps))
     stop = blocked(graph, states)
     for name in graph.ordered(candidates):
         if name in stop:
@@ -89,7 +94,7 @@ def decide(project: Project, graph: Graph, snapshot: Snapshot, effective: Mappin
                 out.refresh.add(name)
             else:
                 out.skipped[name] = "initialize: on_schedule; waiting for its first scheduled tick"
-        elif info.frontier is None or info.frontier.get("definition_hash") != definition_hash(table):
+        elif info.frontier is None or info.frontier.definition_hash != checked.hashes[name]:
             out.refresh.add(name)   # reconcile: a changed definition is applied now, due or not
         elif all_tables:
             out.refresh.add(name)
@@ -120,37 +125,38 @@ def next_due_at(project: Project, name: str, exists: bool, effective: Mapping[st
     return next_due(now, period, stamps.get(name))
 
 
-def next_wake(project: Project, graph: Graph, snapshot: Snapshot, effective: Mapping[str, int | None],
-              stamps: Mapping[str, datetime | None], states: Mapping[str, TableState],
-              now: datetime) -> datetime | None:
+def next_wake(checked: Checked, stamps: Mapping[str, datetime | None], states: Mapping[str, TableState],
+              now: datetime, created: set[str] = frozenset()) -> datetime | None:
     """When `--watch` should run its next pass: the earliest next due time, never `now` again
-    (a DT that just failed is still due; it is retried at its next tick, not in a busy loop)."""
-    stop = blocked(graph, states)
+    (a DT that just failed is still due; it is retried at its next tick, not in a busy loop).
+    `created`: DTs created since the snapshot was taken."""
+    project, effective = checked.project, checked.effective_lags
+    stop = blocked(checked.graph, states)
     wakes = []
     for name in project.tables:
-        due = next_due_at(project, name, snapshot.tables.get(name) is not None, effective, stamps,
-                          states, stop, now)
+        exists = checked.snapshot.tables.get(name) is not None or name in created
+        due = next_due_at(project, name, exists, effective, stamps, states, stop, now)
         if due is not None:
             wakes.append(due if due > now else next_tick(now, period_seconds(effective[name])))
     return min(wakes) if wakes else None
 
 
-def failure_streaks(history_rows: list[dict[str, Any]], resumed: Mapping[str, str]) -> dict[str, dict]:
+def failure_streaks(history_rows: list[RefreshRecord], resumed: Mapping[str, str]) -> dict[str, dict]:
     """Consecutive failed non-manual refreshes per DT, newest first, since its last success or
     resume. Manual failures and UPSTREAM_FAILED neither count nor break a streak."""
-    rows = sorted(history_rows, key=lambda r: (r["refresh_end_time"] or "", r["refresh_start_time"] or ""),
+    rows = sorted(history_rows, key=lambda r: (r.refresh_end_time or "", r.refresh_start_time or ""),
                   reverse=True)
     streaks: dict[str, dict] = {}
     done: set[str] = set()
     for row in rows:
-        name = row["name"]
+        name = row.name
         if name in done:
             continue
         since = resumed.get(name)
-        if row["state"] == SUCCEEDED or (since and (row["refresh_end_time"] or "") <= since):
+        if row.state == SUCCEEDED or (since and (row.refresh_end_time or "") <= since):
             done.add(name)
-        elif row["state"] == FAILED and row["refresh_trigger"] != MANUAL:
-            streak = streaks.setdefault(name, {"count": 0, "last_error": row.get("state_message")})
+        elif row.state == FAILED and row.refresh_trigger != MANUAL:
+            streak = streaks.setdefault(name, {"count": 0, "last_error": row.state_message})
             streak["count"] += 1
     return streaks
 

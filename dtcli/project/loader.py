@@ -1,4 +1,10 @@
-"""Turn a project folder into a validated `Project`: settings, tables, their inputs and the DAG."""
+"""Turn a project folder into a `Project`: settings, and every table file rendered, parsed once
+and resolved to the DTs and sources it reads.
+
+`tables/` is read recursively, as dbt reads `models/`: the file stem is the table name, the
+folder path can carry config (`folders:` in dt_project.yml). The DAG, schemas and refresh modes
+are built from this by `dtcli.planning.checked`, once per command.
+"""
 
 from __future__ import annotations
 
@@ -6,38 +12,58 @@ from pathlib import Path
 
 from dtcli.errors import ConfigError, ValidationError, suggest
 from dtcli.model import Project, TableDef
-from dtcli.project.settings import load_settings
-from dtcli.project.table_config import merge_layers, normalise
+from dtcli.project.settings import Settings, load_settings
+from dtcli.project.table_config import folder_layers, merge_layers, normalise
 from dtcli.project.templating import render_sql
 from dtcli.project.yamlio import expect_mapping, load_yaml_file
-from dtcli.sql.parse import parse_query, rename_tables, statement_kind, table_refs, to_spark
+from dtcli.sql.parse import parse_sql, rename_tables, statement_kind, table_refs, the_query, to_spark
+
+TABLES_DIR = "tables"
+# Dialects whose quoted identifiers are case-sensitive: input names are left unquoted there.
+_CASE_SENSITIVE_QUOTES = {"snowflake", "postgres", "trino", "duckdb", "bigquery"}
 
 
 def load_project(project_dir: str | Path = ".", target: str | None = None, *,
                  check_sources: bool = False) -> Project:
     root = Path(project_dir).resolve()
     settings = load_settings(root, target)
-    sql_files = sorted((root / "tables").glob("*.sql"))
-    names = [f.stem.lower() for f in sql_files]
-    clash = sorted(set(names) & set(settings.sources))
+    files = table_files(root)
+    clash = sorted(set(files) & set(settings.sources))
     if clash:
         raise ConfigError(f"'{clash[0]}' is both a dynamic table and a source", file=settings.file,
-                          hint=f"rename tables/{clash[0]}.sql or the source")
+                          hint=f"rename {_rel(root, files[clash[0]])} or the source")
 
-    tables: dict[str, TableDef] = {}
-    for sql_file in sql_files:
-        table = _load_table(sql_file, names, settings)
-        tables[table.name] = table
-
+    loaded = [_load_table(sql_file, files, settings) for sql_file in files.values()]
+    tables = {t.name: t for t in loaded if t.enabled}
+    disabled = {t.name: t for t in loaded if not t.enabled}
+    for table in tables.values():
+        for inp in table.inputs:
+            if inp in disabled:
+                raise ValidationError(f"{table.name} reads {inp}, which is disabled (enabled: false)",
+                                      file=table.file, line=table.input_lines.get(inp),
+                                      hint=f"enable {inp}, or disable {table.name} too")
     project = Project(root=root, name=settings.name, dialect=settings.dialect,
                       warehouse=settings.warehouse, spark_master=settings.spark_master,
                       spark_conf=settings.spark_conf, jars=settings.jars, sources=settings.sources,
-                      tables=tables, vars=settings.vars, target=settings.target)
-    from dtcli.planning.graph import Graph  # the graph checks cycles when built
-    Graph.of(project)
+                      tables=dict(sorted(tables.items())), vars=settings.vars, target=settings.target,
+                      disabled=disabled)
     if check_sources:
         check_source_paths(project)
     return project
+
+
+def table_files(root: Path) -> dict[str, Path]:
+    """Table name -> .sql file under tables/ (any depth); two files of one name are an error."""
+    found: dict[str, Path] = {}
+    for path in sorted((root / TABLES_DIR).rglob("*.sql")):
+        name = path.stem.lower()
+        if name in found:
+            raise ValidationError(
+                f"two table files define '{name}': {_rel(root, found[name])} and {_rel(root, path)}",
+                file=_rel(root, path), line=1,
+                hint="a table's name is its file name, wherever the file is; rename one of them")
+        found[name] = path
+    return found
 
 
 def _rel(root: Path, path: Path) -> str:
@@ -47,11 +73,14 @@ def _rel(root: Path, path: Path) -> str:
         return str(path)
 
 
-def _load_table(sql_file: Path, table_names: list[str], settings) -> TableDef:
+def _load_table(sql_file: Path, files: dict[str, Path], settings: Settings) -> TableDef:
     root = settings.root
     name = sql_file.stem.lower()
     file = _rel(root, sql_file)
+    folder = str(sql_file.parent.relative_to(root / TABLES_DIR)).replace("\\", "/").strip(".")
     layers = [(dict(settings.defaults), _rel(root, settings.file), settings.defaults.lines)]
+    layers += [(config, _rel(root, settings.file), config.lines)
+               for config in folder_layers(settings.folders, folder, settings.file)]
     yml = sql_file.with_suffix(".yml")
     if yml.is_file():
         raw = expect_mapping(load_yaml_file(yml), _rel(root, yml), yml.name)
@@ -60,11 +89,12 @@ def _load_table(sql_file: Path, table_names: list[str], settings) -> TableDef:
         layers.append((dict(raw), _rel(root, yml), raw.lines))
 
     text = sql_file.read_text(encoding="utf-8")
-    rendered = render_sql(text, file, is_table=lambda n: n.lower() in table_names,
+    table_names = list(files)
+    rendered = render_sql(text, file, is_table=lambda n: n.lower() in files,
                           is_source=lambda n: n.lower() in settings.sources,
                           table_names=table_names, source_names=list(settings.sources),
                           variables=settings.vars)
-    config_line = next((i + 1 for i, l in enumerate(text.splitlines()) if "config(" in l), None)
+    config_line = next((i + 1 for i, line in enumerate(text.splitlines()) if "config(" in line), None)
     layers.append((rendered.config, file, {k: config_line for k in rendered.config}))
     config, origin = merge_layers(layers)
     config = normalise(config, origin, file)
@@ -73,7 +103,8 @@ def _load_table(sql_file: Path, table_names: list[str], settings) -> TableDef:
     if kind == "custom":
         raise ValidationError("custom incremental tables (REFRESH USING / INSERT INTO SELF) are not supported yet",
                               file=file, line=1, hint="write the table as a SELECT query for now")
-    query = parse_query(rendered.sql, settings.dialect, file)
+    parsed = parse_sql(rendered.sql, settings.dialect, file)
+    query = the_query(parsed, file)
     known = {**{n: n for n in table_names}, **{s: s for s in settings.sources}}
     inputs: list[str] = []
     input_lines: dict[str, int] = {}
@@ -91,9 +122,10 @@ def _load_table(sql_file: Path, table_names: list[str], settings) -> TableDef:
         if resolved not in inputs:
             inputs.append(resolved)
             input_lines[resolved] = line or 1
-    spark_sql = to_spark(rename_tables(query, mapping))
-    return TableDef(name=name, file=file, sql=rendered.sql, spark_sql=spark_sql, kind=kind,
-                    config=config, config_origin=origin, inputs=tuple(inputs), input_lines=input_lines)
+    logical = rename_tables(query, mapping, quote=settings.dialect not in _CASE_SENSITIVE_QUOTES)
+    return TableDef(name=name, file=file, sql=rendered.sql, spark_sql=to_spark(logical), kind=kind,
+                    config=config, config_origin=origin, inputs=tuple(inputs),
+                    input_lines=input_lines, folder=folder, parsed=parsed, query=logical)
 
 
 def check_source_paths(project: Project) -> None:

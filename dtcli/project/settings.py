@@ -12,7 +12,7 @@ from dtcli.project.yamlio import LineDict, expect_mapping, load_yaml_file
 
 PROJECT_FILE = "dt_project.yml"
 PROJECT_KEYS = {"name", "dialect", "warehouse", "spark", "targets", "defaults", "sources", "vars",
-                "default_target", "version"}
+                "default_target", "version", "folders"}
 TARGET_KEYS = {"warehouse", "spark", "dialect", "vars"}
 SOURCE_KEYS = {"path", "primary_key", "description", "columns"}
 SPARK_KEYS = {"master", "conf", "jars"}
@@ -33,6 +33,7 @@ class Settings:
     sources: dict[str, SourceDef]
     vars: dict[str, Any] = field(default_factory=dict)
     target: str | None = None
+    folders: LineDict = field(default_factory=LineDict)   # folder under tables/ -> its config
 
 
 def _check_keys(mapping: LineDict, allowed: set[str], file: Path, what: str) -> None:
@@ -93,12 +94,13 @@ def load_settings(root: Path, target: str | None = None) -> Settings:
         jars = [j for j in jars.split(",") if j]
 
     defaults = expect_mapping(raw.get("defaults"), file, "defaults", raw.line_of("defaults"))
+    folders = expect_mapping(raw.get("folders"), file, "folders", raw.line_of("folders"))
     wh = _resolve_path(root, str(warehouse))
     sources = _load_sources(root, file, raw, wh)
     return Settings(root=root, file=file, name=name, dialect=str(dialect).lower(), warehouse=wh,
                     spark_master=str(master), spark_conf={str(k): str(v) for k, v in conf.items()},
                     jars=tuple(_resolve_path(root, j) for j in jars), defaults=defaults,
-                    sources=sources, vars=variables, target=target)
+                    sources=sources, vars=variables, target=target, folders=folders)
 
 
 def _load_sources(root: Path, file: Path, raw: LineDict, warehouse: str) -> dict[str, SourceDef]:

@@ -1,15 +1,20 @@
 """Table configuration keys: their allowed values and the precedence of where they are set.
 
-Precedence, lowest first: project `defaults`, `tables/<name>.yml`, `{{ config(...) }}` in the SQL.
+Precedence, lowest first: project `defaults`, `folders:` (outer folder before inner),
+`tables/<name>.yml`, `{{ config(...) }}` in the SQL. `tags` add up across the layers, as dbt's
+do; every other key is taken from the highest layer that sets it.
 """
 
 from __future__ import annotations
 
 from typing import Any
 
+from pathlib import Path
+
 from dtcli.errors import ConfigError, suggest
-from dtcli.planning.lag import parse_target_lag
 from dtcli.model import Located
+from dtcli.planning.lag import parse_target_lag
+from dtcli.project.yamlio import LineDict, expect_mapping
 
 TABLE_KEYS = {
     "target_lag", "refresh_mode", "initialize", "frozen_where", "immutable_where", "backfill",
@@ -22,7 +27,8 @@ DEFAULTS = {"target_lag": "1 hour", "refresh_mode": "auto", "initialize": "on_cr
 # Part of the contract but not built yet: accepting them silently would give wrong semantics
 # (a "frozen" region that refreshes rewrite), so they are refused until they are.
 NOT_YET = {"frozen_where": "frozen regions", "immutable_where": "frozen regions",
-           "backfill": "backfill", "start_at": "custom incremental tables"}
+           "backfill": "backfill", "start_at": "custom incremental tables",
+           "constraints": "RELY constraints"}
 
 
 def check_keys(config: dict[str, Any], origin: dict[str, Located], file: str) -> None:
@@ -34,15 +40,58 @@ def check_keys(config: dict[str, Any], origin: dict[str, Located], file: str) ->
                               hint=suggest(key, TABLE_KEYS) or f"known keys: {', '.join(sorted(TABLE_KEYS))}")
 
 
+def folder_layers(folders: LineDict, folder: str, file: Path) -> list[LineDict]:
+    """The `folders:` config that applies to a table in `folder` (e.g. "marts/finance"), outer
+    folder first. Folders are nested mappings or slash paths; keys may carry dbt's `+` prefix."""
+    layers: list[LineDict] = []
+    parts = [p for p in folder.split("/") if p]
+
+    def visit(mapping: LineDict, depth: int, where: str) -> None:
+        config = LineDict()
+        config.lines = {}
+        for key, value in mapping.items():
+            name = str(key).lstrip("+")
+            if name in TABLE_KEYS:
+                config[name] = value
+                config.lines[name] = mapping.line_of(key)
+        layers.append(config)
+        for key, value in mapping.items():
+            name = str(key).lstrip("+")
+            if name in TABLE_KEYS:
+                continue
+            if not isinstance(value, dict):
+                raise ConfigError(f"unknown config key '{key}' in folders{where}", file=file,
+                                  line=mapping.line_of(key),
+                                  hint=suggest(name, TABLE_KEYS) or "a folder holds config keys and subfolders")
+            path = [p for p in name.split("/") if p]
+            if parts[depth:depth + len(path)] == path:
+                visit(expect_mapping(value, file, f"folders.{name}", mapping.line_of(key)),
+                      depth + len(path), f"{where}.{name}")
+            else:
+                expect_mapping(value, file, f"folders.{name}", mapping.line_of(key))
+
+    visit(folders, 0, "")
+    return [layer for layer in layers if layer]
+
+
 def merge_layers(layers: list[tuple[dict[str, Any], str, dict[str, int]]]) -> tuple[dict, dict]:
-    """Merge (config, file, key->line) layers, later ones winning; remember each key's origin."""
+    """Merge (config, file, key->line) layers, later ones winning (tags add up); remember each
+    key's origin."""
     merged: dict[str, Any] = dict(DEFAULTS)
     origin: dict[str, Located] = {}
     for config, file, lines in layers:
         for key, value in config.items():
+            if key == "tags" and merged.get("tags"):
+                value = list(dict.fromkeys(_as_list(merged["tags"]) + _as_list(value)))
             merged[key] = value
             origin[key] = Located(value, file, lines.get(key))
     return merged, origin
+
+
+def _as_list(value: Any) -> list[Any]:
+    if value is None:
+        return []
+    return [value] if isinstance(value, str) else list(value)
 
 
 def normalise(config: dict[str, Any], origin: dict[str, Located], file: str) -> dict[str, Any]:
@@ -77,11 +126,37 @@ def normalise(config: dict[str, Any], origin: dict[str, Located], file: str) -> 
         raise ConfigError(f"initialize '{out['initialize']}' is not one of {', '.join(INITIALIZE)}",
                           **where("initialize"), hint=suggest(init, INITIALIZE))
     out["initialize"] = init
-    for key in ("partition_by", "cluster_by"):
-        if isinstance(out.get(key), str):
-            out[key] = [out[key]]
-    if isinstance(out.get("tags"), str):
-        out["tags"] = [out["tags"]]
-    if out.get("columns") is not None and not isinstance(out["columns"], list):
-        raise ConfigError("columns must be a list of {name, type}", **where("columns"))
+    for key in ("partition_by", "cluster_by", "tags"):
+        if out.get(key) is not None:
+            out[key] = [str(v) for v in _as_list(out[key])]
+    if out.get("partition_by") and out.get("cluster_by"):
+        raise ConfigError("a table is either partitioned or clustered, not both", **where("cluster_by"),
+                          hint="keep cluster_by (Delta liquid clustering) or partition_by")
+    if "enabled" in out and not isinstance(out["enabled"], bool):
+        raise ConfigError(f"enabled must be true or false, not {out['enabled']!r}", **where("enabled"))
+    if out.get("comment") is not None and not isinstance(out["comment"], str):
+        raise ConfigError("comment must be a string", **where("comment"))
+    if out.get("columns") is not None:
+        out["columns"] = _columns(out["columns"], where("columns"))
+    return out
+
+
+def _columns(value: Any, where: dict[str, Any]) -> list[dict[str, str | None]]:
+    """`columns:` as a list of {name, type}; a bare name (or `name: type`) is accepted too."""
+    if not isinstance(value, list) or not value:
+        raise ConfigError("columns must be a non-empty list of {name, type}", **where)
+    out = []
+    for item in value:
+        if isinstance(item, str):
+            item = {"name": item}
+        elif isinstance(item, dict) and len(item) == 1 and "name" not in item:
+            (name, type_), = item.items()
+            item = {"name": name, "type": type_}
+        if not isinstance(item, dict) or not item.get("name") or set(item) - {"name", "type", "comment"}:
+            raise ConfigError(f"columns entry {item!r} is not {{name, type}}", **where)
+        out.append({"name": str(item["name"]), "type": str(item["type"]) if item.get("type") else None})
+    names = [c["name"].lower() for c in out]
+    dup = next((n for n in names if names.count(n) > 1), None)
+    if dup:
+        raise ConfigError(f"column '{dup}' is listed twice in columns", **where)
     return out

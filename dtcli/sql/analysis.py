@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from dataclasses import asdict, dataclass
 
-from sqlglot import Dialect, exp
-from sqlglot.errors import ParseError, TokenError
+from sqlglot import exp
 from sqlglot.tokens import Token, TokenType as T
 
 from dtcli.errors import ValidationError
 from dtcli.sql import functions as fn
+from dtcli.sql.parse import ParsedSQL, parse_sql
 
 
 @dataclass(frozen=True)
@@ -99,27 +99,20 @@ _ADVICE = {
 }
 
 
-def analyze_query(sql: str) -> QueryAnalysis:
-    """Analyse one Spark SQL query (Jinja already rendered); lines refer to `sql`."""
-    dialect = Dialect.get_or_raise("spark")
-    try:
-        tokens = dialect.tokenize(sql)
-        statements = [s for s in dialect.parser().parse(tokens, sql) if s is not None]
-    except ParseError as err:
-        first = err.errors[0] if err.errors else {}
-        raise ValidationError(f"SQL syntax error: {first.get('description') or err}",
-                              line=first.get("line"), hint="fix the SQL at that line") from None
-    except TokenError as err:
-        raise ValidationError(f"SQL syntax error: {err}") from None
-    except (IndexError, KeyError, TypeError, ValueError) as err:
-        # sqlglot's function builders can trip over wrong argument counts (map(a)).
-        raise ValidationError(f"SQL cannot be parsed: {err!r}",
-                              hint="check the arguments of the function calls") from None
-    if len(statements) != 1 or not isinstance(statements[0], exp.Query):
-        raise ValidationError("a dynamic table is defined by exactly one SELECT or WITH query")
-    analyzer = _Analyzer(sql, tokens, statements[0])
-    analyzer.query(statements[0])
+def analyze(parsed: ParsedSQL, query: exp.Query) -> QueryAnalysis:
+    """Analyse a table's query from its one parse; `query` is that parse's query or a rewritten
+    (renamed, qualified) copy of it, whose nodes keep their places in the file."""
+    analyzer = _Analyzer(parsed.text, parsed.tokens, query)
+    analyzer.query(query)
     return analyzer.result()
+
+
+def analyze_query(sql: str, dialect: str = "spark") -> QueryAnalysis:
+    """Analyse the text of one query (Jinja already rendered); lines refer to `sql`."""
+    parsed = parse_sql(sql, dialect)
+    if len(parsed.statements) != 1 or not isinstance(parsed.statements[0], exp.Query):
+        raise ValidationError("a dynamic table is defined by exactly one SELECT or WITH query")
+    return analyze(parsed, parsed.statements[0])
 
 
 def _at(line: int | None) -> str:

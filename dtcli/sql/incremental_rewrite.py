@@ -71,7 +71,10 @@ class Bindings:
         return cls(views, set(changed))
 
 
-def parse(sql: str) -> exp.Query:
+def parse(sql: str | exp.Query) -> exp.Query:
+    """The query to compile: a parsed (and qualified) tree as it is, or Spark SQL text."""
+    if isinstance(sql, exp.Query):
+        return sql.copy()
     try:
         statements = [s for s in sqlglot.parse(sql, read="spark") if s is not None]
     except Exception as err:  # noqa: BLE001 - sqlglot raises many kinds
@@ -214,7 +217,7 @@ class DeltaCompiler:
 
     # -- entry ----------------------------------------------------------------------------
 
-    def compile(self, sql: str) -> tuple[exp.Query | None, exp.Query | None]:
+    def compile(self, sql: str | exp.Query) -> tuple[exp.Query | None, exp.Query | None]:
         query = inline_ctes(parse(sql))
         self._check_tables(query)
         self.root = query
@@ -222,7 +225,7 @@ class DeltaCompiler:
         minus = self.delta(query, MINUS)
         return plus, minus
 
-    def keyed(self, sql: str) -> "Keyed | None":
+    def keyed(self, sql: str | exp.Query) -> "Keyed | None":
         """When the query's outermost block is keyed by some of its own output columns (GROUP
         BY keys, window partitions, DISTINCT rows, an outer join's key, all selected as they
         are), its change is "the rows of the affected keys, recomputed": no old-version
@@ -706,7 +709,7 @@ class Shape:
     keys: list[exp.Expression] | None   # None: the outer join's key; []: the single row
 
 
-def unsupported_reason(sql: str, inputs: list[str]) -> str | None:
+def unsupported_reason(sql: str | exp.Query, inputs: list[str]) -> str | None:
     """Why the query cannot be compiled into change queries (None: it can); no Spark needed."""
     try:
         DeltaCompiler(Bindings.for_inputs(inputs, set(inputs))).compile(sql)

@@ -1,17 +1,39 @@
-"""Parsing table SQL with sqlglot, in the project's dialect, with errors that name the line."""
+"""Parsing table SQL with sqlglot, once, in the project's dialect, with errors that name the line.
+
+A table file is tokenized and parsed exactly once per command (`parse_sql`); the tokens are kept
+beside the tree because the refresh analysis maps constructs back to the keywords that spell
+them, and both stay in the dialect the user wrote so every line number is a line of the file.
+"""
 
 from __future__ import annotations
 
+import logging
 import re
+from dataclasses import dataclass
 
-import sqlglot
-from sqlglot import exp
+from sqlglot import Dialect, exp
 from sqlglot.errors import ParseError, TokenError
+from sqlglot.tokens import Token
 
 from dtcli.errors import ValidationError
 
 _CUSTOM = re.compile(r"^\s*(REFRESH\s+USING\b|INSERT\s+INTO\s+SELF\b|MERGE\s+INTO\s+SELF\b)", re.I)
 _COMMENTS = re.compile(r"--[^\n]*|/\*.*?\*/", re.S)
+_SAFE_NAME = re.compile(r"[a-z_][a-z0-9_]*")
+
+# sqlglot reports what it cannot parse natively (and falls back to a Command) on its logger;
+# dt turns that into its own error, so the warning must not reach the terminal as well.
+logging.getLogger("sqlglot").setLevel(logging.ERROR)
+
+
+@dataclass
+class ParsedSQL:
+    """One file's SQL: its text, tokens and statements, all in the file's own dialect."""
+
+    text: str
+    dialect: str
+    tokens: list[Token]
+    statements: list[exp.Expression]
 
 
 def statement_kind(sql: str) -> str:
@@ -20,10 +42,12 @@ def statement_kind(sql: str) -> str:
     return "custom" if _CUSTOM.match(body) else "query"
 
 
-def parse_query(sql: str, dialect: str, file: str) -> exp.Query:
-    """Parse one SELECT/WITH query; anything else is a validation error."""
+def parse_sql(text: str, dialect: str, file: str | None = None) -> ParsedSQL:
+    """Tokenize and parse `text`; a syntax error names the file and line."""
+    grammar = Dialect.get_or_raise(dialect)
     try:
-        statements = [s for s in sqlglot.parse(sql, read=dialect) if s is not None]
+        tokens = grammar.tokenize(text)
+        statements = [s for s in grammar.parser().parse(tokens, text) if s is not None]
     except ParseError as err:
         first = err.errors[0] if err.errors else {}
         msg = first.get("description") or str(err).splitlines()[0]
@@ -33,30 +57,44 @@ def parse_query(sql: str, dialect: str, file: str) -> exp.Query:
                               hint="fix the SQL at that line") from None
     except TokenError as err:
         raise ValidationError(f"SQL syntax error: {err}", file=file) from None
-    except (IndexError, ValueError, TypeError) as err:  # sqlglot can crash on some malformed calls
-        raise ValidationError(f"SQL syntax error: {err}", file=file, hint="check function calls and their arguments") from None
+    except (IndexError, KeyError, TypeError, ValueError) as err:
+        # sqlglot's function builders can trip over wrong argument counts (map(a)).
+        raise ValidationError(f"SQL cannot be parsed: {err}", file=file,
+                              hint="check function calls and their arguments") from None
+    return ParsedSQL(text, dialect, tokens, statements)
+
+
+def the_query(parsed: ParsedSQL, file: str | None = None) -> exp.Query:
+    """The one SELECT/WITH query of a parsed table file; anything else is a validation error."""
+    statements = parsed.statements
     if not statements:
         raise ValidationError("the file holds no query", file=file,
                               hint="write one SELECT ... or WITH ... query")
     if len(statements) > 1:
         raise ValidationError("the file holds more than one statement", file=file,
-                              line=_line(statements[1]), hint="one query per table file")
+                              line=line_of(statements[1]), hint="one query per table file")
     query = statements[0]
     if not isinstance(query, exp.Query):
         raise ValidationError(f"expected a SELECT or WITH query, found {query.key.upper()}",
-                              file=file, line=_line(query),
+                              file=file, line=line_of(query),
                               hint="a dynamic table is defined by one query")
     return query
+
+
+def parse_query(sql: str, dialect: str = "spark", file: str | None = None) -> exp.Query:
+    """Parse text that must be one query (tests, SQL dt generates itself)."""
+    return the_query(parse_sql(sql, dialect, file), file)
 
 
 def to_spark(query: exp.Expression) -> str:
     return query.sql(dialect="spark", pretty=True)
 
 
-def _line(node: exp.Expression) -> int | None:
-    for ident in node.find_all(exp.Identifier):
-        if "line" in ident.meta:
-            return ident.meta["line"]
+def line_of(node: exp.Expression) -> int | None:
+    """The first line a node's text is on, when sqlglot recorded one."""
+    for ident in node.walk():
+        if ident._meta and "line" in ident._meta:
+            return ident._meta["line"]
     return None
 
 
@@ -75,8 +113,13 @@ def table_refs(query: exp.Expression) -> list[tuple[str, int | None]]:
     return refs
 
 
-def rename_tables(query: exp.Expression, mapping: dict[str, str]) -> exp.Expression:
-    """Point qualified/aliased references at the logical input names the engine binds as views."""
+def rename_tables(query: exp.Expression, mapping: dict[str, str], *, quote: bool = True
+                  ) -> exp.Expression:
+    """Point qualified/aliased references at the logical input names the engine binds as views.
+
+    The new name keeps the old one's position, so later analysis still finds its line. Dialects
+    whose quoted names are case-sensitive (Snowflake) get them unquoted (`quote=False`), so that
+    they resolve the way the user's own unquoted spelling did."""
     ctes = {cte.alias_or_name.lower() for cte in query.find_all(exp.CTE)}
     query = query.copy()
     for table in list(query.find_all(exp.Table)):
@@ -89,7 +132,9 @@ def rename_tables(query: exp.Expression, mapping: dict[str, str]) -> exp.Express
         if target is None:
             continue
         alias = table.alias or (table.name if (table.db or table.name.lower() != target) else None)
-        new = exp.to_table(f"`{target}`", dialect="spark")
+        ident = exp.to_identifier(target, quoted=quote or not _SAFE_NAME.fullmatch(target))
+        ident.meta.update(table.this.meta)
+        new = exp.Table(this=ident)
         if alias:
             new.set("alias", exp.TableAlias(this=exp.to_identifier(alias)))
         table.replace(new)

@@ -8,8 +8,11 @@ from __future__ import annotations
 
 import json
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
+
+from dtcli.model import Column, Frontier
+from dtcli.state.delta_types import columns_from_delta_schema
 
 FRONTIER_KEY = "dt_frontier"
 HISTORY_DEPTH = 50   # commits searched back for the last frontier (maintenance commits carry none)
@@ -58,16 +61,22 @@ class TableInfo:
     bytes: int
     change_data_feed: bool
     created_on: str | None
-    frontier: dict[str, Any] | None
+    frontier: Frontier | None
     frontier_version: int | None
-    columns: tuple[str, ...]
+    schema: tuple[Column, ...] = ()
+    description: str | None = None           # the table comment
+    properties: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def columns(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.schema)
 
 
 def cdf_enabled(configuration: dict[str, str]) -> bool:
     return str(configuration.get("delta.enableChangeDataFeed", "false")).lower() == "true"
 
 
-def read_frontier(table) -> tuple[dict[str, Any] | None, int | None]:
+def read_frontier(table) -> tuple[Frontier | None, int | None]:
     """The newest frontier dt committed to this table, with the version carrying it."""
     for commit in table.history(HISTORY_DEPTH):
         meta = commit.get("userMetadata")
@@ -78,7 +87,7 @@ def read_frontier(table) -> tuple[dict[str, Any] | None, int | None]:
         except ValueError:
             continue
         if isinstance(payload, dict) and FRONTIER_KEY in payload:
-            return payload[FRONTIER_KEY], commit.get("version")
+            return Frontier.from_dict(payload[FRONTIER_KEY]), commit.get("version")
     return None, None
 
 
@@ -99,11 +108,14 @@ def _deleted_rows(table) -> int:
 
 
 def table_info(path: str, *, with_stats: bool = True) -> TableInfo | None:
+    table = open_table(path)
+    return None if table is None else info_of(table, with_stats=with_stats)
+
+
+def info_of(table, *, with_stats: bool = True) -> TableInfo:
+    """What dt needs of an open table's log: version, schema, frontier, (row/byte) statistics."""
     from datetime import datetime, timezone
 
-    table = open_table(path)
-    if table is None:
-        return None
     rows = None
     size = 0
     if with_stats:
@@ -118,11 +130,12 @@ def table_info(path: str, *, with_stats: bool = True) -> TableInfo | None:
     created_on = (datetime.fromtimestamp(created / 1000, tz=timezone.utc).isoformat()
                   if created else None)
     frontier, fversion = read_frontier(table)
-    columns = tuple(f.name for f in table.schema().fields)
+    schema = columns_from_delta_schema(json.loads(table.schema().to_json()))
     return TableInfo(version=table.version(), rows=rows, bytes=size,
                      change_data_feed=cdf_enabled(meta.configuration), created_on=created_on,
-                     frontier=frontier, frontier_version=fversion, columns=columns)
+                     frontier=frontier, frontier_version=fversion, schema=schema,
+                     description=meta.description or None, properties=dict(meta.configuration))
 
 
-def frontier_metadata(frontier: dict[str, Any]) -> str:
-    return json.dumps({FRONTIER_KEY: frontier}, sort_keys=True, separators=(",", ":"))
+def frontier_metadata(frontier: Frontier) -> str:
+    return json.dumps({FRONTIER_KEY: frontier.to_dict()}, sort_keys=True, separators=(",", ":"))

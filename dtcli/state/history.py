@@ -64,8 +64,8 @@ def _compact_now_and_then(path: str) -> None:
         table.optimize.compact()
 
 
-def read(warehouse: str, name: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
-    """History entries, newest first, as JSON-ready dicts (DESIGN.md section 7 fields)."""
+def read(warehouse: str, name: str | None = None, limit: int | None = None) -> list[RefreshRecord]:
+    """History entries, newest first."""
     table = open_table(history_path(warehouse))
     if table is None:
         return []
@@ -75,20 +75,22 @@ def read(warehouse: str, name: str | None = None, limit: int | None = None) -> l
     rows.sort(key=lambda r: (r["refresh_end_time"] or "", r["refresh_start_time"] or ""), reverse=True)
     if limit is not None:
         rows = rows[:limit]
-    return [_present(r) for r in rows]
+    return [_record(r) for r in rows]
 
 
-def _present(row: dict[str, Any]) -> dict[str, Any]:
+def _record(row: dict[str, Any]) -> RefreshRecord:
     out = dict(row)
     for key in _JSON_FIELDS:
         out[key] = json.loads(row[key]) if row.get(key) else ([] if key == "inputs_with_changed_data" else {})
-    out["statistics"] = {k: int(out.pop(k) or 0) for k in ("num_inserted_rows", "num_deleted_rows", "num_copied_rows")}
-    return out
+    for key in _INT_FIELDS:
+        if key != "table_version":
+            out[key] = int(out.get(key) or 0)
+    return RefreshRecord.from_dict(out)
 
 
-def latest_per_table(rows: list[dict[str, Any]]) -> dict[str, dict[str, Any]]:
+def latest_per_table(rows: list[RefreshRecord]) -> dict[str, RefreshRecord]:
     """The newest entry per table, from rows sorted newest first."""
-    latest: dict[str, dict[str, Any]] = {}
+    latest: dict[str, RefreshRecord] = {}
     for row in rows:
-        latest.setdefault(row["name"], row)
+        latest.setdefault(row.name, row)
     return latest

@@ -27,7 +27,8 @@ def orphans(project: Project) -> list[str]:
     for child in sorted(root.iterdir()):
         if child.name.startswith(("_", ".")) or not (child / "_delta_log").is_dir():
             continue
-        if child.name in project.tables or str(child.resolve()) in source_paths:
+        if child.name in project.tables or child.name in project.disabled \
+                or str(child.resolve()) in source_paths:
             continue
         table = open_table(str(child))
         if table is not None and read_frontier(table)[0] is not None:

@@ -45,7 +45,7 @@ def print_plan(plan, decision=None) -> None:
 def print_summary(result) -> None:
     from dtcli.ui.output import console
 
-    bad = [r for r in result.records if r["state"] != "SUCCEEDED"]
+    bad = [r for r in result.records if r.state != "SUCCEEDED"]
     text = f"{len(result.records) - len(bad)} succeeded, {len(bad)} failed"
     if not result.records:
         text = "nothing to refresh"

@@ -82,7 +82,7 @@ def test_run_then_no_data_without_java(tmp_path, spark):
     assert "(no Spark needed)" in again.stdout
     rows = history.read(project.warehouse)
     latest = history.latest_per_table(rows)
-    assert {n: latest[n]["refresh_action"] for n in TABLES} == dict.fromkeys(TABLES, "NO_DATA")
+    assert {n: latest[n].refresh_action for n in TABLES} == dict.fromkeys(TABLES, "NO_DATA")
     print(f"NO_DATA run without Java took {took:.2f}s wall")
 
     _change_sources(root)
@@ -92,8 +92,8 @@ def test_run_then_no_data_without_java(tmp_path, spark):
     for name in TABLES:
         assert_matches_recompute(spark, project, name)
     latest = history.latest_per_table(history.read(project.warehouse))
-    assert latest["paid"]["inputs_with_changed_data"] == ["orders"]
-    assert latest["paid"]["source_versions"]["orders"] == table_info(str(root / "warehouse" / "orders")).version
+    assert latest["paid"].inputs_with_changed_data == ["orders"]
+    assert latest["paid"].source_versions["orders"] == table_info(str(root / "warehouse" / "orders")).version
 
 
 def _java_descendants(pid: int) -> list[int]:
@@ -152,4 +152,4 @@ def test_sigkill_of_spark_submit_mid_run_loses_nothing(tmp_path, spark):
     orders_version = table_info(str(root / "warehouse" / "orders")).version
     for name in TABLES:
         assert_matches_recompute(spark, project, name)
-    assert table_info(project.table_path("paid")).frontier["source_versions"]["orders"] == orders_version
+    assert table_info(project.table_path("paid")).frontier.source_versions["orders"] == orders_version

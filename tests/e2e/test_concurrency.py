@@ -37,6 +37,6 @@ def test_two_concurrent_runs_serialise_and_leave_every_dt_exact(spark, tmp_path)
     project = load_project(root)
     rows = history.read(project.warehouse)
     # One run created the DTs; the other, planning only once it held the lock, found nothing new.
-    assert sorted(r["refresh_action"] for r in rows) == ["FULL"] * 3 + ["NO_DATA"] * 3
+    assert sorted(r.refresh_action for r in rows) == ["FULL"] * 3 + ["NO_DATA"] * 3
     for name in TABLES:
         assert_matches_recompute(spark, project, name)

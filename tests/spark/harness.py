@@ -54,8 +54,7 @@ class Env:
         from dtcli import api
         from dtcli.engine.executor import execute_plan
 
-        project = self.project()
-        plan, _ = api.plan_run(project, names)
+        plan = api.plan_run(api.check(self.project(), with_stats=True), names)
         records = api.no_data_records(plan) + execute_plan(self.spark, plan, write_history=False)
         return {r.name: r for r in records}
 
@@ -65,7 +64,7 @@ class Env:
 
         project = self.project()
         info = table_info(project.table_path(name), with_stats=False)
-        versions = info.frontier["source_versions"]
+        versions = info.frontier.source_versions
         expected = multiset(recompute(self.spark, project, name, versions))
         actual = multiset(self.spark.read.format("delta").option("versionAsOf", info.frontier_version)
                           .load(project.table_path(name)))

@@ -22,8 +22,9 @@ def test_stop_between_refreshes_skips_the_rest(tmp_path, spark):
     }, config="sources:\n  src: {path: data/src}\n")
     write_deltalake(str(root / "data" / "src"), pa.table({"id": [1, 2], "v": [1, -1]}),
                     configuration={"delta.enableChangeDataFeed": "true"})
-    project = api.load(root)
-    plan, _ = api.plan_run(project)
+    checked = api.check(root)
+    project = checked.project
+    plan = api.plan_run(checked)
     done: list[str] = []
     records = execute_plan(spark, plan, lambda e: done.append(e["record"]["name"]) if e["event"] == "finished" else None,
                            should_stop=lambda: bool(done))

@@ -33,19 +33,23 @@ def _project(tmp_path, tables, yml=None):
     return project
 
 
-def _run(spark, project, **kw):
+def _run(spark, project, now=None, **kw):
     kw.setdefault("all_tables", True)
-    return api.run(project, launcher=in_process(spark), **kw)
+    return api.run(api.check(project.root, now=now, with_stats=True), launcher=in_process(spark), **kw)
+
+
+def _refresh(spark, project, name):
+    return api.refresh(api.check(project.root, with_stats=True), name, launcher=in_process(spark))
 
 
 def _by_name(result):
-    return {r["name"]: r for r in result.records}
+    return {r.name: r.to_dict() for r in result.records}
 
 
 def test_a_commit_during_a_run_is_seen_by_no_dt_of_that_run_and_by_the_next(spark, tmp_path):
     project = _project(tmp_path, {"d1": "SELECT x FROM src", "d2": "SELECT x * 10 AS x FROM src",
                                   "d3": "SELECT x FROM {{ ref('d1') }} WHERE x > 1"})
-    plan, _ = api.plan_run(project)
+    plan = api.plan_run(api.check(project))
     assert [s.name for s in plan.steps] == ["d1", "d2", "d3"]
     injected = []
 
@@ -61,7 +65,7 @@ def test_a_commit_during_a_run_is_seen_by_no_dt_of_that_run_and_by_the_next(spar
     assert _rows(spark, project, "d3") == [2, 3]
     for name in ("d1", "d2", "d3"):
         assert_matches_recompute(spark, project, name)
-    assert table_info(project.table_path("d2")).frontier["source_versions"] == {"src": 0}
+    assert table_info(project.table_path("d2")).frontier.source_versions == {"src": 0}
 
     again = _by_name(_run(spark, project))
     assert {r["state"] for r in again.values()} == {SUCCEEDED}
@@ -86,7 +90,7 @@ def test_query_edit_reinitializes_and_lag_edit_changes_nothing(spark, tmp_path):
     (project.root / "tables" / "d.sql").write_text("SELECT x + 1 AS y FROM src\n")
     project = load_project(project.root)
     # Reconcile: applied by a plain (not --all) run even though d is not due.
-    plan = api.plan_scheduled(project, now=T0).plan
+    plan = api.plan_scheduled(api.check(project, now=T0)).plan
     assert [(s.name, s.action) for s in plan.steps] == [("d", REINITIALIZE)]
     record = _by_name(_run(spark, project, all_tables=False))["d"]
     assert record["refresh_action"] == REINITIALIZE and record["state"] == SUCCEEDED
@@ -100,7 +104,7 @@ def test_manual_refresh_brings_the_upstream_it_needs(spark, tmp_path):
                                   "down": "SELECT x * 2 AS x FROM {{ ref('up') }}"})
     _run(spark, project)
     write_source(project, [4])
-    result = _by_name(api.refresh(project, "down", launcher=in_process(spark)))
+    result = _by_name(_refresh(spark, project, "down"))
     assert set(result) == {"up", "down"}
     assert {r["refresh_trigger"] for r in result.values()} == {MANUAL}
     assert _rows(spark, project, "down") == [2, 4, 6, 8]
@@ -125,12 +129,12 @@ def test_failures_upstream_failed_and_auto_suspension(spark, tmp_path):
     for i in range(1, 4):
         scheduled(i)
     # A manual failure in between neither counts nor breaks the streak.
-    assert _by_name(api.refresh(project, "bad", launcher=in_process(spark)))["bad"]["state"] == FAILED
+    assert _by_name(_refresh(spark, project, "bad"))["bad"]["state"] == FAILED
     assert scheduling.current(project.warehouse) == {}
     fifth = _run(spark, project, all_tables=False, now=T0 + timedelta(hours=8))
     assert [s["name"] for s in fifth.suspended] == ["bad"]
     assert fifth.suspended[0]["downstream"] == ["after_bad"]
-    rows = {r["name"]: r for r in api.show_tables(project)}
+    rows = {r["name"]: r for r in api.show_tables(api.check(project.root))}
     assert rows["bad"]["scheduling_state"] == "SUSPENDED"
     assert "5 consecutive failed scheduled refreshes" in rows["bad"]["scheduling_state_reason"]
     assert rows["after_bad"]["scheduling_state"] == "SUSPENDED"
@@ -138,8 +142,8 @@ def test_failures_upstream_failed_and_auto_suspension(spark, tmp_path):
     assert rows["fine"]["scheduling_state"] == "ACTIVE"
     sixth = _run(spark, project, all_tables=False, now=T0 + timedelta(hours=10))
     assert set(_by_name(sixth)) == {"fine"}
-    failures = [r for r in history.read(project.warehouse, "bad") if r["state"] == FAILED]
-    assert len(failures) == 6 and sum(r["refresh_trigger"] == MANUAL for r in failures) == 1
+    failures = [r for r in history.read(project.warehouse, "bad") if r.state == FAILED]
+    assert len(failures) == 6 and sum(r.refresh_trigger == MANUAL for r in failures) == 1
 
 
 def test_on_schedule_is_created_at_its_first_tick(spark, tmp_path):

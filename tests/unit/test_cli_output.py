@@ -73,11 +73,14 @@ def test_explain_json_fields_and_reasons(project):
     assert data["refresh_mode"] == "FULL" and "LIMIT at line 1" in data["refresh_mode_reason"]
     assert {"operator", "strategy", "considerations"} <= set(data["operators"][0])
     assert data["inputs"] == [{"name": "big_orders", "kind": "dynamic_table", "path": str(project / "warehouse" / "big_orders"),
-                               "change_data_feed": True, "version": None}]
+                               "change_data_feed": True, "version": None,
+                               "columns": [{"name": "order_id", "type": "BIGINT"}, {"name": "amount", "type": "BIGINT"}]}]
     big = dt("explain", "big_orders", "-p", str(project), "--format", "json").json()
     assert big["refresh_mode"] == "INCREMENTAL" and big["period_seconds"] == 384
     assert big["inputs"][0] == {"name": "orders", "kind": "source", "path": str(project / "data" / "orders"),
-                                "change_data_feed": True, "version": 0}
+                                "change_data_feed": True, "version": 0,
+                                "columns": [{"name": "order_id", "type": "BIGINT"}, {"name": "amount", "type": "BIGINT"}]}
+    assert big["columns"] == [{"name": "order_id", "type": "BIGINT"}, {"name": "amount", "type": "BIGINT"}]
 
 
 def test_explain_says_how_to_enable_the_change_data_feed(project):

@@ -111,7 +111,7 @@ def test_orphan_is_listed_and_dropped_after_confirmation(shop):
     assert dropped.code == 0, dropped.err
     assert not (shop.root / "warehouse" / "a").exists()
     assert "a" not in _tables(project)
-    assert not [r for r in history.read(shop.warehouse) if r["name"] == "a"]
+    assert not [r for r in history.read(shop.warehouse) if r.name == "a"]
     assert "a" not in scheduling.current(shop.warehouse)
 
 
@@ -135,7 +135,7 @@ def test_watch_max_ticks_3_refreshes_on_the_expected_ticks(shop, monkeypatch):
     assert result.out.count("(no Spark needed)") == 3 and "watch stopped after 3 pass(es)" in result.out
     by_time: dict[str, set[str]] = {}
     for row in history.read(shop.warehouse):
-        by_time.setdefault(row["data_timestamp"], set()).add(row["name"])
+        by_time.setdefault(row.data_timestamp, set()).add(row.name)
     assert by_time == {start.isoformat(): {"a", "b"},
                        (start + timedelta(seconds=48)).isoformat(): {"b"},
                        (start + timedelta(seconds=96)).isoformat(): {"a", "b"}}

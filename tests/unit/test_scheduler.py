@@ -6,11 +6,10 @@ from datetime import timedelta
 
 from dtcli.planning import scheduler
 from dtcli.planning.graph import Graph
-from dtcli.model import FAILED, MANUAL, SCHEDULED, SUCCEEDED, UPSTREAM_FAILED
-from dtcli.planning.snapshot import Snapshot
+from dtcli.model import FAILED, MANUAL, SCHEDULED, SUCCEEDED, UPSTREAM_FAILED, RefreshRecord
 from dtcli.state.scheduling import SUSPENDED, TableState
 from tests.helpers import dt
-from tests.sched_helpers import T0, chain_project, effective_lags, info, simulate, write_source
+from tests.sched_helpers import T0, chain_project, checked_at, effective_lags, info, simulate, write_source
 
 DT1_DT2 = {"dt1": "src", "dt2": "dt1"}   # DT2 reads DT1, as in Snowflake's target-lag table
 
@@ -78,12 +77,10 @@ def test_both_downstream_nothing_refreshes_and_both_warn(tmp_path):
 
 
 def _decide(project, *, stamps=None, states=None, snapshot_tables=None, now=None, all_tables=False, only=None):
-    graph = Graph.of(project)
     tables = snapshot_tables if snapshot_tables is not None else {n: info(project, n) for n in project.tables}
-    snapshot = Snapshot(T0, {}, tables)
     stamps = stamps if stamps is not None else {n: T0 for n in project.tables}
-    return scheduler.decide(project, graph, snapshot, effective_lags(project, graph), stamps, states or {},
-                            now or T0 + timedelta(seconds=10), set(only or project.tables), all_tables=all_tables)
+    return scheduler.decide(checked_at(project, tables), stamps, states or {}, set(only or project.tables),
+                            all_tables=all_tables, now=now or T0 + timedelta(seconds=10))
 
 
 def test_reconcile_creates_and_reinitializes_even_when_not_due(tmp_path):
@@ -121,8 +118,9 @@ def test_suspended_dt_and_its_downstream_are_skipped(tmp_path):
 
 def _row(name, state, trigger=SCHEDULED, minute=0, message=None):
     stamp = (T0 + timedelta(minutes=minute)).isoformat()
-    return {"name": name, "state": state, "refresh_trigger": trigger, "refresh_start_time": stamp,
-            "refresh_end_time": stamp, "state_message": message, "data_timestamp": stamp}
+    return RefreshRecord(name=name, state=state, refresh_action="FULL", refresh_trigger=trigger,
+                         refresh_start_time=stamp, refresh_end_time=stamp, state_message=message,
+                         data_timestamp=stamp, run_id="r")
 
 
 def test_five_consecutive_scheduled_failures_suspend_manual_ones_do_not_count():
@@ -143,14 +141,11 @@ def test_five_consecutive_scheduled_failures_suspend_manual_ones_do_not_count():
 
 def test_next_wake_is_the_earliest_due_time_and_never_now(tmp_path):
     project = chain_project(tmp_path, {"a": "2 minutes", "b": "1 minute"}, {"a": "b", "b": "src"})
-    graph = Graph.of(project)
-    snapshot = Snapshot(T0, {}, {n: info(project, n) for n in project.tables})
-    effective = effective_lags(project, graph)
+    checked = checked_at(project, {n: info(project, n) for n in project.tables})
     now = T0 + timedelta(seconds=5)
     stamps = {"a": T0, "b": T0}
-    assert scheduler.next_wake(project, graph, snapshot, effective, stamps, {}, now) == T0 + timedelta(seconds=48)
+    assert scheduler.next_wake(checked, stamps, {}, now) == T0 + timedelta(seconds=48)
     # b failed at its tick (data timestamp unchanged): retried at the next tick, not in a busy loop.
     late = T0 + timedelta(seconds=50)
-    assert scheduler.next_wake(project, graph, snapshot, effective, stamps, {}, late) == T0 + timedelta(seconds=96)
-    assert scheduler.next_wake(project, graph, snapshot, effective, stamps,
-                               {"b": TableState(SUSPENDED)}, now) is None
+    assert scheduler.next_wake(checked, stamps, {}, late) == T0 + timedelta(seconds=96)
+    assert scheduler.next_wake(checked, stamps, {"b": TableState(SUSPENDED)}, now) is None

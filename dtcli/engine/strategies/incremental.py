@@ -48,7 +48,7 @@ def incremental_refresh(ctx: RefreshContext) -> RefreshResult:
 def _fallback(ctx: RefreshContext, action: str, reason: str) -> RefreshResult:
     from dtcli.engine.strategies.full import full_refresh
 
-    ctx.frontier["refresh_action"] = action
+    ctx.frontier.refresh_action = action
     result = full_refresh(ctx)
     result.extra.update({"refresh_action": action, "message": reason})
     if action == REINITIALIZE:
@@ -76,7 +76,7 @@ class _Refresh:
 
     def _run(self) -> RefreshResult:
         step, spark = self.step, self.spark
-        previous = (step.previous or {}).get("source_versions") or {}
+        previous = step.previous.source_versions if step.previous else {}
         names = [i.name for i in step.inputs]
         changed: set[str] = set()
         frames: dict[str, tuple] = {}
@@ -120,7 +120,8 @@ class _Refresh:
         target = spark.read.format("delta").load(step.path)
         columns = target.columns
         _check_types(target.schema)
-        keyed = compiler.keyed(step.sql)
+        query = step.options.get("delta_sql") or step.sql   # columns bound to their inputs
+        keyed = compiler.keyed(query)
         if keyed is not None and keyed.keys.rows is not None:     # a literal-sized key set
             if not keyed.keys.rows:       # the change touches no key: the table stays as is
                 version = applier.commit_nothing(spark, step.path, self.ctx.frontier)
@@ -128,7 +129,7 @@ class _Refresh:
             predicate = lit.key_predicate([columns[p] for p in keyed.positions], keyed.keys.rows)
             if predicate:                 # None: a NULL inside a multi-column key
                 return self._replace(keyed, predicate, columns)
-        plus, minus = compiler.compile(step.sql)
+        plus, minus = compiler.compile(query)
         from pyspark.sql import functions as F
 
         parts = []

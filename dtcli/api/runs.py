@@ -1,0 +1,185 @@
+"""Planning and running refreshes: `dt run`, `dt refresh`, and the records they leave.
+
+A run plans under the warehouse lock, from what the previous run committed: the snapshot of
+the checked project is brought up to date once the lock is held. NO_DATA steps are recorded
+without a JVM; the rest runs in one spark-submit application.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Any, Callable
+
+from dtcli.model import (FAILED, MANUAL, NO_DATA, SCHEDULED, SUCCEEDED, Plan, RefreshRecord,
+                         any_failed)
+from dtcli.planning import scheduler, selectors
+from dtcli.planning.checked import Checked
+from dtcli.planning.plan import build_plan
+from dtcli.state import history, scheduling
+from dtcli.state.lock import warehouse_lock
+
+Events = Callable[[dict[str, Any]], None]
+# Waiting longer than this for the lock means another run committed meanwhile: plan at the
+# moment the lock was obtained, not at the moment the command started.
+_WAITED = 0.5
+
+
+def plan_run(checked: Checked, names: list[str] | None = None, *, trigger: str = SCHEDULED,
+             full_refresh: bool = False) -> Plan:
+    """A plan for the selected DTs and their upstream, whatever their schedule (`dt refresh`,
+    `dt run --all`); `plan_scheduled` is the lag-aware pass of a plain `dt run`."""
+    selected = selectors.select(checked.project, checked.graph, names)
+    return build_plan(checked, selected, trigger, full_refresh=full_refresh)
+
+
+@dataclass
+class ScheduledPlan:
+    plan: Plan
+    decision: scheduler.Decision
+
+
+def plan_scheduled(checked: Checked, names: list[str] | None = None, *, all_tables: bool = False,
+                   full_refresh: bool = False) -> ScheduledPlan:
+    """Reconcile + one scheduling pass: new and redefined DTs, plus the selected DTs whose own
+    schedule is due (all selected ones with `all_tables`), with the upstream DTs they need."""
+    project = checked.project
+    candidates = selectors.select(project, checked.graph, names)
+    states = scheduling.current(project.warehouse)
+    stamps = scheduler.data_timestamps(checked.snapshot, history.read(project.warehouse))
+    decision = scheduler.decide(checked, stamps, states, candidates,
+                                all_tables=all_tables or full_refresh)
+    plan = build_plan(checked, decision.refresh, SCHEDULED, full_refresh=full_refresh)
+    return ScheduledPlan(plan, decision)
+
+
+@dataclass
+class RunResult:
+    plan: Plan
+    records: list[RefreshRecord] = field(default_factory=list)
+    launched: bool = False
+    log_path: str | None = None
+    decision: scheduler.Decision | None = None
+    suspended: list[dict[str, Any]] = field(default_factory=list)   # auto-suspensions of this run
+
+    @property
+    def failed(self) -> bool:
+        return any_failed(self.records)
+
+
+def _now() -> str:
+    return datetime.now(timezone.utc).isoformat()
+
+
+def no_data_records(plan: Plan) -> list[RefreshRecord]:
+    stamp = _now()
+    return [RefreshRecord(name=s.name, state=SUCCEEDED, refresh_action=NO_DATA, refresh_trigger=s.trigger,
+                          data_timestamp=plan.data_timestamp, refresh_start_time=stamp,
+                          refresh_end_time=stamp, run_id=plan.run_id,
+                          source_versions=s.previous.source_versions if s.previous else {},
+                          definition_hash=s.definition_hash)
+            for s in plan.steps if s.action == NO_DATA]
+
+
+def spark_submit(project, plan: Plan, on_event: Events):
+    """The default launcher: one spark-submit application for the whole plan."""
+    from dtcli.engine.launcher import launch
+
+    return launch(project, plan, on_event)
+
+
+def _announce(record: RefreshRecord, result: RunResult, on_event: Events) -> None:
+    result.records.append(record)
+    on_event({"event": "finished", "record": record.to_dict()})
+
+
+def execute(checked: Checked, plan: Plan, on_event: Events = lambda e: None,
+            launcher: Callable[..., Any] = spark_submit) -> RunResult:
+    """Record NO_DATA steps without a JVM; run the rest in one spark-submit application
+    (`launcher` is injectable: tests and notebooks run the plan in-process)."""
+    project = checked.project
+    result = RunResult(plan)
+    quiet = no_data_records(plan)
+    history.append(project.warehouse, quiet)
+    for record in quiet:
+        _announce(record, result, on_event)
+    if not plan.spark_steps:
+        return result
+    launched = launcher(project, plan, on_event)
+    result.launched, result.log_path = True, str(launched.log_path)
+    result.records.extend(r if isinstance(r, RefreshRecord) else RefreshRecord.from_dict(r)
+                          for r in launched.records)
+    finished = {r.name for r in result.records}
+    lost = [s for s in plan.spark_steps if s.name not in finished]
+    if lost:
+        # The application died (killed, out of memory): those refreshes did not commit.
+        why = f"spark-submit exited with code {launched.returncode} before this refresh finished; see {launched.log_path}"
+        stamp = _now()
+        records = [RefreshRecord(name=s.name, state=FAILED, refresh_action=s.action, refresh_trigger=s.trigger,
+                                 data_timestamp=None, refresh_start_time=stamp, refresh_end_time=stamp,
+                                 run_id=plan.run_id, state_message=why, definition_hash=s.definition_hash)
+                   for s in lost]
+        history.append(project.warehouse, records)
+        for record in records:
+            _announce(record, result, on_event)
+    if result.failed:
+        result.suspended = _auto_suspend(checked, on_event)
+    return result
+
+
+def _auto_suspend(checked: Checked, on_event: Events) -> list[dict[str, Any]]:
+    """Suspend DTs whose scheduled refreshes failed five times in a row (their downstream DTs
+    are then held back too, see scheduler.blocked)."""
+    project, graph = checked.project, checked.graph
+    events = scheduling.read_events(project.warehouse)
+    streaks = scheduler.failure_streaks(history.read(project.warehouse), scheduling.resumed_at(events))
+    new = scheduler.auto_suspensions(streaks, scheduling.current(project.warehouse, events), _now())
+    scheduling.append(project.warehouse, new)
+    out = []
+    for event in new:
+        down = graph.ordered(graph.downstream_closure({event.name}) - {event.name}) if event.name in graph.upstream else []
+        out.append({"name": event.name, "reason": event.reason, "downstream": down})
+        on_event({"event": "suspended", **out[-1]})
+    return out
+
+
+def run(checked: Checked, names: list[str] | None = None, *, full_refresh: bool = False,
+        trigger: str = SCHEDULED, on_event: Events = lambda e: None, all_tables: bool = False,
+        wait: float = 0.0, launcher: Callable[..., Any] = spark_submit,
+        on_plan: Callable[[Plan], None] = lambda plan: None) -> RunResult:
+    """One `dt run` pass under the warehouse lock (`all_tables=False`: the lag-aware pass).
+
+    The project was checked before the lock is taken, so a project that does not validate
+    writes nothing, not even the lock file; under the lock the snapshot is brought up to date,
+    so a queued run plans from what the previous one committed."""
+    project = checked.project
+    asked = time.monotonic()
+    with warehouse_lock(project, "run" if trigger != MANUAL else "refresh", wait):
+        waited = time.monotonic() - asked > _WAITED
+        checked.snapshot.refresh(project, datetime.now(timezone.utc) if waited else checked.now)
+        if trigger == MANUAL:
+            plan, decision = plan_run(checked, names, trigger=trigger, full_refresh=full_refresh), None
+        else:
+            scheduled = plan_scheduled(checked, names, all_tables=all_tables, full_refresh=full_refresh)
+            plan, decision = scheduled.plan, scheduled.decision
+            _register(checked, decision, plan.data_timestamp)
+        on_plan(plan)
+        result = execute(checked, plan, on_event, launcher)
+    result.decision = decision
+    return result
+
+
+def _register(checked: Checked, decision: scheduler.Decision, at: str) -> None:
+    """Remember when `on_schedule` DTs were first seen (on the run's clock): they are created at
+    the first tick after that."""
+    scheduling.append(checked.project.warehouse,
+                      [scheduling.Event(n, scheduling.REGISTERED, at=at) for n in decision.register])
+
+
+def refresh(checked: Checked, name: str, on_event: Events = lambda e: None, *, wait: float = 0.0,
+            launcher: Callable[..., Any] = spark_submit,
+            on_plan: Callable[[Plan], None] = lambda plan: None) -> RunResult:
+    """MANUAL refresh of one DT now, with the upstream DTs it needs, suspended or not."""
+    return run(checked, [checked.project.table_key(name)], trigger=MANUAL, on_event=on_event,
+               wait=wait, launcher=launcher, on_plan=on_plan)

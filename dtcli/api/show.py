@@ -1,0 +1,112 @@
+"""`dt show dynamic tables` and `dt show refresh-history`: state read from Delta logs, no JVM."""
+
+from __future__ import annotations
+
+import fnmatch
+from typing import Any
+
+from dtcli.errors import UsageError, suggest
+from dtcli.model import Project, RefreshRecord, TableDef
+from dtcli.planning import scheduler
+from dtcli.planning.checked import Checked
+from dtcli.planning.lag import parse_target_lag
+from dtcli.planning.schedule import period_seconds
+from dtcli.state import history, orphans, scheduling
+from dtcli.state.delta_log import TableInfo, table_info
+
+DISABLED, ORPHANED = "DISABLED", "ORPHANED"
+
+
+def _like(name: str, like: str | None) -> bool:
+    return not like or fnmatch.fnmatch(name, like.replace("%", "*").replace("_", "?").lower())
+
+
+def show_tables(checked: Checked, like: str | None = None) -> list[dict[str, Any]]:
+    """One row per DT of the project, then its disabled DTs, then one per orphan (a DT in the
+    warehouse whose file is gone)."""
+    project, snapshot, now = checked.project, checked.snapshot, checked.now
+    rows_history = history.read(project.warehouse)
+    last = history.latest_per_table(rows_history)
+    states = scheduling.current(project.warehouse)
+    stamps = scheduler.data_timestamps(snapshot, rows_history)
+    stop = scheduler.blocked(checked.graph, states)
+    rows = []
+    for name in checked.graph.order:
+        if not _like(name, like):
+            continue
+        table, info = project.tables[name], snapshot.tables.get(name)
+        mode, effective = checked.modes[name], checked.effective_lags.get(name)
+        due = scheduler.next_due_at(project, name, info is not None, checked.effective_lags, stamps, states,
+                                    stop, now)
+        stamp = stamps.get(name)
+        rows.append({
+            **_row(project, name, table, info, last.get(name)),
+            "target_lag": str(parse_target_lag(table.target_lag)),
+            "effective_lag_seconds": effective,
+            "period_seconds": period_seconds(effective) if effective else None,
+            "refresh_mode": mode.mode, "refresh_mode_reason": mode.reason,
+            "scheduling_state": scheduling.SUSPENDED if name in stop else scheduling.ACTIVE,
+            "scheduling_state_reason": stop.get(name),
+            "next_due": due.isoformat() if due else None,
+            "data_timestamp": stamp.isoformat() if stamp else None,
+            "columns": [c.to_dict() for c in checked.schemas.get(name, ())],
+            "warnings": checked.warnings.get(name, []) + ([f"suspended: {stop[name]}"] if name in stop else []),
+        })
+    for name, table in sorted(project.disabled.items()):
+        if _like(name, like):
+            info = snapshot.tables.get(name)
+            rows.append({**_row(project, name, table, info, last.get(name)),
+                         "scheduling_state": DISABLED,
+                         "scheduling_state_reason": f"enabled: false in {table.file} or its config",
+                         "columns": [c.to_dict() for c in info.schema] if info else [],
+                         "warnings": [f"{name} is disabled: it is not refreshed and not validated"]})
+    for name in orphans.orphans(project):
+        if _like(name, like):
+            rows.append(_orphan_row(project, name, last.get(name)))
+    return rows
+
+
+_EMPTY = dict.fromkeys(("target_lag", "effective_lag_seconds", "period_seconds", "refresh_mode",
+                        "refresh_mode_reason", "scheduling_state", "scheduling_state_reason",
+                        "next_due", "data_timestamp"))
+
+
+def _row(project: Project, name: str, table: TableDef | None, info: TableInfo | None,
+         recent: RefreshRecord | None) -> dict[str, Any]:
+    """The columns every kind of row has: what the table is and what its log says."""
+    config = table.config if table else {}
+    frontier = info.frontier if info else None
+    return {
+        "name": name, **_EMPTY,
+        "refresh_mode": frontier.refresh_mode if frontier else None,
+        "data_timestamp": frontier.data_timestamp if frontier else None,
+        "immutable_where": config.get("frozen_where"),
+        "rows": info.rows if info else None, "bytes": info.bytes if info else None,
+        "text": table.sql.strip() if table else None,
+        "created_on": info.created_on if info else None,
+        "last_refresh_action": recent.refresh_action if recent else None,
+        "last_refresh_state": recent.state if recent else None,
+        "comment": (info.description if info else None) or config.get("comment"),
+        "cluster_by": config.get("cluster_by"), "tags": list(table.tags) if table else [],
+        "version": info.version if info else None, "path": project.table_path(name),
+        "file": table.file if table else None, "orphaned": table is None,
+    }
+
+
+def _orphan_row(project: Project, name: str, recent: RefreshRecord | None) -> dict[str, Any]:
+    info = table_info(project.table_path(name))
+    return {**_row(project, name, None, info, recent),
+            "scheduling_state": ORPHANED,
+            "scheduling_state_reason": "its .sql file was removed; `dt drop` deletes the table",
+            "columns": [c.to_dict() for c in info.schema] if info else [],
+            "warnings": [f"{name} is orphaned: no tables/{name}.sql defines it any more; it is no "
+                         f"longer refreshed; drop it with `dt drop {name}`"]}
+
+
+def show_history(checked: Checked, name: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+    project = checked.project
+    key = name.lower() if name else None
+    if key and key not in project.tables and key not in project.disabled \
+            and key not in orphans.orphans(project):
+        raise UsageError(f"no dynamic table named '{name}'", hint=suggest(key, project.tables))
+    return [r.to_row() for r in history.read(project.warehouse, key, limit)]

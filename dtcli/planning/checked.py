@@ -1,0 +1,107 @@
+"""The checked project: everything a command needs to know before Spark runs, computed once.
+
+Built from the loaded project (every file rendered and parsed once) and one snapshot of the
+warehouse: the DAG, target lags, each DT's columns and types, its query qualified against its
+inputs, its refresh analysis and its resolved refresh mode. Planning, explain, show, watch and
+run all read this one object (like SQLMesh's `Context`); none of them loads or parses again.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from dtcli.errors import ValidationError
+from dtcli.model import Column, Project
+from dtcli.planning.definition import definition_hash
+from dtcli.planning.graph import Graph
+from dtcli.planning.lag import LagResolution, parse_target_lag, resolve_lags
+from dtcli.planning.refresh_mode import ResolvedMode, resolve_modes
+from dtcli.planning.snapshot import Snapshot
+from dtcli.sql.analysis import QueryAnalysis, analyze
+from dtcli.sql.resolve import resolve
+from dtcli.sql.types import to_sqlglot
+
+
+@dataclass
+class Checked:
+    project: Project
+    graph: Graph
+    snapshot: Snapshot
+    lags: LagResolution
+    schemas: dict[str, tuple[Column, ...]]     # every input and DT -> its columns
+    qualified: dict[str, Any]                  # DT -> its query with every column bound (None: left to Spark)
+    analyses: dict[str, QueryAnalysis]
+    modes: dict[str, ResolvedMode]
+    hashes: dict[str, str] = field(default_factory=dict)   # DT -> definition hash
+
+    @property
+    def now(self) -> datetime:
+        return self.snapshot.taken_at
+
+    @property
+    def effective_lags(self) -> dict[str, int | None]:
+        return self.lags.effective_seconds
+
+    @property
+    def warnings(self) -> dict[str, list[str]]:
+        return dict(self.lags.warnings)
+
+    def delta_sql(self, name: str) -> str | None:
+        """The qualified query as Spark SQL, for the change-query compiler."""
+        query = self.qualified.get(name)
+        return query.sql(dialect="spark") if query is not None else None
+
+
+def check(project: Project, snapshot: Snapshot) -> Checked:
+    """Everything that can be checked without Spark; raises the first problem found."""
+    graph = Graph.of(project)
+    lags = {n: parse_target_lag(t.target_lag, file=t.file) for n, t in project.tables.items()}
+    resolution = resolve_lags(lags, graph.upstream, {n: t.file for n, t in project.tables.items()})
+    hashes = {n: definition_hash(t) for n, t in project.tables.items()}
+    schemas: dict[str, tuple[Column, ...]] = {n: i.schema for n, i in snapshot.sources.items()}
+    qualified: dict[str, Any] = {}
+    analyses: dict[str, QueryAnalysis] = {}
+    for name in graph.order:
+        table = project.tables[name]
+        inputs = {i: schemas.get(i, ()) for i in table.inputs}
+        # an input whose columns are unknown (its query left to Spark) leaves this one to Spark too
+        resolved = resolve(table.query, inputs, project.dialect, table.file) \
+            if all(inputs.values()) else None
+        qualified[name] = resolved.query if resolved else None
+        schemas[name] = _table_schema(project, snapshot, name, hashes[name],
+                                      resolved.columns if resolved else ())
+        analyses[name] = analyze(table.parsed, resolved.query if resolved else table.query)
+    cdf = {n: i.change_data_feed for n, i in snapshot.sources.items()}
+    modes = resolve_modes(project, graph, cdf, analyses, qualified)
+    return Checked(project, graph, snapshot, resolution, schemas, qualified, analyses, modes, hashes)
+
+
+def _table_schema(project: Project, snapshot: Snapshot, name: str, digest: str,
+                  derived: tuple[Column, ...]) -> tuple[Column, ...]:
+    """A DT's columns: as its Delta log has them while its definition is unchanged, else as
+    derived from its query (renamed and typed by `columns:` where given)."""
+    info = snapshot.tables.get(name)
+    if info is not None and info.frontier is not None and info.frontier.definition_hash == digest \
+            and info.schema:
+        return info.schema
+    table = project.tables[name]
+    declared = table.config.get("columns")
+    if not declared:
+        return derived
+    origin = table.config_origin.get("columns")
+    where = {"file": origin.file if origin and origin.file else table.file,
+             "line": origin.line if origin else None}
+    if derived and len(declared) != len(derived):
+        raise ValidationError(f"columns lists {len(declared)} columns but the query returns "
+                              f"{len(derived)} ({', '.join(c.name for c in derived)})", **where,
+                              hint="name every output column of the query, in order")
+    out = []
+    for k, spec in enumerate(declared):
+        kind = spec.get("type")
+        if kind and to_sqlglot(kind).is_type("unknown"):
+            raise ValidationError(f"column {spec['name']}: unknown type '{kind}'", **where,
+                                  hint="use a Spark SQL type such as BIGINT, STRING, DECIMAL(12,2)")
+        out.append(Column(spec["name"], kind.upper() if kind else (derived[k].type if derived else None)))
+    return tuple(out)

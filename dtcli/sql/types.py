@@ -1,0 +1,53 @@
+"""Column types as Spark SQL spells them, from Arrow schemas (seeds), and as sqlglot types.
+
+dt names every column type the way Spark's DDL does (`BIGINT`, `DECIMAL(12,2)`,
+`ARRAY<INT>`), whatever it was read from, so schemas compare and print the same everywhere
+(Delta logs: `dtcli.state.delta_types`).
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+from sqlglot import exp
+
+def from_arrow(arrow_type: Any) -> str:
+    """An Arrow type (a seed read from CSV) as the Spark SQL type `dt seed` stores it as."""
+    import pyarrow as pa
+
+    t = arrow_type
+    checks = ((pa.types.is_string, "STRING"), (pa.types.is_large_string, "STRING"),
+              (pa.types.is_int8, "TINYINT"), (pa.types.is_int16, "SMALLINT"),
+              (pa.types.is_int32, "INT"), (pa.types.is_int64, "BIGINT"),
+              (pa.types.is_float32, "FLOAT"), (pa.types.is_float64, "DOUBLE"),
+              (pa.types.is_boolean, "BOOLEAN"), (pa.types.is_date, "DATE"),
+              (pa.types.is_binary, "BINARY"), (pa.types.is_null, "STRING"))
+    for check, name in checks:
+        if check(t):
+            return name
+    if pa.types.is_timestamp(t):
+        return "TIMESTAMP" if t.tz else "TIMESTAMP_NTZ"
+    if pa.types.is_decimal(t):
+        return f"DECIMAL({t.precision},{t.scale})"
+    if pa.types.is_list(t) or pa.types.is_large_list(t):
+        return f"ARRAY<{from_arrow(t.value_type)}>"
+    return str(t).upper()
+
+
+@lru_cache(maxsize=512)
+def to_sqlglot(spark_type: str) -> exp.DataType:
+    """The sqlglot type of a Spark SQL type name (UNKNOWN when sqlglot cannot read it)."""
+    try:
+        return exp.DataType.build(spark_type, dialect="spark")
+    except Exception:  # noqa: BLE001 - sqlglot raises several kinds for odd type text
+        return exp.DataType.build("unknown")
+
+
+def from_sqlglot(data_type: exp.DataType | None) -> str | None:
+    """A sqlglot type as Spark SQL, or None when sqlglot could not infer it."""
+    if data_type is None or data_type.is_type(exp.DataType.Type.UNKNOWN, exp.DataType.Type.NULL):
+        return None
+    if any(node.is_type(exp.DataType.Type.UNKNOWN) for node in data_type.find_all(exp.DataType)):
+        return None
+    return data_type.sql(dialect="spark").upper()
