@@ -16,7 +16,7 @@ class Env:
     def __init__(self, spark, root: Path):
         self.spark, self.root = spark, root
         self.sources: dict[str, str] = {}
-        self.tables: dict[str, str] = {}
+        self.projects: dict[str, dict[str, str]] = {}     # project folder -> its tables
 
     def path(self, name: str) -> str:
         return str(self.root / "src" / name)
@@ -39,30 +39,37 @@ class Env:
             return
         self.sql(f"INSERT INTO {{{name}}} VALUES " + ", ".join(_row(r) for r in rows))
 
-    def write(self, tables: dict[str, str]) -> None:
-        self.tables = tables
+    def write(self, tables: dict[str, str], dialect: str = "spark", folder: str = "proj") -> None:
+        """A project over the sources (one per dialect; table names unique across them)."""
+        self.projects[folder] = tables
         sources = "".join(f"  {n}: {{path: '{p}'}}\n" for n, p in self.sources.items())
-        write_project(self.root / "proj", tables, config="sources:\n" + sources)
+        write_project(self.root / folder, tables, config=f"dialect: {dialect}\nsources:\n" + sources)
 
-    def project(self):
+    def project(self, name: str | None = None):
         from dtcli import api
 
-        return api.load(self.root / "proj")
+        folder = next((f for f, tables in self.projects.items() if name in tables), "proj")
+        return api.load(self.root / folder)
 
     def refresh(self, names: list[str] | None = None):
-        """Plan and execute one run in process; records by table name."""
+        """Plan and execute one run of every project in process; records by table name."""
         from dtcli import api
         from dtcli.engine.executor import execute_plan
 
-        plan = api.plan_run(api.check(self.project(), with_stats=True), names)
-        records = api.no_data_records(plan) + execute_plan(self.spark, plan, write_history=False)
+        records = []
+        for folder, tables in self.projects.items():
+            wanted = [n for n in names if n in tables] if names else None
+            if names and not wanted:
+                continue
+            plan = api.plan_run(api.check(self.root / folder, with_stats=True), wanted)
+            records += api.no_data_records(plan) + execute_plan(self.spark, plan, write_history=False)
         return {r.name: r for r in records}
 
     def check(self, name: str) -> None:
         """The DT equals its query recomputed at the versions its frontier records."""
         from dtcli.state.delta_log import table_info
 
-        project = self.project()
+        project = self.project(name)
         info = table_info(project.table_path(name), with_stats=False)
         versions = info.frontier.source_versions
         expected = multiset(recompute(self.spark, project, name, versions))
@@ -75,7 +82,7 @@ class Env:
     def version(self, name: str) -> int:
         from dtcli.state.delta_log import table_version
 
-        return table_version(self.sources.get(name) or self.project().table_path(name))
+        return table_version(self.sources.get(name) or self.project(name).table_path(name))
 
 
 def _lit(v) -> str:

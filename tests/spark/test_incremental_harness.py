@@ -56,12 +56,29 @@ SHAPES = {
     "scalar": "SELECT COUNT(*) AS n, SUM(v) AS s, MAX(k) AS mk FROM a",
     "exploded": "SELECT a.k, e.x FROM a LATERAL VIEW explode(a.arr) e AS x",
     "chained": "SELECT w, SUM(v) AS s, COUNT(*) AS n FROM inner_join GROUP BY w",
+    # TPC-H Q13's shape, columns unqualified: sqlglot binds them to their inputs before analysis
+    "q13": """
+        SELECT c_count, COUNT(*) AS custdist
+        FROM (SELECT k, COUNT(dk) AS c_count
+              FROM b LEFT OUTER JOIN d ON k = dk AND dc NOT LIKE '%q%'
+              GROUP BY k) AS c_orders
+        GROUP BY c_count""",
+}
+# The same shape as a Snowflake user writes it, in a project with `dialect: snowflake`.
+SNOWFLAKE_SHAPES = {
+    "q13_snowflake": """
+        SELECT c_count, COUNT(*) AS custdist
+        FROM (SELECT k, COUNT(dk) AS c_count
+              FROM b LEFT OUTER JOIN d ON k = dk AND NOT (dc ILIKE '%q%')
+              GROUP BY k) AS c_orders
+        GROUP BY c_count""",
 }
 
 SOURCES = {
     "a": "k INT, g STRING, v DECIMAL(12,2), arr ARRAY<INT>",
     "b": "k INT, w STRING",
     "c": "g STRING, label STRING",
+    "d": "dk INT, dc STRING",
 }
 
 keys = st.one_of(st.none(), st.integers(1, 4))
@@ -73,9 +90,11 @@ ROWS = {
     "a": st.tuples(keys, groups, values, arrays),
     "b": st.tuples(keys, words),
     "c": st.tuples(groups, st.sampled_from(["L1", "L2", None])),
+    "d": st.tuples(keys, words),
 }
-KEY_COLUMN = {"a": "k", "b": "k", "c": "g"}
-VALUE_SET = {"a": ("v", values), "b": ("w", words), "c": ("label", st.sampled_from(["L1", "L3"]))}
+KEY_COLUMN = {"a": "k", "b": "k", "c": "g", "d": "dk"}
+VALUE_SET = {"a": ("v", values), "b": ("w", words), "c": ("label", st.sampled_from(["L1", "L3"])),
+             "d": ("dc", words)}
 
 
 def rows_of(name: str, min_size: int = 1):
@@ -110,12 +129,13 @@ class RefreshMachine(RuleBasedStateMachine):
     base = None
     counter = itertools.count()
 
-    @initialize(a=rows_of("a"), b=rows_of("b"), c=rows_of("c"))
-    def create(self, a, b, c):
+    @initialize(a=rows_of("a"), b=rows_of("b"), c=rows_of("c"), d=rows_of("d"))
+    def create(self, a, b, c, d):
         self.env = Env(self.spark, self.base / f"ex{next(self.counter)}")
-        for name, rows in (("a", a), ("b", b), ("c", c)):
+        for name, rows in (("a", a), ("b", b), ("c", c), ("d", d)):
             self.env.create_source(name, SOURCES[name], rows)
         self.env.write(SHAPES)
+        self.env.write(SNOWFLAKE_SHAPES, dialect="snowflake", folder="snowflake")
         records = self.env.refresh()
         for name, record in records.items():
             assert record.state == SUCCEEDED, f"{name}: {record.state_message}"
@@ -136,7 +156,7 @@ class RefreshMachine(RuleBasedStateMachine):
         assert {r.refresh_action for r in again.values()} == {NO_DATA}
 
     def check_all(self):
-        for name in SHAPES:
+        for name in [*SHAPES, *SNOWFLAKE_SHAPES]:
             self.env.check(name)
 
     def apply(self, name, kind, arg):

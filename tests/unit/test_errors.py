@@ -100,3 +100,68 @@ def test_debug_shows_the_traceback(tmp_path):
     root = _project(tmp_path, {"big": "SELECT * FROM ordrs"})
     with pytest.raises(Exception, match="unknown table"):
         dt("--debug", "validate", "-p", str(root))
+
+
+# ---- columns checked against the inputs' schemas (read from their Delta logs, no JVM) ------
+
+CUSTOMERS = SOURCES + "  customers: {path: data/customers}\n"
+
+
+def _with_customers(tmp_path, tables, **kw):
+    root = _project(tmp_path, tables, config=kw.pop("config", CUSTOMERS), **kw)
+    write_deltalake(str(root / "data" / "customers"),
+                    pa.table({"customer_id": pa.array([1], pa.int64()), "name": ["ann"],
+                              "amount": pa.array([3], pa.int64())}),
+                    configuration={"delta.enableChangeDataFeed": "true"})
+    return root
+
+
+@pytest.mark.parametrize("command", [("validate",), ("run",), ("explain", "big")])
+def test_unknown_column_names_the_users_line_and_the_close_column(tmp_path, command):
+    root = _project(tmp_path, {"big": "SELECT order_id,\n       amont\nFROM orders"})
+    _expect_usage_error(root, "tables/big.sql:2", "unknown column 'amont'", "did you mean amount?",
+                        command=command)
+
+
+def test_unknown_column_in_snowflake_dialect_names_the_line_of_the_file(tmp_path):
+    root = _project(tmp_path, {"big": "SELECT order_id,\n  IFF(amount > 1, 'big', 'small') AS size,\n"
+                                      "  no_such_column\nFROM orders"},
+                    config="dialect: snowflake\n" + SOURCES)
+    _expect_usage_error(root, "tables/big.sql:3", "unknown column 'no_such_column'", command=("validate",))
+
+
+def test_unknown_column_of_a_qualified_input(tmp_path):
+    root = _with_customers(tmp_path, {"big": "SELECT o.order_id, c.nme\nFROM orders AS o\n"
+                                             "JOIN customers AS c ON c.customer_id = o.order_id"})
+    _expect_usage_error(root, "tables/big.sql:1", "unknown column 'nme' of 'c'", "did you mean name?",
+                        command=("validate",))
+
+
+def test_ambiguous_column_in_a_join_asks_to_qualify_it(tmp_path):
+    root = _with_customers(tmp_path, {"big": "SELECT order_id, name,\n       amount\nFROM orders AS o\n"
+                                             "JOIN customers AS c ON c.customer_id = o.order_id"})
+    _expect_usage_error(root, "tables/big.sql:2", "column 'amount' is ambiguous", "qualify it",
+                        command=("validate",))
+
+
+def test_unknown_table_inside_a_cte(tmp_path):
+    root = _project(tmp_path, {"big": "WITH recent AS (\n  SELECT order_id FROM ordres\n)\n"
+                                      "SELECT * FROM recent"})
+    _expect_usage_error(root, "tables/big.sql:2", "unknown table 'ordres'", "did you mean orders?",
+                        command=("validate",))
+
+
+def test_unknown_column_inside_a_cte(tmp_path):
+    root = _project(tmp_path, {"big": "WITH recent AS (\n  SELECT order_id, amout FROM orders\n)\n"
+                                      "SELECT * FROM recent"})
+    _expect_usage_error(root, "tables/big.sql:2", "unknown column 'amout'", "did you mean amount?",
+                        command=("validate",))
+
+
+def test_two_files_with_one_stem_in_different_folders(tmp_path):
+    root = _project(tmp_path, {"big": "SELECT * FROM orders"})
+    for folder in ("staging", "marts"):
+        (root / "tables" / folder).mkdir()
+        (root / "tables" / folder / "orders_clean.sql").write_text("SELECT * FROM orders\n")
+    _expect_usage_error(root, "two table files define 'orders_clean'", "tables/marts/orders_clean.sql",
+                        "tables/staging/orders_clean.sql", command=("validate",))
