@@ -10,7 +10,6 @@ import difflib
 from pathlib import Path
 from typing import Iterable
 
-EXIT_OK = 0
 EXIT_REFRESH_FAILED = 1
 EXIT_USAGE = 2
 
@@ -46,12 +45,6 @@ class ValidationError(DtError):
 
 class UsageError(DtError):
     """A command called with arguments that make no sense for this project."""
-
-
-class RefreshError(DtError):
-    """One or more refreshes failed; the warehouse stays at its previous consistent state."""
-
-    exit_code = EXIT_REFRESH_FAILED
 
 
 class LockTimeout(DtError):

@@ -96,7 +96,6 @@ class Project:
     tables: dict[str, TableDef]   # enabled tables: the ones dt plans and refreshes
     vars: dict[str, Any]
     target: str | None = None
-    config_file: str = "dt_project.yml"
     disabled: dict[str, TableDef] = field(default_factory=dict)   # `enabled: false`
 
     def table_path(self, name: str) -> str:
@@ -111,10 +110,6 @@ class Project:
             raise UsageError(f"no dynamic table named '{name}'",
                              hint=suggest(key, self.tables) or "see `dt show dynamic tables`")
         return key
-
-    @property
-    def meta_path(self) -> str:
-        return join_path(self.warehouse, "_dt")
 
     @property
     def target_dir(self) -> Path:

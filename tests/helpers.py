@@ -74,6 +74,14 @@ def dt_process(*args: str, env: dict[str, str] | None = None, cwd: Path | None =
                           cwd=cwd, timeout=timeout)
 
 
+def no_java_env() -> dict[str, str]:
+    """An environment where starting a JVM is impossible: a command that needs one fails."""
+    env = {k: v for k, v in os.environ.items() if k not in ("JAVA_HOME", "SPARK_HOME")}
+    env["PATH"] = str(Path(sys.executable).parent)          # the venv only: no java on PATH
+    env["SPARK_HOME"] = "/nonexistent"                      # and no Spark to find it through
+    return env
+
+
 def tree_state(path: Path) -> dict[str, int]:
     """File names and sizes under a folder: to prove that nothing was written."""
     if not path.exists():

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import time
 from datetime import datetime, timedelta, timezone
-from typing import Iterable, Mapping, Protocol
+from typing import Protocol
 
 BASE_PERIOD_SECONDS = 48
 EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
@@ -57,21 +57,6 @@ def next_due(now: datetime, period: int, data_timestamp: datetime | None) -> dat
         return _aware(now, "now")
     # is_due(t) holds exactly when t >= next_tick(data_timestamp).
     return max(_aware(now, "now"), next_tick(_aware(data_timestamp, "data_timestamp"), period))
-
-
-def due_tables(now: datetime, effective_seconds: Mapping[str, int | None],
-               data_timestamps: Mapping[str, datetime | None],
-               suspended: Iterable[str] = frozenset()) -> list[str]:
-    """DTs whose own schedule is due, in `effective_seconds` order.
-
-    Unscheduled (effective lag None) and suspended DTs are skipped; a DT missing from
-    `data_timestamps` counts as never refreshed. Adding the upstream DTs a due DT needs for a
-    consistent snapshot is the planner's job.
-    """
-    skip = set(suspended)
-    return [name for name, lag in effective_seconds.items()
-            if lag is not None and name not in skip
-            and is_due(now, period_seconds(lag), data_timestamps.get(name))]
 
 
 class Clock(Protocol):

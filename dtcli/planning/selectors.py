@@ -1,7 +1,8 @@
 """dbt-style node selection for `dt run --select`.
 
 Supported forms, as dbt users write them: `name`, `+name` (with everything upstream),
-`name+` (with everything downstream), `+name+`, `tag:x` (also with `+`), and `*` globs in names.
+`name+` (with everything downstream), `+name+`, `tag:x` (also with `+`), `path:tables/staging`
+(every table in that folder, or one file), and `*` globs in names.
 Several selectors (repeated `--select`, or space-separated in one value) are a union; a
 comma joins selectors into an intersection (`tag:daily,+customer_rank`).
 """
@@ -35,7 +36,7 @@ def select(project: Project, graph: Graph, selectors: list[str] | None) -> set[s
 def _one(project: Project, graph: Graph, selector: str) -> set[str]:
     text = selector.strip()
     up, down = text.startswith("+"), text.endswith("+")
-    core = text.strip("+").lower()
+    core = text.strip("+").lower().replace("\\", "/")
     if not core:
         raise UsageError(f"empty selector '{selector}'", hint="write name, +name, name+ or tag:x")
     if core.startswith("tag:"):
@@ -46,6 +47,14 @@ def _one(project: Project, graph: Graph, selector: str) -> set[str]:
             raise UsageError(f"no dynamic table has tag '{tag}'",
                              hint=suggest(tag, known) or (f"tags in use: {', '.join(known)}" if known
                                                           else "set tags in tables/<name>.yml"))
+    elif core.startswith("path:"):
+        path = core[len("path:"):].strip("/")
+        path = path[len("tables/"):] if path.startswith("tables/") else path
+        base = {n for n, t in project.tables.items()
+                if f"{t.folder}/".startswith(f"{path}/") or t.file.lower() in (path, f"tables/{path}")}
+        if not base:
+            raise UsageError(f"no dynamic table is defined under '{core[len('path:'):]}'",
+                             hint="give a folder under tables/, e.g. path:tables/staging")
     elif any(c in core for c in "*?["):
         base = {n for n in project.tables if fnmatch.fnmatch(n, core)}
         if not base:

@@ -16,7 +16,7 @@ from sqlglot.tokens import Token, TokenType as T
 
 from dtcli.errors import ValidationError
 from dtcli.sql import functions as fn
-from dtcli.sql.parse import ParsedSQL, parse_sql
+from dtcli.sql.parse import ParsedSQL
 
 
 @dataclass(frozen=True)
@@ -105,14 +105,6 @@ def analyze(parsed: ParsedSQL, query: exp.Query) -> QueryAnalysis:
     analyzer = _Analyzer(parsed.text, parsed.tokens, query)
     analyzer.query(query)
     return analyzer.result()
-
-
-def analyze_query(sql: str, dialect: str = "spark") -> QueryAnalysis:
-    """Analyse the text of one query (Jinja already rendered); lines refer to `sql`."""
-    parsed = parse_sql(sql, dialect)
-    if len(parsed.statements) != 1 or not isinstance(parsed.statements[0], exp.Query):
-        raise ValidationError("a dynamic table is defined by exactly one SELECT or WITH query")
-    return analyze(parsed, parsed.statements[0])
 
 
 def _at(line: int | None) -> str:

@@ -81,11 +81,6 @@ def the_query(parsed: ParsedSQL, file: str | None = None) -> exp.Query:
     return query
 
 
-def parse_query(sql: str, dialect: str = "spark", file: str | None = None) -> exp.Query:
-    """Parse text that must be one query (tests, SQL dt generates itself)."""
-    return the_query(parse_sql(sql, dialect, file), file)
-
-
 def to_spark(query: exp.Expression) -> str:
     return query.sql(dialect="spark", pretty=True)
 

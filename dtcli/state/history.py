@@ -24,7 +24,7 @@ def _schema():
     import pyarrow as pa
 
     fields = []
-    for name, ftype in RefreshRecord.__annotations__.items():
+    for name in RefreshRecord.__annotations__:
         if name in _INT_FIELDS:
             fields.append(pa.field(name, pa.int64()))
         else:

@@ -16,7 +16,7 @@ from deltalake import DeltaTable, write_deltalake
 from dtcli.project import load_project
 from dtcli.state import history
 from dtcli.state.delta_log import table_info
-from tests.helpers import DT_BIN, assert_matches_recompute, dt_process, write_project
+from tests.helpers import DT_BIN, assert_matches_recompute, dt_process, no_java_env, write_project
 
 pytestmark = [pytest.mark.e2e, pytest.mark.spark]
 
@@ -58,13 +58,6 @@ def _change_sources(root: Path) -> None:
         "qty": pa.array([2, 2, 1], pa.int64())}), mode="append")
 
 
-def _no_java_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("JAVA_HOME", "SPARK_HOME")}
-    env["PATH"] = str(Path(sys.executable).parent)          # the venv only: no java on PATH
-    env["SPARK_HOME"] = "/nonexistent"                      # and no Spark to find it through
-    return env
-
-
 def test_run_then_no_data_without_java(tmp_path, spark):
     root = _project(tmp_path)
     first = dt_process("run", "-p", str(root))
@@ -76,7 +69,7 @@ def test_run_then_no_data_without_java(tmp_path, spark):
 
     started = time.monotonic()
     # --all: every DT is due now (ignoring lag), so each must be decided NO_DATA from the logs.
-    again = dt_process("run", "--all", "-p", str(root), env=_no_java_env())
+    again = dt_process("run", "--all", "-p", str(root), env=no_java_env())
     took = time.monotonic() - started
     assert again.returncode == 0, again.stderr
     assert "(no Spark needed)" in again.stdout

@@ -112,3 +112,15 @@ def test_help_describes_the_command_with_an_example(command):
     result = dt(*command, "--help")
     assert result.code == 0
     assert re.search(r"Example: dt ", result.out), result.out
+
+
+def test_snowflake_dialect_explain_names_lines_of_the_users_file(project):
+    (project / "dt_project.yml").write_text((project / "dt_project.yml").read_text() + "dialect: snowflake\n")
+    (project / "tables" / "top_orders.sql").unlink()
+    (project / "tables" / "picked.sql").write_text(
+        "SELECT order_id, IFF(amount > 6, 'big', 'small') AS size\nFROM orders\n"
+        "WHERE order_id IN (SELECT order_id FROM plain)\n")
+    data = dt("explain", "picked", "-p", str(project), "--format", "json").json()
+    assert data["refresh_mode_reason"] == "IN subquery at line 3 cannot be refreshed incrementally"
+    assert {op["operator"]: op["line"] for op in data["operators"]}["WHERE"] == 3
+    assert data["columns"] == [{"name": "order_id", "type": "BIGINT"}, {"name": "size", "type": "STRING"}]

@@ -127,3 +127,63 @@ def test_one_query_per_file(tmp_path):
     root = write_project(tmp_path, {"a": "SELECT 1 AS x;\nSELECT 2 AS y"}, config=SOURCES)
     with pytest.raises(ValidationError, match="more than one statement"):
         load_project(root)
+
+
+def _folders(tmp_path, config=""):
+    root = write_project(tmp_path, {"top": "SELECT * FROM orders"}, config=SOURCES + config)
+    for folder, name in (("staging", "stg_orders"), ("marts", "revenue"), ("marts/finance", "ledger")):
+        (root / "tables" / folder).mkdir(parents=True, exist_ok=True)
+        (root / "tables" / folder / f"{name}.sql").write_text("SELECT * FROM orders\n")
+    return root
+
+
+def test_tables_are_read_from_every_folder_with_folder_config(tmp_path):
+    root = _folders(tmp_path, """
+defaults: {target_lag: 2 hours, tags: [nightly]}
+folders:
+  staging: {tags: [staging], target_lag: 10 minutes}
+  marts:
+    +tags: [marts]
+    finance: {refresh_mode: full}
+""")
+    (root / "tables" / "marts" / "finance" / "ledger.yml").write_text("tags: [audit]\n")
+    project = load_project(root)
+    assert sorted(project.tables) == ["ledger", "revenue", "stg_orders", "top"]
+    stg, ledger, top = project.tables["stg_orders"], project.tables["ledger"], project.tables["top"]
+    assert (stg.file, stg.folder) == ("tables/staging/stg_orders.sql", "staging")
+    assert (stg.target_lag, stg.tags) == ("10 minutes", ("nightly", "staging"))
+    assert (ledger.refresh_mode, ledger.target_lag) == ("full", "2 hours")
+    assert ledger.tags == ("nightly", "marts", "audit")          # tags add up, like dbt's
+    assert (top.tags, top.folder) == (("nightly",), "")
+
+
+def test_folder_config_also_takes_slash_paths_and_rejects_unknown_keys(tmp_path):
+    root = _folders(tmp_path, "folders:\n  marts/finance: {tags: [money]}\n")
+    assert load_project(root).tables["ledger"].tags == ("money",)
+    root = _folders(tmp_path / "bad", "folders:\n  staging: {target_lagg: 1 hour}\n")
+    with pytest.raises(ConfigError, match="unknown config key 'target_lagg' in folders.staging") as err:
+        load_project(root)
+    assert err.value.hint == "did you mean target_lag?"
+
+
+def test_a_disabled_table_is_not_planned_and_may_not_be_read(tmp_path):
+    root = write_project(tmp_path, {"a": "SELECT * FROM orders", "b": "SELECT * FROM orders"}, config=SOURCES,
+                         table_yml={"a": "enabled: false\n"})
+    project = load_project(root)
+    assert list(project.tables) == ["b"] and list(project.disabled) == ["a"]
+    (root / "tables" / "c.sql").write_text("SELECT *\nFROM {{ ref('a') }}\n")
+    with pytest.raises(ValidationError, match="c reads a, which is disabled") as err:
+        load_project(root)
+    assert (err.value.file, err.value.line) == ("tables/c.sql", 2)
+
+
+@pytest.mark.parametrize("yml, message", [
+    ("enabled: maybe\n", "enabled must be true or false"),
+    ("partition_by: a\ncluster_by: b\n", "either partitioned or clustered"),
+    ("constraints: [{primary_key: [order_id], rely: true}]\n", "'constraints' is not supported yet"),
+    ("columns: [{name: a, kind: int}]\n", "is not {name, type}"),
+])
+def test_config_keys_are_checked(tmp_path, yml, message):
+    root = write_project(tmp_path, {"a": "SELECT * FROM orders"}, config=SOURCES, table_yml={"a": yml})
+    with pytest.raises(ConfigError, match=message):
+        load_project(root)

@@ -6,7 +6,7 @@ import pytest
 
 from dtcli.errors import ValidationError
 from dtcli.model import Column
-from dtcli.sql.parse import parse_query
+from dtcli.sql.parse import parse_sql, the_query
 from dtcli.sql.resolve import resolve
 
 INPUTS = {
@@ -18,7 +18,7 @@ INPUTS = {
 
 
 def columns(sql: str, dialect: str = "spark"):
-    resolved = resolve(parse_query(sql, dialect), INPUTS, dialect, "t.sql")
+    resolved = resolve(the_query(parse_sql(sql, dialect)), INPUTS, dialect, "t.sql")
     return None if resolved is None else [(c.name, c.type) for c in resolved.columns]
 
 

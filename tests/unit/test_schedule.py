@@ -9,7 +9,7 @@ from hypothesis import given, strategies as st
 
 from dtcli.planning.lag import parse_target_lag, resolve_lags
 from dtcli.planning.schedule import (
-    EPOCH, ManualClock, SystemClock, current_tick, due_tables, is_due, next_due, next_tick,
+    EPOCH, ManualClock, SystemClock, current_tick, is_due, next_due, next_tick,
     period_seconds,
 )
 
@@ -96,14 +96,6 @@ def test_next_due():
             assert due_at == now or not is_due(due_at - timedelta(microseconds=1), 48, ts)
 
 
-def test_due_tables():
-    effective = {"b": 60, "a": 120, "never": None, "paused": 60, "new": 600}
-    stamps = {"b": T0, "a": T0, "never": None, "paused": T0}
-    assert due_tables(at(10), effective, stamps, suspended={"paused"}) == ["new"]
-    assert due_tables(at(48), effective, stamps, suspended={"paused"}) == ["b", "new"]
-    assert due_tables(at(96), effective, stamps) == ["b", "a", "paused", "new"]
-
-
 def test_manual_clock():
     clock = ManualClock(T0)
     assert clock.now() == T0
@@ -127,7 +119,8 @@ def simulate(clock: ManualClock, effective: dict[str, int | None], seconds: int,
     end = clock.now() + timedelta(seconds=seconds)
     while clock.now() <= end:
         now = clock.now()
-        for name in due_tables(now, effective, stamps):
+        for name in [n for n, lag in effective.items()
+                     if lag is not None and is_due(now, period_seconds(lag), stamps[n])]:
             stamps[name] = now
             refreshed[name].append(now)
         clock.advance(step)

@@ -47,3 +47,23 @@ def test_bad_selectors_are_usage_errors(project, selector, message, hint):
         select(project, Graph.of(project), [selector])
     assert message in str(err.value) and (hint is None or hint in str(err.value))
     assert err.value.exit_code == 2
+
+
+def test_folder_tags_and_paths_select_tables_by_folder(tmp_path):
+    from tests.helpers import write_project
+
+    root = write_project(tmp_path, {"top": "SELECT x FROM src"},
+                         config="sources:\n  src: {path: data/src}\nfolders:\n  staging: {tags: [staging]}\n")
+    for folder, name in (("staging", "stg_a"), ("staging/deep", "stg_b"), ("marts", "mart")):
+        (root / "tables" / folder).mkdir(parents=True, exist_ok=True)
+        (root / "tables" / folder / f"{name}.sql").write_text("SELECT x FROM src\n")
+    from dtcli.project import load_project
+
+    project = load_project(root)
+    graph = Graph.of(project)
+    assert select(project, graph, ["tag:staging"]) == {"stg_a", "stg_b"}
+    assert select(project, graph, ["path:tables/staging"]) == {"stg_a", "stg_b"}
+    assert select(project, graph, ["path:staging/deep"]) == {"stg_b"}
+    assert select(project, graph, ["path:tables/marts/mart.sql"]) == {"mart"}
+    with pytest.raises(UsageError, match="no dynamic table is defined under 'nowhere'"):
+        select(project, graph, ["path:nowhere"])

@@ -13,7 +13,16 @@ from hypothesis import given, settings, strategies as st
 from sqlglot import exp
 
 from dtcli.errors import ValidationError
-from dtcli.sql.analysis import OperatorInfo, QueryAnalysis, analyze_query
+from dtcli.sql.analysis import OperatorInfo, QueryAnalysis, analyze
+from dtcli.sql.parse import parse_sql
+
+
+def analyze_query(sql: str) -> QueryAnalysis:
+    """The analysis of one Spark SQL query's text, as a table file's one parse gives it."""
+    parsed = parse_sql(sql, "spark")
+    if len(parsed.statements) != 1 or not isinstance(parsed.statements[0], exp.Query):
+        raise ValidationError("a dynamic table is defined by exactly one SELECT or WITH query")
+    return analyze(parsed, parsed.statements[0])
 from dtcli.sql.functions import SPARK_BUILTINS
 
 FULL = "not incremental: forces FULL"

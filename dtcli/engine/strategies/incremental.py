@@ -140,7 +140,7 @@ class _Refresh:
             if len(df.columns) != len(columns):
                 raise Unsupported(f"the change query yields {len(df.columns)} columns, the table "
                                   f"has {len(columns)}")
-            parts.append(df.toDF(*columns).withColumn(WEIGHT, F.lit(weight)))
+            parts.append(self._as_table(df, columns).withColumn(WEIGHT, F.lit(weight)))
         if not parts:
             version = applier.commit_nothing(spark, step.path, self.ctx.frontier)
             return RefreshResult(table_version=version)
@@ -168,12 +168,19 @@ class _Refresh:
         if len(df.columns) != len(columns):
             raise Unsupported(f"the change query yields {len(df.columns)} columns, the table "
                               f"has {len(columns)}")
-        done = applier.replace(self.spark, self.step.path, predicate, df.toDF(*columns),
+        done = applier.replace(self.spark, self.step.path, predicate, self._as_table(df, columns),
                                self.ctx.frontier)
         return RefreshResult(inserted=done.inserted, deleted=done.deleted,
                              table_version=done.version)
 
     # -- helpers ----------------------------------------------------------------------------
+
+    def _as_table(self, df, columns: list[str]):
+        """A change query's rows named (and, with `columns:` config, typed) as the table's."""
+        from dtcli.engine.strategies.full import shaped
+
+        return shaped(df, self.step.options.get("columns")) if self.step.options.get("columns") \
+            else df.toDF(*columns)
 
     def _read(self, path: str, version: int):
         return self.spark.read.format("delta").option("versionAsOf", version).load(path)
