@@ -66,7 +66,7 @@ def seed(project_dir: ProjectDir = Path("."), target: Target = None,
 
 @app.command()
 def validate(project_dir: ProjectDir = Path("."), target: Target = None) -> None:
-    """Parse, resolve and check every table: names, cycles, config, lags, refresh modes. No Spark.
+    """Parse, resolve and check every table: names, columns and types, cycles, config, lags, refresh modes. No Spark.
 
     Example: dt validate -p example_project
     """
@@ -89,7 +89,7 @@ Wait = Annotated[float, typer.Option("--wait", help="Seconds to wait for another
 
 @app.command()
 def run(project_dir: ProjectDir = Path("."), target: Target = None,
-        select: Annotated[Optional[list[str]], typer.Option("--select", "-s", help="dbt-style selectors: name, +name (with upstream), name+ (with downstream), tag:x; repeatable.")] = None,
+        select: Annotated[Optional[list[str]], typer.Option("--select", "-s", help="dbt-style selectors: name, +name (with upstream), name+ (with downstream), tag:x, path:tables/staging; repeatable.")] = None,
         all_tables: Annotated[bool, typer.Option("--all", help="Refresh every selected table now, ignoring target lag.")] = False,
         full_refresh: Annotated[bool, typer.Option("--full-refresh", help="Recompute the selected tables FULL now (implies --all).")] = False,
         dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan as JSON; run nothing.")] = False,

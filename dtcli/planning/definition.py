@@ -7,11 +7,15 @@ import json
 
 from dtcli.model import TableDef
 
-# Keys of the config that change what the table holds (target_lag, comment, tags do not).
+# Keys of the config that change what the table holds or how it is laid out (target_lag,
+# comment, tags do not: they change no data).
 DEFINING_KEYS = ("refresh_mode", "columns", "partition_by")
+# Keys added since: hashed only when set, so that a DT defined before they existed keeps its hash.
+LATER_KEYS = ("cluster_by",)
 
 
 def definition_hash(table: TableDef) -> str:
     payload = {"sql": " ".join(table.spark_sql.split()), "kind": table.kind}
     payload.update({k: table.config.get(k) for k in DEFINING_KEYS})
+    payload.update({k: table.config[k] for k in LATER_KEYS if table.config.get(k) is not None})
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:16]
