@@ -61,6 +61,7 @@ def check(project: Project, snapshot: Snapshot) -> Checked:
     resolution = resolve_lags(lags, graph.upstream, {n: t.file for n, t in project.tables.items()})
     hashes = {n: definition_hash(t) for n, t in project.tables.items()}
     schemas: dict[str, tuple[Column, ...]] = {n: i.schema for n, i in snapshot.sources.items()}
+    unsure: set[str] = set()        # DTs whose column names only Spark will know for sure
     qualified: dict[str, Any] = {}
     analyses: dict[str, QueryAnalysis] = {}
     for name in graph.order:
@@ -68,10 +69,13 @@ def check(project: Project, snapshot: Snapshot) -> Checked:
         inputs = {i: schemas.get(i, ()) for i in table.inputs}
         # an input whose columns are unknown (its query left to Spark) leaves this one to Spark too
         resolved = resolve(table.query, inputs, project.dialect, table.file) \
-            if all(inputs.values()) else None
+            if all(inputs.values()) and not unsure & set(inputs) else None
         qualified[name] = resolved.query if resolved else None
         schemas[name] = _table_schema(project, snapshot, name, hashes[name],
                                       resolved.columns if resolved else ())
+        if resolved and not resolved.names_certain and schemas[name] == resolved.columns \
+                and not table.config.get("columns"):
+            unsure.add(name)
         analyses[name] = analyze(table.parsed, resolved.query if resolved else table.query)
     cdf = {n: i.change_data_feed for n, i in snapshot.sources.items()}
     modes = resolve_modes(project, graph, cdf, analyses, qualified)

@@ -35,6 +35,9 @@ _GAVE_UP = re.compile(r"Column '([^']+)' could not be resolved|Unknown column: (
 class Resolved:
     query: exp.Query                 # a qualified copy: every column bound to its source
     columns: tuple[Column, ...]      # output columns, types where sqlglot can infer them
+    # False when an output is an unaliased expression: Spark names it (`count(1)`) in ways
+    # sqlglot does not, so a query reading this one cannot be checked against these names
+    names_certain: bool = True
 
 
 def resolve(query: exp.Query, inputs: Inputs, dialect: str, file: str | None = None) -> Resolved | None:
@@ -72,20 +75,21 @@ class _Binder:
             types = [None if _reads(s, generated) else from_sqlglot(s.type) for s in typed.selects]
         except _SQLGLOT_LIMITS:
             types = [None] * len(qualified.selects)
-        names = self.spark_names(qualified)
-        return Resolved(qualified, tuple(Column(n, t) for n, t in zip(names, types)))
+        names, certain = self.spark_names(qualified)
+        return Resolved(qualified, tuple(Column(n, t) for n, t in zip(names, types)), certain)
 
-    def spark_names(self, qualified: exp.Query) -> list[str]:
+    def spark_names(self, qualified: exp.Query) -> tuple[list[str], bool]:
         """Output names as Spark will spell them: as written in the query, or as the input
-        spells them where a star chose them."""
+        spells them where a star chose them; and whether each of them is sure."""
         spelt = {c.name.lower(): c.name for cols in self.inputs.values() for c in cols}
         names = [spelt.get(s.alias_or_name.lower(), s.alias_or_name) for s in qualified.selects]
         written = self.query.selects
+        certain = all(isinstance(s, (exp.Alias, exp.Column)) and s.alias_or_name for s in written)
         if len(written) == len(names) and not any(_is_star(s) for s in written):
             for k, select in enumerate(written):
                 if isinstance(select, (exp.Alias, exp.Column)) and select.alias_or_name:
                     names[k] = select.alias_or_name
-        return names
+        return names, certain
 
     # -- what is wrong, when it is the query's fault ------------------------------------------
 
