@@ -138,6 +138,8 @@ class Frontier:
     run_id: str | None = None
     refresh_action: str | None = None
     refresh_mode: str | None = None
+    frozen_where: str | None = None     # the predicate this refresh froze rows with
+    backfill: dict[str, Any] | None = None   # what the DT was copied from at creation
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -75,9 +75,11 @@ def commit_nothing(spark, path: str, frontier: Frontier) -> int:
 
 
 def apply_row_changes(spark, path: str, changes, frontier: Frontier, *,
-                      negatives: bool = True) -> Applied:
+                      negatives: bool = True, region: str | None = None) -> Applied:
     """`changes`: the DT's columns + WEIGHT, one row per distinct row, weights != 0, cached;
-    `negatives`: whether any weight is negative (else a plain insert of the copies)."""
+    `negatives`: whether any weight is negative (else a plain insert of the copies);
+    `region`: a predicate every changed row satisfies (the active region of a DT with a frozen
+    region), added to every read of the table so its statistics skip the rest."""
     from pyspark.sql import functions as F
 
     cols = [c for c in changes.columns if c != WEIGHT]
@@ -88,10 +90,15 @@ def apply_row_changes(spark, path: str, changes, frontier: Frontier, *,
         return _append(spark, path, inserts, frontier)
     located = _locate(changes, cols)
     if located is not None:
-        return _replace_slice(spark, path, changes, cols, frontier, *located)
+        predicate, inserted, deleted = located
+        if region:
+            predicate = f"({predicate}) AND ({region})"
+        return _replace_slice(spark, path, changes, cols, frontier, predicate, inserted, deleted)
     sources = [inserts.select(*rows, F.lit(INSERT).alias(OP))]
     negative = changes.filter(w < 0)
     target = spark.read.format("delta").load(path)
+    if region:
+        target = target.filter(region)
     held = (target.alias("t").join(F.broadcast(negative.select(*rows).alias("s")),
                                    _null_safe("t", "s", cols))
             .select(*[F.col(f"t.{quote(c)}").alias(c) for c in cols])

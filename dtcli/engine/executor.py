@@ -15,7 +15,7 @@ from typing import Any, Callable
 from dtcli.engine import commit
 from dtcli.engine.context import RefreshContext, RefreshResult
 from dtcli.engine.strategies import strategy_for
-from dtcli.model import (FAILED, INCREMENTAL, SKIPPED, SUCCEEDED, UPSTREAM_FAILED, Frontier, Plan, RefreshRecord,
+from dtcli.model import (FAILED, SKIPPED, SUCCEEDED, UPSTREAM_FAILED, Frontier, Plan, RefreshRecord,
                          RefreshStep)
 from dtcli.state import history
 
@@ -127,10 +127,11 @@ def execute_plan(spark, plan: Plan, emit: Emit = lambda event: None,
             try:
                 versions = bind_inputs(spark, step, produced)
                 frontier = Frontier(versions, step.definition_hash, plan.data_timestamp, plan.run_id,
-                                    step.action, step.refresh_mode)
+                                    step.action, step.refresh_mode, step.options.get("frozen_where"),
+                                    step.options.get("backfill_spec"))
                 ctx = RefreshContext(spark, plan, step, versions, frontier)
                 result = strategy_for(step.action)(ctx)
-                if step.options.get("comment_outdated") and step.action == INCREMENTAL:
+                if step.options.get("comment_outdated") and not result.extra.get("table_replaced"):
                     commit.set_comment(spark, step.path, step.options.get("comment"))
                     result.table_version = commit.last_commit(step.path)["version"]
                 if result.table_version is not None:

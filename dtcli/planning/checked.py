@@ -14,12 +14,15 @@ from typing import Any
 
 from dtcli.errors import ValidationError
 from dtcli.model import Column, Project
+from dtcli.planning import backfill, frozen
+from dtcli.planning.backfill import BackfillSource
 from dtcli.planning.definition import definition_hash
 from dtcli.planning.graph import Graph
 from dtcli.planning.lag import LagResolution, parse_target_lag, resolve_lags
 from dtcli.planning.refresh_mode import ResolvedMode, resolve_modes
 from dtcli.planning.snapshot import Snapshot
 from dtcli.sql.analysis import QueryAnalysis, analyze
+from dtcli.sql.frozen import FrozenPredicate
 from dtcli.sql.resolve import resolve
 from dtcli.sql.types import to_sqlglot
 
@@ -35,6 +38,8 @@ class Checked:
     analyses: dict[str, QueryAnalysis]
     modes: dict[str, ResolvedMode]
     hashes: dict[str, str] = field(default_factory=dict)   # DT -> definition hash
+    frozen: dict[str, FrozenPredicate] = field(default_factory=dict)     # DTs with frozen_where
+    backfills: dict[str, BackfillSource] = field(default_factory=dict)   # DTs about to be copied
 
     @property
     def now(self) -> datetime:
@@ -64,6 +69,8 @@ def check(project: Project, snapshot: Snapshot) -> Checked:
     unsure: set[str] = set()        # DTs whose column names only Spark will know for sure
     qualified: dict[str, Any] = {}
     analyses: dict[str, QueryAnalysis] = {}
+    predicates: dict[str, FrozenPredicate] = {}
+    backfills: dict[str, BackfillSource] = {}
     for name in graph.order:
         table = project.tables[name]
         inputs = {i: schemas.get(i, ()) for i in table.inputs}
@@ -77,9 +84,16 @@ def check(project: Project, snapshot: Snapshot) -> Checked:
                 and not table.config.get("columns"):
             unsure.add(name)
         analyses[name] = analyze(table.parsed, resolved.query if resolved else table.query)
+        predicate = frozen.check_table(table, schemas[name], project.dialect)
+        if predicate is not None:
+            predicates[name] = predicate
+        source = backfill.check_table(project, table, schemas[name], snapshot.tables.get(name))
+        if source is not None:
+            backfills[name] = source
     cdf = {n: i.change_data_feed for n, i in snapshot.sources.items()}
     modes = resolve_modes(project, graph, cdf, analyses, qualified)
-    return Checked(project, graph, snapshot, resolution, schemas, qualified, analyses, modes, hashes)
+    return Checked(project, graph, snapshot, resolution, schemas, qualified, analyses, modes, hashes,
+                   predicates, backfills)
 
 
 def _table_schema(project: Project, snapshot: Snapshot, name: str, digest: str,

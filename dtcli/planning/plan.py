@@ -9,9 +9,11 @@ DT's resolved refresh mode.
 from __future__ import annotations
 
 import uuid
+from dataclasses import replace
 
 from dtcli.model import (CREATION, FULL, INCREMENTAL, MANUAL, NO_DATA, REINITIALIZE, Plan,
                          RefreshStep, StepInput)
+from dtcli.planning import frozen
 from dtcli.planning.checked import Checked
 from dtcli.planning.refresh_mode import ResolvedMode
 
@@ -44,6 +46,9 @@ def build_plan(checked: Checked, selected: set[str], trigger: str, *, full_refre
                 changed.append(inp)
 
         step_trigger, reinit = trigger, None
+        predicate = checked.frozen.get(name)
+        regions = frozen.plan_refresh(predicate, frontier, snapshot.taken_at, project.dialect) \
+            if frontier else frozen.initial(predicate, snapshot.taken_at)
         if info is None:
             # A `dt refresh` of a DT not created yet stays MANUAL: what the user asked for, and
             # (unlike scheduled creation) never counted toward auto-suspension.
@@ -52,6 +57,13 @@ def build_plan(checked: Checked, selected: set[str], trigger: str, *, full_refre
             action, reinit = REINITIALIZE, "the table has no dt frontier (created or rewritten outside dt)"
         elif frontier.definition_hash != digest:
             action, reinit = REINITIALIZE, "the definition changed (query, columns or refresh mode)"
+            if regions.keep_frozen and not _same_columns(checked, name):
+                regions = replace(regions, keep_frozen=False)
+                reinit += "; its columns changed, so the rows frozen_where froze are recomputed too"
+            elif regions.keep_frozen:
+                reinit += "; the active region is recomputed, frozen rows are kept"
+        elif regions.reinit_reason:
+            action, reinit = REINITIALIZE, regions.reinit_reason
         elif full_refresh:
             action = FULL
         elif not changed:
@@ -74,7 +86,26 @@ def build_plan(checked: Checked, selected: set[str], trigger: str, *, full_refre
                      "comment_outdated": info is not None and
                      (info.description or None) != (table.config.get("comment") or None),
                      "columns": table.config.get("columns"),
-                     "changed_inputs": changed}))
+                     "changed_inputs": changed,
+                     # frozen regions: the predicate (for the frontier), and at this refresh's
+                     # data timestamp the active and frozen regions as Spark SQL
+                     "frozen_where": regions.predicate,
+                     "active": regions.active if info is not None and regions.keep_frozen else None,
+                     "frozen": regions.frozen,
+                     "backfill": checked.backfills[name].to_dict() if name in checked.backfills else None,
+                     "backfill_spec": table.config.get("backfill")}))
     return Plan(run_id=run_id or uuid.uuid4().hex[:12], project=project.name,
                 warehouse=project.warehouse, data_timestamp=snapshot.taken_at.isoformat(),
                 source_versions=snapshot.source_versions, steps=steps)
+
+
+def _same_columns(checked: Checked, name: str) -> bool:
+    """Whether a redefined DT still has the columns its table has (then frozen rows can stay)."""
+    info = checked.snapshot.tables.get(name)
+    derived = checked.schemas.get(name, ())
+    if info is None or not derived:
+        return False
+    def spelt(kind: str | None) -> str:
+        return (kind or "").replace(" ", "").upper()
+    return [(c.name.lower(), spelt(c.type)) for c in info.schema] == \
+        [(c.name.lower(), spelt(c.type or t.type)) for c, t in zip(derived, info.schema)]

@@ -14,6 +14,7 @@ from pathlib import Path
 from dtcli.errors import ConfigError, suggest
 from dtcli.model import Located
 from dtcli.planning.lag import parse_target_lag
+from dtcli.project.table_values import backfill, columns, constraints
 from dtcli.project.yamlio import LineDict, expect_mapping
 
 TABLE_KEYS = {
@@ -26,9 +27,7 @@ INITIALIZE = ("on_create", "on_schedule")
 DEFAULTS = {"target_lag": "1 hour", "refresh_mode": "auto", "initialize": "on_create"}
 # Part of the contract but not built yet: accepting them silently would give wrong semantics
 # (a "frozen" region that refreshes rewrite), so they are refused until they are.
-NOT_YET = {"frozen_where": "frozen regions", "immutable_where": "frozen regions",
-           "backfill": "backfill", "start_at": "custom incremental tables",
-           "constraints": "RELY constraints"}
+NOT_YET = {"start_at": "custom incremental tables"}
 
 
 def check_keys(config: dict[str, Any], origin: dict[str, Located], file: str) -> None:
@@ -108,12 +107,16 @@ def normalise(config: dict[str, Any], origin: dict[str, Located], file: str) -> 
                               **where(key), hint=f"remove '{key}' for now")
     out = dict(config)
     if "immutable_where" in out:
-        if out.get("frozen_where") not in (None, out["immutable_where"]) and "frozen_where" in origin:
+        if "frozen_where" in out:
             raise ConfigError("both frozen_where and its alias immutable_where are set",
                               **where("immutable_where"), hint="keep only frozen_where")
         out["frozen_where"] = out.pop("immutable_where")
         if "immutable_where" in origin:
             origin["frozen_where"] = origin["immutable_where"]
+    if out.get("frozen_where") is not None and (not isinstance(out["frozen_where"], str)
+                                                or not out["frozen_where"].strip()):
+        raise ConfigError("frozen_where must be a SQL boolean expression (text)", **where("frozen_where"),
+                          hint="e.g. frozen_where: order_date < CURRENT_DATE - 30")
 
     parse_target_lag(out["target_lag"], **where("target_lag"))
     mode = str(out["refresh_mode"]).lower()
@@ -137,26 +140,9 @@ def normalise(config: dict[str, Any], origin: dict[str, Located], file: str) -> 
     if out.get("comment") is not None and not isinstance(out["comment"], str):
         raise ConfigError("comment must be a string", **where("comment"))
     if out.get("columns") is not None:
-        out["columns"] = _columns(out["columns"], where("columns"))
-    return out
-
-
-def _columns(value: Any, where: dict[str, Any]) -> list[dict[str, str | None]]:
-    """`columns:` as a list of {name, type}; a bare name (or `name: type`) is accepted too."""
-    if not isinstance(value, list) or not value:
-        raise ConfigError("columns must be a non-empty list of {name, type}", **where)
-    out = []
-    for item in value:
-        if isinstance(item, str):
-            item = {"name": item}
-        elif isinstance(item, dict) and len(item) == 1 and "name" not in item:
-            (name, type_), = item.items()
-            item = {"name": name, "type": type_}
-        if not isinstance(item, dict) or not item.get("name") or set(item) - {"name", "type", "comment"}:
-            raise ConfigError(f"columns entry {item!r} is not {{name, type}}", **where)
-        out.append({"name": str(item["name"]), "type": str(item["type"]) if item.get("type") else None})
-    names = [c["name"].lower() for c in out]
-    dup = next((n for n in names if names.count(n) > 1), None)
-    if dup:
-        raise ConfigError(f"column '{dup}' is listed twice in columns", **where)
+        out["columns"] = columns(out["columns"], where("columns"))
+    if out.get("constraints") is not None:
+        out["constraints"] = constraints(out["constraints"], where("constraints"))
+    if out.get("backfill") is not None:
+        out["backfill"] = backfill(out["backfill"], where("backfill"))
     return out

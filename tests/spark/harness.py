@@ -39,11 +39,13 @@ class Env:
             return
         self.sql(f"INSERT INTO {{{name}}} VALUES " + ", ".join(_row(r) for r in rows))
 
-    def write(self, tables: dict[str, str], dialect: str = "spark", folder: str = "proj") -> None:
+    def write(self, tables: dict[str, str], dialect: str = "spark", folder: str = "proj",
+              table_yml: dict[str, str] | None = None) -> None:
         """A project over the sources (one per dialect; table names unique across them)."""
         self.projects[folder] = tables
         sources = "".join(f"  {n}: {{path: '{p}'}}\n" for n, p in self.sources.items())
-        write_project(self.root / folder, tables, config=f"dialect: {dialect}\nsources:\n" + sources)
+        write_project(self.root / folder, tables, config=f"dialect: {dialect}\nsources:\n" + sources,
+                      table_yml=table_yml)
 
     def project(self, name: str | None = None):
         from dtcli import api
@@ -51,8 +53,9 @@ class Env:
         folder = next((f for f, tables in self.projects.items() if name in tables), "proj")
         return api.load(self.root / folder)
 
-    def refresh(self, names: list[str] | None = None):
-        """Plan and execute one run of every project in process; records by table name."""
+    def refresh(self, names: list[str] | None = None, now=None):
+        """Plan and execute one run of every project in process (its snapshot taken at `now`);
+        records by table name."""
         from dtcli import api
         from dtcli.engine.executor import execute_plan
 
@@ -61,7 +64,7 @@ class Env:
             wanted = [n for n in names if n in tables] if names else None
             if names and not wanted:
                 continue
-            plan = api.plan_run(api.check(self.root / folder, with_stats=True), wanted)
+            plan = api.plan_run(api.check(self.root / folder, with_stats=True, now=now), wanted)
             records += api.no_data_records(plan) + execute_plan(self.spark, plan, write_history=False)
         return {r.name: r for r in records}
 

@@ -27,8 +27,7 @@ def test_config_precedence_defaults_then_yml_then_config_call(tmp_path):
     assert a.config_origin["refresh_mode"].file == "tables/a.sql"
 
 
-@pytest.mark.parametrize("key, value", [("frozen_where", "order_id < 10"), ("immutable_where", "order_id < 10"),
-                                        ("backfill", "{from: orders}"), ("start_at", "{version: 1}")])
+@pytest.mark.parametrize("key, value", [("start_at", "{version: 1}")])
 def test_features_not_built_yet_are_refused_not_ignored(tmp_path, key, value):
     root = write_project(tmp_path, {"a": "SELECT * FROM orders"}, config=SOURCES,
                          table_yml={"a": f"comment: x\n{key}: {value}\n"})
@@ -180,7 +179,10 @@ def test_a_disabled_table_is_not_planned_and_may_not_be_read(tmp_path):
 @pytest.mark.parametrize("yml, message", [
     ("enabled: maybe\n", "enabled must be true or false"),
     ("partition_by: a\ncluster_by: b\n", "either partitioned or clustered"),
-    ("constraints: [{primary_key: [order_id], rely: true}]\n", "'constraints' is not supported yet"),
+    ("constraints: [{primary_key: [order_id], rely: yes please}]\n", "rely must be true or false"),
+    ("frozen_where: x > 1\nimmutable_where: x > 2\n", "both frozen_where and its alias immutable_where"),
+    ("backfill: {from: orders, at: {version: 1}, before: {version: 2}}\n", "at or before, not both"),
+    ("backfill: {from: orders, at: {timestamp: yesterday}}\n", "is not an ISO date and time"),
     ("columns: [{name: a, kind: int}]\n", "is not {name, type}"),
 ])
 def test_config_keys_are_checked(tmp_path, yml, message):

@@ -1,8 +1,14 @@
-"""FULL (and REINITIALIZE): recompute the query over the pinned inputs and replace the DT."""
+"""FULL (and REINITIALIZE): recompute the query over the pinned inputs and replace the DT.
+
+With a frozen region (after creation) only the active region is replaced: the query's rows in
+it, in one `replaceWhere` commit that leaves frozen rows alone. At creation with `backfill`, the
+DT is a copy of the backfill source (its frozen region only, when there is one, and the query's
+rows for the rest), made in one commit and never read again.
+"""
 
 from __future__ import annotations
 
-from dtcli.engine import commit
+from dtcli.engine import apply, commit
 from dtcli.engine.context import RefreshContext, RefreshResult
 from dtcli.engine.strategies import register
 from dtcli.model import FULL, REINITIALIZE
@@ -10,16 +16,58 @@ from dtcli.model import FULL, REINITIALIZE
 
 @register(FULL, REINITIALIZE)
 def full_refresh(ctx: RefreshContext) -> RefreshResult:
-    step = ctx.step
-    df = shaped(ctx.spark.sql(step.sql), step.options.get("columns"))
-    commit.replace_table(ctx.spark, df, step.path, ctx.frontier,
-                         partition_by=step.options.get("partition_by"),
-                         cluster_by=step.options.get("cluster_by"),
-                         comment=step.options.get("comment"))
+    step, spark = ctx.step, ctx.spark
+    options = step.options
+    df = shaped(spark.sql(step.sql), options.get("columns"))
+    if options.get("backfill"):
+        return _backfilled(ctx, df)
+    if options.get("active"):
+        active = options["active"]
+        done = apply.replace(spark, step.path, active, df.filter(active), ctx.frontier)
+        return RefreshResult(inserted=done.inserted, deleted=done.deleted, table_version=done.version)
+    _replace_table(ctx, df)
     last = commit.last_commit(step.path)
     inserted = int(last["metrics"].get("numOutputRows", 0))
-    deleted = int(step.options.get("previous_rows") or 0)
-    return RefreshResult(inserted=inserted, deleted=deleted, table_version=last["version"])
+    deleted = int(options.get("previous_rows") or 0)
+    return RefreshResult(inserted=inserted, deleted=deleted, table_version=last["version"],
+                         extra={"table_replaced": True})
+
+
+def _replace_table(ctx: RefreshContext, rows) -> None:
+    options = ctx.step.options
+    commit.replace_table(ctx.spark, rows, ctx.step.path, ctx.frontier,
+                         partition_by=options.get("partition_by"), cluster_by=options.get("cluster_by"),
+                         comment=options.get("comment"))
+
+
+def _backfilled(ctx: RefreshContext, computed) -> RefreshResult:
+    """Create the DT as a copy of the backfill source at its pinned version (its frozen region
+    only, with the query's rows for the active region, when the DT has a frozen_where)."""
+    from pyspark.sql import functions as F
+
+    source = ctx.step.options["backfill"]
+    copied = (ctx.spark.read.format("delta").option("versionAsOf", source["version"]).load(source["path"]))
+    if len(copied.columns) != len(computed.columns):
+        raise ValueError(f"backfill source {source['name']} has {len(copied.columns)} columns, "
+                         f"the table {len(computed.columns)}")
+    copied = copied.select(*[F.col(f"`{c}`").cast(f.dataType).alias(f.name)
+                             for c, f in zip(copied.columns, computed.schema.fields)])
+    frozen = ctx.step.options.get("frozen")
+    if frozen:
+        copied = copied.filter(frozen)
+    # a checkpoint: the copy is counted and written from one read of the source
+    copied = copied.localCheckpoint(eager=True)
+    count = copied.count()
+    if frozen:
+        rows = copied.unionByName(computed.filter(f"NOT {frozen}"))
+    else:
+        rows = copied
+    _replace_table(ctx, rows)
+    last = commit.last_commit(ctx.step.path)
+    written = int(last["metrics"].get("numOutputRows", 0))
+    copied.unpersist()
+    return RefreshResult(inserted=written - count, copied=count, table_version=last["version"],
+                         extra={"table_replaced": True})
 
 
 def shaped(df, columns: list[dict] | None):

@@ -59,6 +59,8 @@ def _fallback(ctx: RefreshContext, action: str, reason: str) -> RefreshResult:
 class _Refresh:
     def __init__(self, ctx: RefreshContext):
         self.ctx, self.spark, self.step = ctx, ctx.spark, ctx.step
+        # with frozen_where: the active region at this refresh's data timestamp (Spark SQL)
+        self.active: str | None = ctx.step.options.get("active")
         self.views: list[str] = []
         self.cached: list = []
         self.changes: dict[str, ChangeSet] = {}
@@ -145,6 +147,8 @@ class _Refresh:
             version = applier.commit_nothing(spark, step.path, self.ctx.frontier)
             return RefreshResult(table_version=version)
         union = parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
+        if self.active:       # frozen rows never change: only the active region's change applies
+            union = union.filter(self.active)
         net = (union.groupBy(*[F.col(quote(c)) for c in columns])
                .agg(F.sum(WEIGHT).cast("long").alias(WEIGHT))
                .filter(F.col(WEIGHT) != 0)
@@ -156,7 +160,7 @@ class _Refresh:
             version = applier.commit_nothing(spark, step.path, self.ctx.frontier)
             return RefreshResult(table_version=version)
         applied = applier.apply_row_changes(spark, step.path, net, self.ctx.frontier,
-                                            negatives=bool(stats["neg"]))
+                                            negatives=bool(stats["neg"]), region=self.active)
         return RefreshResult(inserted=applied.inserted, deleted=applied.deleted,
                              copied=applied.copied, table_version=applied.version)
 
@@ -168,8 +172,10 @@ class _Refresh:
         if len(df.columns) != len(columns):
             raise Unsupported(f"the change query yields {len(df.columns)} columns, the table "
                               f"has {len(columns)}")
-        done = applier.replace(self.spark, self.step.path, predicate, self._as_table(df, columns),
-                               self.ctx.frontier)
+        rows = self._as_table(df, columns)
+        if self.active:       # the affected keys' rows in the active region only
+            predicate, rows = f"({predicate}) AND ({self.active})", rows.filter(self.active)
+        done = applier.replace(self.spark, self.step.path, predicate, rows, self.ctx.frontier)
         return RefreshResult(inserted=done.inserted, deleted=done.deleted,
                              table_version=done.version)
 
