@@ -30,7 +30,7 @@ from tests.spark.harness import Env
 
 pytestmark = pytest.mark.spark
 
-PROFILES = {"default": dict(max_examples=1, stateful_step_count=3),
+PROFILES = {"default": dict(max_examples=1, stateful_step_count=4),
             "long": dict(max_examples=4, stateful_step_count=6)}
 PROFILE = PROFILES[os.environ.get("DT_HYPOTHESIS_PROFILE", "default")]
 
@@ -72,11 +72,15 @@ class FrozenMachine(RuleBasedStateMachine):
     base = None
     counter = itertools.count()
 
-    @initialize(orders=rows(ORDER), people=rows(CUSTOMER))
+    @initialize(orders=rows(ORDER, min_size=0), people=rows(CUSTOMER))
     def create(self, orders, people):
         self.env = Env(self.spark, self.base / f"ex{next(self.counter)}")
-        self.env.create_source("orders", SOURCES["orders"], orders)
-        self.env.create_source("customers", SOURCES["customers"], people)
+        # a base that spans both regions of every predicate, plus random rows
+        base = [(k, k % 4 + 1, date(2025, 1, k + 2), ["open", "shipped", "returned"][k % 3], Decimal("1.00"))
+                for k in range(1, 13)]
+        self.env.create_source("orders", SOURCES["orders"], base + orders)
+        self.env.create_source("customers", SOURCES["customers"],
+                               [(c, "north" if c % 2 else "south") for c in range(1, 5)] + people)
         self.now = START
         self.predicates = {name: options[0] for name, options in PREDICATES.items()}
         self.env.write(SHAPES)
@@ -94,6 +98,15 @@ class FrozenMachine(RuleBasedStateMachine):
           people=rows(CUSTOMER, min_size=0), edits=st.dictionaries(st.sampled_from(sorted(PREDICATES)),
                                                                    st.integers(0, 3), max_size=2))
     def change_and_refresh(self, batch, people, edits):
+        step = self.step = getattr(self, "step", 0) + 1
+        # every step changes rows in both regions of every predicate, whatever was drawn ...
+        self.env.sql(f"UPDATE {{orders}} SET amount = amount + 1 WHERE order_id % 3 = {step % 3}")
+        self.env.sql(f"DELETE FROM {{orders}} WHERE order_id = {step * 2}")
+        self.env.insert("orders", [(20 + step, step % 4 + 1, date(2025, 1, 3), "open", Decimal("5.00")),
+                                   (30 + step, step % 4 + 1, date(2025, 1, 14), "open", Decimal("6.00"))])
+        # ... and edits one predicate in turn (each shape walks through its list)
+        cycle = sorted(PREDICATES)[step % len(PREDICATES)]
+        edits = {cycle: PREDICATES[cycle].index(self.predicates[cycle]) + 1, **edits}
         for kind, new_rows, key in batch:
             if kind == "insert":
                 self.env.insert("orders", new_rows)
@@ -111,7 +124,7 @@ class FrozenMachine(RuleBasedStateMachine):
         self.refresh()
 
     def refresh(self, initial: bool = False):
-        before = {name: self.table(name) for name in SHAPES} if not initial else {}
+        before = {name: self.table(name, pinned=True) for name in SHAPES} if not initial else {}
         recorded = {name: self.recorded_predicate(name) for name in SHAPES} if not initial else {}
         records = self.env.refresh(now=self.now)
         for name, record in records.items():
@@ -119,9 +132,13 @@ class FrozenMachine(RuleBasedStateMachine):
         for name in SHAPES:
             self.check(name, before.get(name), recorded.get(name), records[name], initial)
 
-    def table(self, name):
+    def table(self, name, pinned: bool = False):
+        """The DT's rows; `pinned`: as of now, even when read after the next refresh."""
         path = self.env.project(name).table_path(name)
-        return self.spark.read.format("delta").load(path)
+        reader = self.spark.read.format("delta")
+        if pinned:
+            reader = reader.option("versionAsOf", self.env.version(name))
+        return reader.load(path)
 
     def recorded_predicate(self, name):
         from dtcli.state.delta_log import table_info
