@@ -15,7 +15,7 @@ app = typer.Typer(
          "Example: dt init shop && cd shop && dt seed && dt run && dt show dynamic tables",
     no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
     rich_markup_mode=None)
-show_app = typer.Typer(help="Show dynamic tables, refresh history or the DAG (no Spark).\n\n"
+show_app = typer.Typer(help="Show dynamic tables, refresh history, rows or the DAG (no Spark).\n\n"
                             "Example: dt show dynamic tables --format json", no_args_is_help=True)
 app.add_typer(show_app, name="show")
 
@@ -219,22 +219,25 @@ def resume(name: Annotated[str, typer.Argument(help="Suspended dynamic table to 
 
 
 @app.command()
-def drop(name: Annotated[str, typer.Argument(help="Orphaned dynamic table to delete.")],
+def drop(name: Annotated[str, typer.Argument(help="Dynamic table to delete.")],
          project_dir: ProjectDir = Path("."), target: Target = None,
          yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation (CI).")] = False,
          wait: Wait = 0.0) -> None:
-    """Delete an orphaned dynamic table (its .sql file was removed): data, history, state. No Spark.
+    """Delete a dynamic table: data, history, scheduling state. No Spark.
+
+    An orphan (its .sql file was removed) is gone for good; a table still defined is created
+    anew by the next `dt run` (how a table is recreated, e.g. to backfill it).
 
     Example: dt drop old_report --yes
     """
     from dtcli import api
 
-    checked = api.check(project_dir, target)
+    project = api.load(project_dir, target)
     if not yes:
         if not sys.stdin.isatty():
             raise UsageError(f"dropping {name} deletes its data; confirm with --yes when not in a terminal")
-        typer.confirm(f"delete dynamic table {name} at {checked.project.table_path(name.lower())}?", abort=True)
-    typer.echo(f"dropped {name.lower()} ({api.drop(checked, name, wait=wait)})")
+        typer.confirm(f"delete dynamic table {name} at {project.table_path(name.lower())}?", abort=True)
+    typer.echo(f"dropped {name.lower()} ({api.drop(project, name, wait=wait)})")
 
 
 TABLE_COLUMNS = ("name", "target_lag", "effective_lag_seconds", "refresh_mode", "scheduling_state",
@@ -284,6 +287,30 @@ def show_history(name: Annotated[Optional[str], typer.Argument(help="Only this t
         print_json(rows)
     else:
         print_table(rows, HISTORY_COLUMNS, title="refresh history")
+
+
+@show_app.command("rows")
+def show_rows(name: Annotated[str, typer.Argument(help="Dynamic table to preview.")],
+              project_dir: ProjectDir = Path("."), target: Target = None,
+              where: Annotated[Optional[str], typer.Option("--where", "-w", help="Only rows matching this SQL condition (the project's dialect).")] = None,
+              limit: Annotated[int, typer.Option("--limit", "-n", min=0, help="At most N rows (default 10).")] = 10,
+              count: Annotated[bool, typer.Option("--count", help="Print frozen_rows and active_rows instead of rows.")] = False,
+              format: Format = "table") -> None:
+    """Preview a dynamic table's rows, with is_frozen: whether the row is in its frozen region
+    (as of its last refresh). No Spark: the rows are read with deltalake's own engine.
+
+    Example: dt show rows dt_orders --where "order_date >= '2025-01-01'" --limit 5
+    """
+    from dtcli import api
+    from dtcli.ui.output import print_json, print_table
+
+    found = api.show_rows(api.check(project_dir, target), name, where=where, limit=limit, count=count)
+    if _fmt(format) == "json":
+        print_json(found)
+    elif count:
+        print_table([found], ("frozen_rows", "active_rows"), title=f"{name.lower()}: frozen and active rows")
+    else:
+        print_table(found, list(found[0]) if found else ["is_frozen"], title=f"{name.lower()} ({len(found)} rows)")
 
 
 @show_app.command("graph")

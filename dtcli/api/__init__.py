@@ -14,7 +14,7 @@ from pathlib import Path
 from dtcli.api.lifecycle import drop, resume, suspend
 from dtcli.api.runs import (Events, RunResult, ScheduledPlan, execute, no_data_records, plan_run,
                             plan_scheduled, refresh, run, spark_submit)
-from dtcli.api.show import show_history, show_tables
+from dtcli.api.show import show_history, show_rows, show_tables
 from dtcli.model import Project
 from dtcli.planning.checked import Checked
 from dtcli.planning.checked import check as _check
@@ -24,7 +24,7 @@ from dtcli.project import load_project
 
 __all__ = ["Checked", "Events", "RunResult", "ScheduledPlan", "check", "drop", "execute", "explain",
            "init", "load", "no_data_records", "plan_run", "plan_scheduled", "refresh", "resume",
-           "run", "seed", "show_history", "show_tables", "spark_submit", "suspend"]
+           "run", "seed", "show_history", "show_rows", "show_tables", "spark_submit", "suspend"]
 
 
 def load(project_dir: str | Path = ".", target: str | None = None, *,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 
 from dtcli.errors import UsageError
+from dtcli.model import Project
 from dtcli.planning import scheduler
 from dtcli.planning.checked import Checked
 from dtcli.state import orphans, scheduling
@@ -43,7 +44,9 @@ def resume(checked: Checked, name: str, *, wait: float = 0.0) -> list[str]:
     return [n for n in graph.ordered(graph.downstream_closure({key})) if n not in stop]
 
 
-def drop(checked: Checked, name: str, *, wait: float = 0.0) -> str:
-    """Delete an orphaned DT's data and metadata; returns the path removed."""
-    with warehouse_lock(checked.project, f"drop {name}", wait):
-        return orphans.drop(checked.project, name)
+def drop(project: Project, name: str, *, wait: float = 0.0) -> str:
+    """Delete a DT's data and metadata (an orphan, or a defined DT that the next run recreates);
+    returns the path removed. Takes the loaded project, not a checked one: dropping is how a
+    DT whose definition no longer checks (a backfill added to it) is recreated."""
+    with warehouse_lock(project, f"drop {name}", wait):
+        return orphans.drop(project, name)

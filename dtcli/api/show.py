@@ -110,3 +110,31 @@ def show_history(checked: Checked, name: str | None = None, limit: int | None = 
             and key not in orphans.orphans(project):
         raise UsageError(f"no dynamic table named '{name}'", hint=suggest(key, project.tables))
     return [r.to_row() for r in history.read(project.warehouse, key, limit)]
+
+
+def show_rows(checked: Checked, name: str, *, where: str | None = None, limit: int = 10,
+              count: bool = False) -> list[dict[str, Any]] | dict[str, int]:
+    """`dt show rows`: a DT's rows with `is_frozen` (as of its last refresh), or with `count`
+    how many rows are frozen and active. Read without a JVM."""
+    from dtcli.state import rows as reader
+
+    project = checked.project
+    key = project.table_key(name)
+    info = checked.snapshot.tables.get(key)
+    if info is None:
+        raise UsageError(f"{key} has not been created yet", hint="run `dt run` first")
+    predicate = reader.frozen_as_refreshed(info, project.dialect)
+    condition = None
+    if where:
+        import sqlglot
+        from sqlglot import exp
+        from sqlglot.errors import SqlglotError
+
+        try:
+            condition = sqlglot.parse_one(where, read=project.dialect, into=exp.Condition)
+        except (SqlglotError, ValueError):
+            raise UsageError(f"--where is not one SQL condition: {where}",
+                             hint="e.g. --where \"order_date >= '2025-01-01'\"") from None
+    if count:
+        return reader.counts(project.table_path(key), list(info.columns), predicate, condition)
+    return reader.rows(project.table_path(key), list(info.columns), predicate, condition, limit)

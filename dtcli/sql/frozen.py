@@ -388,3 +388,20 @@ def _days(node: exp.Expression) -> float | None:
         return n * factor if factor is not None else None
     value = _value(node)
     return float(value) if isinstance(value, (int, float)) else None
+
+
+def folded(expr: exp.Expression) -> exp.Expression:
+    """The predicate with every constant side of a comparison computed (`CURRENT_DATE - 30`,
+    already evaluated by `at_time`, becomes a date literal): engines other than Spark then
+    read it without Spark's date arithmetic."""
+    def fold(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, (exp.Column, exp.Literal)) or any(isinstance(n, exp.Column) for n in node.walk()):
+            return node
+        value = _value(node)
+        if isinstance(value, datetime):
+            return exp.cast(exp.Literal.string(value.isoformat(sep=" ")), exp.DataType.Type.TIMESTAMP)
+        if isinstance(value, date):
+            return exp.cast(exp.Literal.string(value.isoformat()), exp.DataType.Type.DATE)
+        return node
+
+    return expr.copy().transform(fold)

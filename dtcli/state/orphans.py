@@ -1,8 +1,9 @@
-"""Orphaned DTs: tables dt built whose .sql file has since been removed from the project.
+"""Orphaned DTs (tables dt built whose .sql file has since been removed), and dropping DTs.
 
-They are discovered from the warehouse, not the project: a Delta table directly under
+Orphans are discovered from the warehouse, not the project: a Delta table directly under
 `<warehouse>/` whose log carries a dt frontier is a DT. Removing a file never drops data by
-itself; `dt drop NAME` does, after confirmation.
+itself; `dt drop NAME` does, after confirmation; it also drops a DT still defined, which the next
+`dt run` then creates anew.
 """
 
 from __future__ import annotations
@@ -37,17 +38,17 @@ def orphans(project: Project) -> list[str]:
 
 
 def drop(project: Project, name: str) -> str:
-    """Delete an orphaned DT's data, its refresh history and its scheduling state."""
+    """Delete a DT's data, its refresh history and its scheduling state: an orphan for good, a
+    defined DT (to recreate it, e.g. from a backfill) until the next `dt run` creates it again."""
     key = name.lower()
-    if key in project.tables:
-        raise UsageError(f"{key} is still defined in {project.tables[key].file}",
-                         hint="delete its .sql file first; to rebuild it instead, run "
-                              f"`dt run --select {key} --full-refresh`")
     found = orphans(project)
-    if key not in found:
-        raise UsageError(f"no orphaned dynamic table named '{name}' in {project.warehouse}",
-                         hint=suggest(key, found) or "see `dt show dynamic tables`")
+    defined = key in project.tables or key in project.disabled
+    if not defined and key not in found:
+        raise UsageError(f"no dynamic table named '{name}' in {project.warehouse}",
+                         hint=suggest(key, [*found, *project.tables]) or "see `dt show dynamic tables`")
     path = Path(project.table_path(key))
+    if defined and not (path / "_delta_log").is_dir():
+        raise UsageError(f"{key} has not been created yet: there is nothing to drop")
     # Metadata first: if we crash in between, the table is still found as an orphan and a second
     # `dt drop` finishes the job; the reverse order could leave history of a table that is gone.
     hist = open_table(history.history_path(project.warehouse))

@@ -105,14 +105,18 @@ def test_orphan_is_listed_and_dropped_after_confirmation(shop):
 
     unconfirmed = dt("drop", "a", "-p", root)
     assert unconfirmed.code == 2 and "--yes" in unconfirmed.err
-    defined = dt("drop", "b", "-p", root, "--yes")
-    assert defined.code == 2 and "still defined" in defined.err
+    unknown = dt("drop", "nope", "-p", root, "--yes")
+    assert unknown.code == 2 and "no dynamic table named 'nope'" in unknown.err
     dropped = dt("drop", "a", "-p", root, "--yes")
     assert dropped.code == 0, dropped.err
     assert not (shop.root / "warehouse" / "a").exists()
     assert "a" not in _tables(project)
     assert not [r for r in history.read(shop.warehouse) if r.name == "a"]
     assert "a" not in scheduling.current(shop.warehouse)
+    # a table still defined is dropped too, and the next run creates it anew
+    assert dt("drop", "b", "-p", root, "--yes").code == 0
+    assert not (shop.root / "warehouse" / "b").exists()
+    assert not [r for r in history.read(shop.warehouse) if r.name == "b"]
 
 
 def test_plain_run_refreshes_only_what_is_due(shop, monkeypatch):
