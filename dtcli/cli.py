@@ -357,6 +357,12 @@ def explain(name: Annotated[str, typer.Argument(help="Dynamic table to explain."
                      for c in data["columns"]], ("column", "type"), title="columns")
     print_table(data["operators"], ("operator", "line", "strategy", "considerations"), title="operators")
     print_table(data["inputs"], ("name", "kind", "version", "change_data_feed", "path"), title="inputs")
+    if data["frozen"]:
+        frozen = data["frozen"]
+        counted = (f"; at the last refresh ({frozen['as_of'][:19]}) {frozen['frozen_rows']} rows frozen, "
+                   f"{frozen['active_rows']} active" if frozen["as_of"] else "")
+        console.print(f"frozen where {frozen['predicate']} (columns {', '.join(frozen['columns'])}); "
+                      f"{frozen['rely_check']}{counted}", highlight=False)
     for warning in data["warnings"]:
         console.print(f"[yellow]warning:[/] {warning}", highlight=False)
 

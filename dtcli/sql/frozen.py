@@ -89,7 +89,7 @@ def check_predicate(text: str, expr: exp.Expression, table: str, columns: tuple[
             continue
         if isinstance(node, exp.Column):
             name = node.name
-            if name.lower().startswith(METADATA_PREFIXES):
+            if any(p.name.lower().startswith(METADATA_PREFIXES) for p in node.parts):
                 raise fail(f"metadata column {name} is not allowed", "name only the table's own columns")
             if node.table and node.table.lower() != table:
                 raise fail(f"{node.sql()} names another table", f"write {name} alone: the predicate "
