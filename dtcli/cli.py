@@ -357,6 +357,8 @@ def explain(name: Annotated[str, typer.Argument(help="Dynamic table to explain."
                      for c in data["columns"]], ("column", "type"), title="columns")
     print_table(data["operators"], ("operator", "line", "strategy", "considerations"), title="operators")
     print_table(data["inputs"], ("name", "kind", "version", "change_data_feed", "path"), title="inputs")
+    if data["adaptive"]:
+        console.print(f"next refresh: {data['adaptive']['action']} — {data['adaptive']['reason']}", highlight=False)
     if data["frozen"]:
         frozen = data["frozen"]
         counted = (f"; at the last refresh ({frozen['as_of'][:19]}) {frozen['frozen_rows']} rows frozen, "

@@ -14,6 +14,8 @@ from typing import Any
 
 # Refresh actions and triggers, as Snowflake names them.
 NO_DATA, INCREMENTAL, FULL, REINITIALIZE = "NO_DATA", "INCREMENTAL", "FULL", "REINITIALIZE"
+# A resolved refresh mode besides INCREMENTAL and FULL: each refresh picks the cheaper of the two.
+ADAPTIVE = "ADAPTIVE"
 CREATION, SCHEDULED, MANUAL = "CREATION", "SCHEDULED", "MANUAL"
 SUCCEEDED, FAILED, SKIPPED, UPSTREAM_FAILED = "SUCCEEDED", "FAILED", "SKIPPED", "UPSTREAM_FAILED"
 # The one definition of a refresh that failed: it, or the upstream refresh it needed, broke.
@@ -230,6 +232,9 @@ class RefreshRecord:
     source_versions: dict[str, int] = field(default_factory=dict)
     table_version: int | None = None
     definition_hash: str | None = None
+    refresh_action_reason: str | None = None   # why this action (ADAPTIVE: its estimate)
+    change_rows: int | None = None             # changed input rows the refresh read (estimated)
+    input_rows: int | None = None              # rows of its inputs at the versions it read
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -44,7 +44,9 @@ def check(project_dir: str | Path | Project = ".", target: str | None = None, *,
 
 
 def explain(checked: Checked, name: str) -> dict:
-    return _explain(checked, name)
+    from dtcli.state import history
+
+    return _explain(checked, name, history.read(checked.project.warehouse))
 
 
 def seed(project_dir: str | Path = ".", target: str | None = None,

@@ -31,7 +31,8 @@ def plan_run(checked: Checked, names: list[str] | None = None, *, trigger: str =
     """A plan for the selected DTs and their upstream, whatever their schedule (`dt refresh`,
     `dt run --all`); `plan_scheduled` is the lag-aware pass of a plain `dt run`."""
     selected = selectors.select(checked.project, checked.graph, names)
-    return build_plan(checked, selected, trigger, full_refresh=full_refresh)
+    return build_plan(checked, selected, trigger, full_refresh=full_refresh,
+                      history=history.read(checked.project.warehouse))
 
 
 @dataclass
@@ -47,10 +48,11 @@ def plan_scheduled(checked: Checked, names: list[str] | None = None, *, all_tabl
     project = checked.project
     candidates = selectors.select(project, checked.graph, names)
     states = scheduling.current(project.warehouse)
-    stamps = scheduler.data_timestamps(checked.snapshot, history.read(project.warehouse))
+    past = history.read(project.warehouse)
+    stamps = scheduler.data_timestamps(checked.snapshot, past)
     decision = scheduler.decide(checked, stamps, states, candidates,
                                 all_tables=all_tables or full_refresh)
-    plan = build_plan(checked, decision.refresh, SCHEDULED, full_refresh=full_refresh)
+    plan = build_plan(checked, decision.refresh, SCHEDULED, full_refresh=full_refresh, history=past)
     return ScheduledPlan(plan, decision)
 
 
@@ -78,7 +80,8 @@ def no_data_records(plan: Plan) -> list[RefreshRecord]:
                           data_timestamp=plan.data_timestamp, refresh_start_time=stamp,
                           refresh_end_time=stamp, run_id=plan.run_id,
                           source_versions=s.previous.source_versions if s.previous else {},
-                          definition_hash=s.definition_hash)
+                          definition_hash=s.definition_hash,
+                          refresh_action_reason="no input changed since the last refresh")
             for s in plan.steps if s.action == NO_DATA]
 
 

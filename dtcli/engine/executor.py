@@ -97,7 +97,10 @@ def _record(plan: Plan, step: RefreshStep, state: str, start: str, *, message: s
         num_copied_rows=result.copied if result else 0,
         inputs_with_changed_data=changed, source_versions=versions,
         table_version=result.table_version if result else None,
-        definition_hash=step.definition_hash)
+        definition_hash=step.definition_hash,
+        # a strategy that fell back (INCREMENTAL -> FULL) says why; else the planner's reason
+        refresh_action_reason=extra.get("message") or step.options.get("action_reason"),
+        change_rows=step.options.get("change_rows"), input_rows=step.options.get("input_rows"))
 
 
 def execute_plan(spark, plan: Plan, emit: Emit = lambda event: None,

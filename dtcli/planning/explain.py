@@ -4,14 +4,15 @@ from __future__ import annotations
 
 from typing import Any
 
-from dtcli.model import FULL
+from dtcli.model import ADAPTIVE, FULL, RefreshRecord
 from dtcli.planning.checked import Checked
 from dtcli.planning.lag import parse_target_lag
 from dtcli.planning.refresh_mode import enable_cdf_sql
 from dtcli.planning.schedule import period_seconds
 
 
-def explain(checked: Checked, name: str) -> dict[str, Any]:
+def explain(checked: Checked, name: str, history: list[RefreshRecord] = ()) -> dict[str, Any]:
+    """`history`: the refresh history, for an ADAPTIVE DT's current estimate."""
     project, snapshot, graph = checked.project, checked.snapshot, checked.graph
     key = project.table_key(name)
     table = project.tables[key]
@@ -52,6 +53,7 @@ def explain(checked: Checked, name: str) -> dict[str, Any]:
         "inputs": inputs,
         "target_lag": str(lag), "effective_lag": effective,
         "period_seconds": period_seconds(effective) if effective else None,
+        "adaptive": _adaptive(checked, key, history) if mode.mode == ADAPTIVE else None,
         "frozen_where": table.config.get("frozen_where"),
         "frozen": _frozen(checked, key),
         "cluster_by": table.config.get("cluster_by"), "partition_by": table.config.get("partition_by"),
@@ -89,3 +91,15 @@ def _frozen(checked: Checked, name: str) -> dict[str, Any] | None:
         except DtError:
             pass        # counted when the table can be read; explain still answers
     return out
+
+
+def _adaptive(checked: Checked, name: str, history: list[RefreshRecord]) -> dict[str, Any]:
+    """What ADAPTIVE would choose if the DT refreshed now: the change since its frontier, the
+    expected cost of each action, and the change size from which FULL wins."""
+    from dtcli.planning import adaptive
+    from dtcli.planning.plan import input_sizes
+
+    info = checked.snapshot.tables.get(name)
+    previous = info.frontier.source_versions if info and info.frontier else {}
+    change, rows = input_sizes(checked, name, previous, {})
+    return adaptive.estimate(change, rows, adaptive.learn([r for r in history if r.name == name])).to_dict()

@@ -11,18 +11,19 @@ from __future__ import annotations
 import uuid
 from dataclasses import replace
 
-from dtcli.model import (CREATION, FULL, INCREMENTAL, MANUAL, NO_DATA, REINITIALIZE, Plan,
-                         RefreshStep, StepInput)
-from dtcli.planning import frozen
+from dtcli.model import (ADAPTIVE, CREATION, FULL, INCREMENTAL, MANUAL, NO_DATA, REINITIALIZE, Plan,
+                         RefreshRecord, RefreshStep, StepInput)
+from dtcli.planning import adaptive, frozen
 from dtcli.planning.checked import Checked
 from dtcli.planning.refresh_mode import ResolvedMode
 
 
 def build_plan(checked: Checked, selected: set[str], trigger: str, *, full_refresh: bool = False,
-               run_id: str | None = None) -> Plan:
+               run_id: str | None = None, history: list[RefreshRecord] = ()) -> Plan:
+    """`history`: the refresh history, from which ADAPTIVE DTs learn what their refreshes cost."""
     project, graph, snapshot = checked.project, checked.graph, checked.snapshot
     names = graph.ordered(graph.upstream_closure(selected))
-    refreshed: set[str] = set()      # DTs that commit new data in this plan
+    refreshed: dict[str, tuple[str, int]] = {}   # DTs that commit in this plan: action, change rows
     steps: list[RefreshStep] = []
     for name in names:
         table = project.tables[name]
@@ -45,7 +46,8 @@ def build_plan(checked: Checked, selected: set[str], trigger: str, *, full_refre
             if version is None or previous_versions.get(inp) != version:
                 changed.append(inp)
 
-        step_trigger, reinit = trigger, None
+        change_rows, input_rows = input_sizes(checked, name, previous_versions, refreshed)
+        step_trigger, reinit, why = trigger, None, None
         predicate = checked.frozen.get(name)
         regions = frozen.plan_refresh(predicate, frontier, snapshot.taken_at, project.dialect) \
             if frontier else frozen.initial(predicate, snapshot.taken_at)
@@ -65,13 +67,22 @@ def build_plan(checked: Checked, selected: set[str], trigger: str, *, full_refre
         elif regions.reinit_reason:
             action, reinit = REINITIALIZE, regions.reinit_reason
         elif full_refresh:
-            action = FULL
+            action, why = FULL, "a full refresh was asked for (--full-refresh)"
         elif not changed:
             action = NO_DATA
+        elif mode.mode == ADAPTIVE:
+            guess = adaptive.estimate(change_rows, input_rows,
+                                      adaptive.learn([r for r in history if r.name == name]))
+            action, why = guess.action, guess.reason
         else:
-            action = INCREMENTAL if mode.mode == INCREMENTAL else FULL
+            action = INCREMENTAL if mode.incremental else FULL
+            why = f"refresh_mode is {mode.mode}" + (f": {mode.reason}" if mode.reason else "")
+        if info is None:
+            why = "the table is created"
+        elif reinit:
+            why = reinit
         if action != NO_DATA:
-            refreshed.add(name)
+            refreshed[name] = (action, change_rows)
         steps.append(RefreshStep(
             name=name, path=project.table_path(name), action=action, trigger=step_trigger,
             sql=table.spark_sql, inputs=inputs, definition_hash=digest, refresh_mode=mode.mode,
@@ -93,7 +104,9 @@ def build_plan(checked: Checked, selected: set[str], trigger: str, *, full_refre
                      "active": regions.active if info is not None and regions.keep_frozen else None,
                      "frozen": regions.frozen,
                      "backfill": checked.backfills[name].to_dict() if name in checked.backfills else None,
-                     "backfill_spec": table.config.get("backfill")}))
+                     "backfill_spec": table.config.get("backfill"),
+                     # why this action, and the sizes ADAPTIVE decides on (and learns from)
+                     "action_reason": why, "change_rows": change_rows, "input_rows": input_rows}))
     return Plan(run_id=run_id or uuid.uuid4().hex[:12], project=project.name,
                 warehouse=project.warehouse, data_timestamp=snapshot.taken_at.isoformat(),
                 source_versions=snapshot.source_versions, steps=steps)
@@ -109,3 +122,23 @@ def _same_columns(checked: Checked, name: str) -> bool:
         return (kind or "").replace(" ", "").upper()
     return [(c.name.lower(), spelt(c.type)) for c in info.schema] == \
         [(c.name.lower(), spelt(c.type or t.type)) for c, t in zip(derived, info.schema)]
+
+
+def input_sizes(checked: Checked, name: str, previous: dict[str, int],
+           refreshed: dict[str, tuple[str, int]]) -> tuple[int, int]:
+    """(changed input rows since the DT's frontier, input rows) from Delta logs. An input
+    refreshed earlier in this plan changes by what it read (a recompute: all its rows, twice)."""
+    snapshot = checked.snapshot
+    change = rows = 0
+    for inp in checked.project.tables[name].inputs:
+        info = snapshot.sources.get(inp) or snapshot.tables.get(inp)
+        size = (info.rows or 0) if info else 0
+        rows += size
+        if inp in refreshed:
+            action, upstream_change = refreshed[inp]
+            change += 2 * size if action in (FULL, REINITIALIZE) else upstream_change
+        elif info is not None and previous.get(inp) is not None:
+            change += snapshot.change_rows(inp, previous[inp], info.version)
+        else:
+            change += size
+    return change, rows

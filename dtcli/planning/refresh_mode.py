@@ -1,7 +1,9 @@
-"""Resolving each DT's refresh mode: INCREMENTAL when every construct and input allows it.
+"""Resolving each DT's refresh mode from `refresh_mode` and what its query allows.
 
-`refresh_mode: auto` falls back to FULL with a reason naming the construct; `incremental` on a
-query that cannot be refreshed incrementally is a validation error that says why.
+`auto` (and `adaptive`) resolve to ADAPTIVE when every construct and input allows an incremental
+refresh — each refresh then picks INCREMENTAL or FULL by expected cost — and `auto` to FULL with a
+reason naming the construct otherwise; `incremental` (or `adaptive`) on a query that cannot be
+refreshed incrementally is a validation error that says why; `full` is FULL.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dtcli.errors import ValidationError
-from dtcli.model import FULL, INCREMENTAL, Project
+from dtcli.model import ADAPTIVE, FULL, INCREMENTAL, Project
 from dtcli.planning.graph import Graph
 from dtcli.sql.analysis import QueryAnalysis
 from dtcli.sql.incremental_rewrite import unsupported_reason
@@ -18,8 +20,13 @@ from dtcli.sql.incremental_rewrite import unsupported_reason
 
 @dataclass(frozen=True)
 class ResolvedMode:
-    mode: str                 # INCREMENTAL | FULL
+    mode: str                 # ADAPTIVE | INCREMENTAL | FULL
     reason: str | None = None
+
+    @property
+    def incremental(self) -> bool:
+        """A refresh of this DT may apply the change instead of recomputing."""
+        return self.mode in (INCREMENTAL, ADAPTIVE)
 
 
 def enable_cdf_sql(path: str) -> str:
@@ -38,10 +45,10 @@ def resolve_modes(project: Project, graph: Graph, source_cdf: dict[str, bool],
         if table.refresh_mode == "full":
             modes[name] = ResolvedMode(FULL, "refresh_mode is full")
         elif reason is None:
-            modes[name] = ResolvedMode(INCREMENTAL)
-        elif table.refresh_mode == "incremental":
+            modes[name] = ResolvedMode(INCREMENTAL if table.refresh_mode == "incremental" else ADAPTIVE)
+        elif table.refresh_mode in ("incremental", "adaptive"):
             origin = table.config_origin.get("refresh_mode")
-            raise ValidationError(f"refresh_mode is incremental but {reason}",
+            raise ValidationError(f"refresh_mode is {table.refresh_mode} but {reason}",
                                   file=origin.file if origin and origin.file else table.file,
                                   line=origin.line if origin else None,
                                   hint="use refresh_mode: auto (or full), or rewrite that construct")

@@ -43,6 +43,14 @@ class Snapshot:
                 self.tables[name] = self._reread(name, info)
         return self
 
+    def change_rows(self, name: str, since: int, until: int) -> int:
+        """Rows changed by an input's commits after `since` up to `until` (from their metrics)."""
+        from dtcli.state.change_size import change_rows
+
+        info = self.sources.get(name) or self.tables.get(name)
+        table = self._handles.get(name)
+        return change_rows(table, since, until, info.rows if info else None) if table is not None else 0
+
     def _reread(self, name: str, info: TableInfo) -> TableInfo | None:
         table = self._handles[name]
         try:
@@ -69,7 +77,7 @@ def take_snapshot(project: Project, names: set[str] | None = None, *, with_stats
             raise ValidationError(f"source '{name}' at {src.path} is not a Delta table", file=src.file,
                                   line=src.line, hint="run `dt seed`, or fix the source path")
         handles[name] = table
-        sources[name] = info_of(table, with_stats=False)
+        sources[name] = info_of(table, with_stats=with_stats)
     tables: dict[str, TableInfo | None] = {}
     for name in sorted(names):
         table = open_table(project.table_path(name))

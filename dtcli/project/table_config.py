@@ -22,7 +22,7 @@ TABLE_KEYS = {
     "start_at", "columns", "constraints", "partition_by", "cluster_by", "comment", "tags",
     "enabled",
 }
-REFRESH_MODES = ("auto", "incremental", "full")
+REFRESH_MODES = ("auto", "adaptive", "incremental", "full")
 INITIALIZE = ("on_create", "on_schedule")
 DEFAULTS = {"target_lag": "1 hour", "refresh_mode": "auto", "initialize": "on_create"}
 # Part of the contract but not built yet: accepting them silently would give wrong semantics

@@ -37,7 +37,9 @@ def print_plan(plan, decision=None) -> None:
     print_json({"run_id": plan.run_id, "data_timestamp": plan.data_timestamp,
                 "source_versions": plan.source_versions,
                 "steps": [{"name": s.name, "action": s.action, "trigger": s.trigger,
-                           "refresh_mode": s.refresh_mode, "reason": s.reinit_reason or s.refresh_mode_reason,
+                           "refresh_mode": s.refresh_mode,
+                           "reason": s.options.get("action_reason") or s.reinit_reason or s.refresh_mode_reason,
+                           "change_rows": s.options.get("change_rows"), "input_rows": s.options.get("input_rows"),
                            "inputs": {i.name: i.version for i in s.inputs}} for s in plan.steps],
                 "not_refreshed": dict(decision.skipped) if decision else {}})
 

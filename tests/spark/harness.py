@@ -44,8 +44,9 @@ class Env:
         """A project over the sources (one per dialect; table names unique across them)."""
         self.projects[folder] = tables
         sources = "".join(f"  {n}: {{path: '{p}'}}\n" for n, p in self.sources.items())
-        write_project(self.root / folder, tables, config=f"dialect: {dialect}\nsources:\n" + sources,
-                      table_yml=table_yml)
+        # the incremental engine is what these tests check: no per-refresh choice of FULL
+        write_project(self.root / folder, tables, table_yml=table_yml,
+                      config=f"dialect: {dialect}\ndefaults: {{refresh_mode: incremental}}\nsources:\n" + sources)
 
     def project(self, name: str | None = None):
         from dtcli import api

@@ -41,7 +41,8 @@ def _snapshot_values(rows):
 
 def _setup(spark, tmp_path, yml: str, dialect: str = "spark", query: str = QUERY):
     root = write_project(tmp_path / "shop", {"dt_orders": query},
-                         config=f"dialect: {dialect}\nsources:\n  raw_orders: {{path: data/raw_orders}}\n"
+                         config=f"dialect: {dialect}\ndefaults: {{refresh_mode: incremental}}\n"
+                                "sources:\n  raw_orders: {path: data/raw_orders}\n"
                                 "  dt_orders_snapshot: {path: data/snapshot}\n",
                          table_yml={"dt_orders": yml})
     for name, columns in (("raw_orders", ORDERS), ("snapshot", SNAPSHOT)):

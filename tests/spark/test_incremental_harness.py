@@ -200,3 +200,27 @@ def test_incremental_refresh_matches_recompute(spark, tmp_path):
         deadline=None, database=None, suppress_health_check=list(HealthCheck),
         phases=[Phase.explicit, Phase.generate],     # shrinking a Spark run takes too long
         **PROFILE))
+
+
+def test_adaptive_refreshes_reach_both_choices_and_match_the_recompute(spark, tmp_path):
+    """ADAPTIVE picks INCREMENTAL for a small change and FULL for one the size of the table,
+    from Delta commit metrics and its own measured refreshes; either way the DT is exact."""
+    env = Env(spark, tmp_path)
+    env.create_source("a", SOURCES["a"])
+    env.sql("INSERT INTO {a} SELECT id % 97, CAST(id % 5 AS STRING), CAST(id AS DECIMAL(12,2)), NULL "
+            "FROM range(3000)")
+    tables = {"ad_filtered": SHAPES["filtered"], "ad_grouped": SHAPES["grouped"]}
+    env.write(tables, table_yml=dict.fromkeys(tables, "refresh_mode: adaptive\n"))
+    env.refresh()
+    chosen: list[str] = []
+    for change in ("UPDATE {a} SET v = v + 1 WHERE k = 3",                # ~1 % of the rows
+                   "UPDATE {a} SET v = v + 1 WHERE k % 2 = 0",            # half of them: 2 change rows each
+                   "DELETE FROM {a} WHERE k = 5"):
+        env.sql(change)
+        for name, record in env.refresh().items():
+            assert record.state == SUCCEEDED, record.state_message
+            assert record.refresh_action_reason.startswith("adaptive: "), record.refresh_action_reason
+            assert record.change_rows and record.input_rows
+            chosen.append(record.refresh_action)
+            env.check(name)
+    assert chosen[:2] == [INCREMENTAL, INCREMENTAL] and chosen[2:4] == ["FULL", "FULL"], chosen

@@ -28,7 +28,7 @@ def test_cluster_by_comment_enabled_and_columns(spark, tmp_path):
         "clustered": "SELECT x, x % 3 AS bucket FROM src",
         "renamed": "SELECT x, x * 2 FROM src",
         "off": "SELECT x FROM src",
-    }, config=SRC_CONFIG, table_yml={
+    }, config=SRC_CONFIG + "defaults: {refresh_mode: incremental}\n", table_yml={
         "clustered": "cluster_by: bucket\ncomment: Buckets of x, for the dashboard\n",
         "renamed": "columns: [{name: id, type: bigint}, {name: doubled, type: 'decimal(10,1)'}]\n",
         "off": "enabled: false\n",

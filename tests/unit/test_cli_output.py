@@ -41,7 +41,7 @@ def test_show_dynamic_tables_json_fields(project):
     assert [r["name"] for r in rows] == ["big_orders", "top_orders"]
     for row in rows:
         assert SHOW_FIELDS <= set(row)
-    assert rows[0]["target_lag"] == "10 minutes" and rows[0]["refresh_mode"] == "INCREMENTAL"
+    assert rows[0]["target_lag"] == "10 minutes" and rows[0]["refresh_mode"] == "ADAPTIVE"
     assert rows[1]["refresh_mode"] == "FULL" and "LIMIT" in rows[1]["refresh_mode_reason"]
 
 
@@ -76,7 +76,7 @@ def test_explain_json_fields_and_reasons(project):
                                "change_data_feed": True, "version": None,
                                "columns": [{"name": "order_id", "type": "BIGINT"}, {"name": "amount", "type": "BIGINT"}]}]
     big = dt("explain", "big_orders", "-p", str(project), "--format", "json").json()
-    assert big["refresh_mode"] == "INCREMENTAL" and big["period_seconds"] == 384
+    assert big["refresh_mode"] == "ADAPTIVE" and big["period_seconds"] == 384
     assert big["inputs"][0] == {"name": "orders", "kind": "source", "path": str(project / "data" / "orders"),
                                 "change_data_feed": True, "version": 0,
                                 "columns": [{"name": "order_id", "type": "BIGINT"}, {"name": "amount", "type": "BIGINT"}]}

@@ -22,7 +22,7 @@ def test_init_seed_validate_without_spark(tmp_path):
 
     result = dt("validate", "-p", str(root))
     assert result.code == 0, result.err
-    assert "recent_orders: INCREMENTAL" in result.out and "ok: 2 dynamic tables" in result.out
+    assert "recent_orders: ADAPTIVE" in result.out and "ok: 2 dynamic tables" in result.out
 
     plan = dt("run", "-p", str(root), "--dry-run").json()
     assert [(s["name"], s["action"], s["trigger"]) for s in plan["steps"]] == [
