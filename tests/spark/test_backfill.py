@@ -94,8 +94,11 @@ def test_frozen_region_on_order_date(spark, tmp_path, dialect, predicate):
     assert (explained["columns"], explained["frozen_rows"], explained["active_rows"]) == (["order_date"], 2, 3)
 
 
-def test_backfill_from_a_snapshot_fills_the_frozen_region(spark, tmp_path):
-    root = _setup(spark, tmp_path, "frozen_where: order_date < '2025-01-01'\nbackfill: {from: dt_orders_snapshot}\n")
+@pytest.mark.parametrize("dialect, predicate", [("spark", "order_date < '2025-01-01'"),
+                                                ("snowflake", "order_date < '2025-01-01'::TIMESTAMP_NTZ")])
+def test_backfill_from_a_snapshot_fills_the_frozen_region(spark, tmp_path, dialect, predicate):
+    root = _setup(spark, tmp_path, f'frozen_where: "{predicate}"\nbackfill: {{from: dt_orders_snapshot}}\n',
+                  dialect)
     # history kept elsewhere: the snapshot's old rows differ from what the query would compute
     _sql(spark, f"INSERT INTO delta.`{root}/data/snapshot` VALUES "
                 f"{_snapshot_values([(901, 1, '2024-06-01 00:00:00', 'x', '5.00'), (1001, 7, '2024-12-15 08:30:00', 'x', '1.00'), (1004, 9, '2025-01-16 10:00:00', 'x', '999.00')])}")
