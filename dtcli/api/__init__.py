@@ -24,7 +24,7 @@ from dtcli.project import load_project
 
 __all__ = ["Checked", "Events", "RunResult", "ScheduledPlan", "check", "drop", "execute", "explain",
            "init", "load", "no_data_records", "plan_run", "plan_scheduled", "refresh", "resume",
-           "run", "seed", "show_history", "show_tables", "spark_submit", "suspend"]
+           "run", "seed", "show_history", "show_tables", "spark_submit", "suspend", "write_run_results"]
 
 
 def load(project_dir: str | Path = ".", target: str | None = None, *,
@@ -45,6 +45,16 @@ def check(project_dir: str | Path | Project = ".", target: str | None = None, *,
 
 def explain(checked: Checked, name: str) -> dict:
     return _explain(checked, name)
+
+
+def write_run_results(checked: Checked, result: RunResult, *, command: str, args: dict,
+                      started_at: datetime) -> dict:
+    """Write target/run_results.json for a finished `run`/`refresh`; returns the document."""
+    from dtcli.api import run_results
+
+    doc = run_results.document(checked.project, result, command=command, args=args, started_at=started_at)
+    run_results.write(checked.project, doc)
+    return doc
 
 
 def seed(project_dir: str | Path = ".", target: str | None = None,

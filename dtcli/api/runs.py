@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 from dtcli.model import (FAILED, MANUAL, NO_DATA, SCHEDULED, SUCCEEDED, Plan, RefreshRecord,
                          any_failed)
-from dtcli.planning import scheduler, selectors
+from dtcli.planning import completion, on_demand, scheduler, selectors
 from dtcli.planning.checked import Checked
 from dtcli.planning.plan import build_plan
 from dtcli.state import history, scheduling
@@ -31,7 +31,10 @@ def plan_run(checked: Checked, names: list[str] | None = None, *, trigger: str =
     """A plan for the selected DTs and their upstream, whatever their schedule (`dt refresh`,
     `dt run --all`); `plan_scheduled` is the lag-aware pass of a plain `dt run`."""
     selected = selectors.select(checked.project, checked.graph, names)
-    return build_plan(checked, selected, trigger, full_refresh=full_refresh)
+    on_demand.check_created(checked, selected)
+    plan = build_plan(checked, selected, trigger, full_refresh=full_refresh)
+    stamps = scheduler.data_timestamps(checked.snapshot, history.read(checked.project.warehouse))
+    return completion.annotate(plan, checked.effective_lags, stamps)
 
 
 @dataclass
@@ -49,9 +52,9 @@ def plan_scheduled(checked: Checked, names: list[str] | None = None, *, all_tabl
     states = scheduling.current(project.warehouse)
     stamps = scheduler.data_timestamps(checked.snapshot, history.read(project.warehouse))
     decision = scheduler.decide(checked, stamps, states, candidates,
-                                all_tables=all_tables or full_refresh)
+                                all_tables=all_tables or full_refresh, asked=names is not None)
     plan = build_plan(checked, decision.refresh, SCHEDULED, full_refresh=full_refresh)
-    return ScheduledPlan(plan, decision)
+    return ScheduledPlan(completion.annotate(plan, checked.effective_lags, stamps), decision)
 
 
 @dataclass
@@ -78,8 +81,14 @@ def no_data_records(plan: Plan) -> list[RefreshRecord]:
                           data_timestamp=plan.data_timestamp, refresh_start_time=stamp,
                           refresh_end_time=stamp, run_id=plan.run_id,
                           source_versions=s.previous.source_versions if s.previous else {},
-                          definition_hash=s.definition_hash)
+                          definition_hash=s.definition_hash, state_code="SUCCESS",
+                          **_targets(s))
             for s in plan.steps if s.action == NO_DATA]
+
+
+def _targets(step) -> dict[str, Any]:
+    return {"target_lag_sec": step.options.get("target_lag_sec"),
+            "completion_target": step.options.get("completion_target")}
 
 
 def spark_submit(project, plan: Plan, on_event: Events):
@@ -118,7 +127,8 @@ def execute(checked: Checked, plan: Plan, on_event: Events = lambda e: None,
         stamp = _now()
         records = [RefreshRecord(name=s.name, state=FAILED, refresh_action=s.action, refresh_trigger=s.trigger,
                                  data_timestamp=None, refresh_start_time=stamp, refresh_end_time=stamp,
-                                 run_id=plan.run_id, state_message=why, definition_hash=s.definition_hash)
+                                 run_id=plan.run_id, state_message=why, definition_hash=s.definition_hash,
+                                 state_code="SPARK_APPLICATION_EXITED", **_targets(s))
                    for s in lost]
         history.append(project.warehouse, records)
         for record in records:

@@ -1,6 +1,7 @@
 """The planner: from project, graph and a pinned snapshot to a plan (pure data, no Spark).
 
-For each selected DT (and every DT upstream of it, so a run reads one consistent snapshot),
+For each selected DT (and every DT upstream of it, so a run reads one consistent snapshot;
+an on-demand DT that is not selected is read as it is, see on_demand.py),
 in DAG order, it decides the refresh action: FULL on creation, REINITIALIZE when the definition
 changed, NO_DATA when no input moved since the DT's frontier, else INCREMENTAL or FULL by the
 DT's resolved refresh mode.
@@ -12,6 +13,7 @@ import uuid
 
 from dtcli.model import (CREATION, FULL, INCREMENTAL, MANUAL, NO_DATA, REINITIALIZE, Plan,
                          RefreshStep, StepInput)
+from dtcli.planning import on_demand
 from dtcli.planning.checked import Checked
 from dtcli.planning.refresh_mode import ResolvedMode
 
@@ -19,7 +21,8 @@ from dtcli.planning.refresh_mode import ResolvedMode
 def build_plan(checked: Checked, selected: set[str], trigger: str, *, full_refresh: bool = False,
                run_id: str | None = None) -> Plan:
     project, graph, snapshot = checked.project, checked.graph, checked.snapshot
-    names = graph.ordered(graph.upstream_closure(selected))
+    names = graph.ordered(on_demand.needed(project, graph, selected))
+    manual_only = on_demand.on_demand(project)
     refreshed: set[str] = set()      # DTs that commit new data in this plan
     steps: list[RefreshStep] = []
     for name in names:
@@ -43,7 +46,8 @@ def build_plan(checked: Checked, selected: set[str], trigger: str, *, full_refre
             if version is None or previous_versions.get(inp) != version:
                 changed.append(inp)
 
-        step_trigger, reinit = trigger, None
+        # an on-demand DT refreshes only because someone asked for it: MANUAL, as Snowflake records it
+        step_trigger, reinit = (MANUAL if name in manual_only else trigger), None
         if info is None:
             # A `dt refresh` of a DT not created yet stays MANUAL: what the user asked for, and
             # (unlike scheduled creation) never counted toward auto-suspension.
@@ -74,6 +78,9 @@ def build_plan(checked: Checked, selected: set[str], trigger: str, *, full_refre
                      "comment_outdated": info is not None and
                      (info.description or None) != (table.config.get("comment") or None),
                      "columns": table.config.get("columns"),
+                     "deletion_vectors": table.config.get("deletion_vectors", True),
+                     "deletion_vectors_outdated": info is not None and
+                     info.deletion_vectors_differ(table.config.get("deletion_vectors", True)),
                      "changed_inputs": changed}))
     return Plan(run_id=run_id or uuid.uuid4().hex[:12], project=project.name,
                 warehouse=project.warehouse, data_timestamp=snapshot.taken_at.isoformat(),

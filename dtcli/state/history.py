@@ -13,7 +13,9 @@ from dtcli.model import RefreshRecord, join_path
 from dtcli.state.delta_log import open_table, read_rows, storage_uri
 
 _JSON_FIELDS = ("inputs_with_changed_data", "source_versions")
-_INT_FIELDS = ("num_inserted_rows", "num_deleted_rows", "num_copied_rows", "table_version")
+_INT_FIELDS = ("num_inserted_rows", "num_deleted_rows", "num_copied_rows", "table_version", "target_lag_sec")
+# Fields a record may lack (added later, or not known): read back as None, not 0.
+_OPTIONAL_INT = ("table_version", "target_lag_sec")
 
 
 def history_path(warehouse: str) -> str:
@@ -51,7 +53,8 @@ def append(warehouse: str, records: list[RefreshRecord]) -> None:
         import os
 
         os.makedirs(path, exist_ok=True)
-    write_deltalake(storage_uri(path), table, mode="append")
+    # merge: a history written before a field existed gains the column (older rows: null)
+    write_deltalake(storage_uri(path), table, mode="append", schema_mode="merge")
     _compact_now_and_then(path)
 
 
@@ -83,7 +86,7 @@ def _record(row: dict[str, Any]) -> RefreshRecord:
     for key in _JSON_FIELDS:
         out[key] = json.loads(row[key]) if row.get(key) else ([] if key == "inputs_with_changed_data" else {})
     for key in _INT_FIELDS:
-        if key != "table_version":
+        if key not in _OPTIONAL_INT:
             out[key] = int(out.get(key) or 0)
     return RefreshRecord.from_dict(out)
 

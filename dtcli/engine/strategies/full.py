@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dtcli.engine import commit
 from dtcli.engine.context import RefreshContext, RefreshResult
+from dtcli.engine.deletion_vectors import table_property
 from dtcli.engine.strategies import register
 from dtcli.model import FULL, REINITIALIZE
 
@@ -15,7 +16,8 @@ def full_refresh(ctx: RefreshContext) -> RefreshResult:
     commit.replace_table(ctx.spark, df, step.path, ctx.frontier,
                          partition_by=step.options.get("partition_by"),
                          cluster_by=step.options.get("cluster_by"),
-                         comment=step.options.get("comment"))
+                         comment=step.options.get("comment"),
+                         properties=table_property(step.options.get("deletion_vectors", True)))
     last = commit.last_commit(step.path)
     inserted = int(last["metrics"].get("numOutputRows", 0))
     deleted = int(step.options.get("previous_rows") or 0)
