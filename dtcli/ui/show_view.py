@@ -108,12 +108,13 @@ def history_columns(now: datetime) -> list[Col]:
         Col("state", lambda r: r.get("state") or "", priority=1,
             style=lambda r: STATE_STYLE.get(r.get("state") or "", "")),
         Col("action", lambda r: r.get("refresh_action") or "", priority=2),
-        Col("trigger", lambda r: r.get("refresh_trigger") or "", priority=5),
+        Col("trigger", lambda r: r.get("refresh_trigger") or "", priority=7),
         Col("ended", lambda r: ago(r.get("refresh_end_time"), now), priority=3),
         Col("took", took, priority=6, align="right"),
-        Col("rows +/-", changed, priority=4, align="right"),
-        Col("message", lambda r: r.get("state_message") or r.get("reinit_reason") or "", priority=7,
-            flexible=True),
+        Col("rows +/-", changed, priority=5, align="right"),
+        # why a refresh failed or reinitialized matters more than its figures: kept early, cut to fit
+        Col("message", lambda r: r.get("state_message") or r.get("reinit_reason") or "", priority=4,
+            flexible=True, min_width=12),
     ]
 
 
