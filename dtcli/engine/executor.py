@@ -46,6 +46,12 @@ def unbind_inputs(spark, step: RefreshStep) -> None:
 _JAVA_EXCEPTION = re.compile(r"^:?\s*[\w.$]+(?:Exception|Error): (.+)$")
 
 
+_CAUSED_BY = re.compile(r"^Caused by: [\w.$]+(?:Exception|Error): (\[[A-Z][A-Z0-9_.]*\].*)$")
+_CONDITION = re.compile(r"^\[([A-Z][A-Z0-9_.]*)\]")
+# Conditions that only say a task failed: the cause (a division by zero, a cast...) is deeper.
+_WRAPPERS = ("TASK_WRITE_FAILED", "FAILED_EXECUTE_UDF")
+
+
 def error_message(exc: BaseException) -> str:
     """One line a user can act on: the error condition and its message, not Py4J's wrapper."""
     text = str(exc).strip() or type(exc).__name__
@@ -55,6 +61,11 @@ def error_message(exc: BaseException) -> str:
         cause = next((m.group(1) for m in map(_JAVA_EXCEPTION.match, lines[1:]) if m), None)
         if cause:
             lines = [cause]
+            wrapper = _CONDITION.match(cause)
+            if (wrapper and wrapper.group(1) in _WRAPPERS) or cause.startswith("Job aborted due to stage failure"):
+                # a failed task: the root cause is the last "Caused by" that names a condition
+                roots = [m.group(1) for m in map(_CAUSED_BY.match, text.splitlines()[1:]) if m]
+                lines = roots[-1:] or lines
     text = lines[0] if lines else text
     condition = error_condition(exc)
     first = text[:500]
@@ -71,6 +82,12 @@ def at_file(step: RefreshStep, message: str) -> str:
     if not file:
         return message
     return f"{file}: " + _COMPILED_AT.sub("", message).rstrip()
+
+
+def condition_of(message: str) -> str | None:
+    """The error condition an error message starts with ("[DIVIDE_BY_ZERO] ..."), if any."""
+    match = _CONDITION.match(message)
+    return match.group(1) if match else None
 
 
 def error_condition(exc: BaseException) -> str | None:
@@ -176,9 +193,10 @@ def execute_plan(spark, plan: Plan, emit: Emit = lambda event: None,
                                  query_id=query_id)
             except Exception as exc:  # noqa: BLE001 - one refresh failing must not stop the run
                 failed.add(step.name)
+                message = error_message(exc)
                 record = _record(plan, step, FAILED, start, versions=versions,
-                                 message=at_file(step, error_message(exc)),
-                                 code=error_condition(exc), query_id=query_id)
+                                 message=at_file(step, message),
+                                 code=condition_of(message) or error_condition(exc), query_id=query_id)
             finally:
                 unbind_inputs(spark, step)
         if write_history:
