@@ -43,7 +43,7 @@ def _check_keys(mapping: LineDict, allowed: set[str], file: Path, what: str) -> 
         if key not in allowed:
             hint = suggest(str(key), allowed) or f"known keys: {', '.join(sorted(allowed))}"
             if key in TABLE_KEYS and "defaults" in allowed:
-                hint = f"table config goes under defaults: (defaults: {{{key}: ...}})"
+                hint = f"table config keys go under defaults, e.g. defaults: {{{key}: ...}}"
             raise ConfigError(f"unknown {what} key '{key}'", file=file, line=mapping.line_of(key),
                               hint=hint)
 
