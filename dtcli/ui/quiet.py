@@ -9,11 +9,16 @@ command runs with both silenced; `--debug` lets everything through, with traceba
 from __future__ import annotations
 
 import logging
+import sys
 import warnings
 from contextlib import contextmanager
 from typing import Iterator
 
 LIBRARIES = ("sqlglot", "py4j", "pyarrow", "deltalake", "pyspark", "urllib3", "fsspec")
+
+
+def _to_stderr(message, category, filename, lineno, file=None, line=None) -> None:
+    sys.stderr.write(warnings.formatwarning(message, category, filename, lineno, line))
 
 
 @contextmanager
@@ -24,10 +29,11 @@ def library_noise(debug: bool) -> Iterator[None]:
     with warnings.catch_warnings():
         if debug:
             warnings.simplefilter("default")
+            warnings.showwarning = _to_stderr
             for lg in loggers:
                 lg.setLevel(logging.WARNING)
-                if not logging.getLogger().handlers and not lg.handlers:
-                    lg.addHandler(logging.StreamHandler())
+                lg.propagate = False
+                lg.handlers[:] = [logging.StreamHandler(sys.stderr)]
         else:
             warnings.simplefilter("ignore")
             for lg in loggers:
