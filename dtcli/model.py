@@ -230,7 +230,7 @@ class RefreshRecord:
     definition_hash: str | None = None
     # Snowflake's newer refresh-history columns, where dt has the fact:
     state_code: str | None = None          # SUCCESS, or why not: an error condition, UPSTREAM_FAILED, ...
-    query_id: str | None = None            # "<Spark application id>/<run id>"; None when no Spark ran
+    query_id: str | None = None            # "<Spark application id>/<run id>"; None when no Spark ran for it
     target_lag_sec: int | None = None      # the effective target lag when it refreshed
     completion_target: str | None = None   # previous data timestamp + target lag
 
