@@ -187,12 +187,12 @@ def _watch(project_dir: Path, target: Optional[str], select: Optional[list[str]]
         progress.close()
         _report(state["checked"], result, "run", {**args, "watch": True}, state["started"], fmt,
                 lines=True, prefix=f"pass {n} at {result.plan.data_timestamp[:19]}: ")
-        state["started"] = _utcnow()
         failures.extend(r for r in result.records if r.failed)
         out.print(f"next pass at {wake.isoformat()[:19]}" if wake else "no table is scheduled; stopping",
                   highlight=False)
 
-    def check(now):
+    def check(now):       # called at the start of each pass
+        state["started"] = _utcnow()
         state["checked"] = api.check(project_dir, target, check_sources=True, now=now, with_stats=True)
         return state["checked"]
 
