@@ -22,6 +22,7 @@ def test_library_warnings_reach_the_terminal_only_with_debug(tmp_path, monkeypat
         return check(*args, **kwargs)
 
     monkeypatch.setattr(api, "check", noisy_check)
+    before = [(lg.level, lg.propagate, list(lg.handlers)) for lg in map(logging.getLogger, ("sqlglot", "py4j"))]
     quiet = dt("show", "dynamic", "tables", "-p", str(root))
     assert quiet.code == 0 and quiet.err == "", quiet.err
     loud = dt("--debug", "show", "dynamic", "tables", "-p", str(root))
@@ -29,4 +30,5 @@ def test_library_warnings_reach_the_terminal_only_with_debug(tmp_path, monkeypat
     for text in ("a deprecated keyword", "unsupported syntax", "clientserver connection"):
         assert text in loud.err
     # the silencing ends with the command: nothing changed for the calling process
-    assert logging.getLogger("sqlglot").propagate and not logging.getLogger("py4j").handlers
+    assert [(lg.level, lg.propagate, list(lg.handlers))
+            for lg in map(logging.getLogger, ("sqlglot", "py4j"))] == before
