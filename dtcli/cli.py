@@ -108,8 +108,8 @@ def run(project_dir: ProjectDir = Path("."), target: Target = None,
     Tables whose inputs did not change are recorded NO_DATA without starting Spark; the rest
     run in one spark-submit application. Suspended tables are skipped, and so are tables with
     `scheduler: disable` unless --select names them with --all. Every run writes
-    target/run_results.json (--format json prints it; progress then goes to stderr). Exit
-    code 1 when any refresh failed.
+    target/run_results.json (--format json prints it on stdout; progress and the summary go
+    to stderr). Exit code 1 when any refresh failed.
 
     Example: dt run --select +customer_rank --all
     """
