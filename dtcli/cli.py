@@ -24,6 +24,7 @@ _state = {"debug": False}
 ProjectDir = Annotated[Path, typer.Option("--project-dir", "-p", help="Project folder (default: current directory).")]
 Target = Annotated[Optional[str], typer.Option("--target", "-t", help="Target from dt_project.yml targets:.")]
 Format = Annotated[str, typer.Option("--format", "-f", help="table or json.")]
+RunFormat = Annotated[str, typer.Option("--format", "-f", help="table (a summary line) or json (target/run_results.json on stdout; progress on stderr).")]
 
 
 @app.callback()
@@ -73,9 +74,13 @@ def validate(project_dir: ProjectDir = Path("."), target: Target = None) -> None
     from dtcli import api
 
     checked = api.check(project_dir, target, check_sources=True)
+    from dtcli.planning.on_demand import on_demand
+
+    manual = on_demand(checked.project)
     for name in checked.graph.order:
         mode = checked.modes[name]
-        typer.echo(f"{name}: {mode.mode}" + (f" ({mode.reason})" if mode.reason else ""))
+        typer.echo(f"{name}: {mode.mode}" + (f" ({mode.reason})" if mode.reason else "")
+                   + ("; scheduler: disable (refreshed only on demand)" if name in manual else ""))
         for warning in checked.warnings.get(name, []):
             typer.echo(f"  warning: {warning}")
     for name in checked.project.disabled:
@@ -95,67 +100,105 @@ def run(project_dir: ProjectDir = Path("."), target: Target = None,
         dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan as JSON; run nothing.")] = False,
         watch: Annotated[bool, typer.Option("--watch", help="Keep scheduling: run a pass whenever a table falls due, until Ctrl-C.")] = False,
         max_ticks: Annotated[Optional[int], typer.Option("--max-ticks", min=1, help="With --watch: stop after N scheduling passes.")] = None,
-        wait: Wait = 0.0) -> None:
+        wait: Wait = 0.0, format: RunFormat = "table") -> None:
     """Create new dynamic tables, reinitialize changed ones, and refresh the ones that are due.
 
     A table is due when a tick of its refresh period (from its target lag) passed since its
     data timestamp; the upstream tables it reads are refreshed with it, from one snapshot.
     Tables whose inputs did not change are recorded NO_DATA without starting Spark; the rest
-    run in one spark-submit application. Suspended tables are skipped. Exit code 1 when any
-    refresh failed.
+    run in one spark-submit application. Suspended tables are skipped, and so are tables with
+    `scheduler: disable` unless --select names them with --all. Every run writes
+    target/run_results.json (--format json prints it on stdout; progress and the summary go
+    to stderr). Exit code 1 when any refresh failed.
 
     Example: dt run --select +customer_rank --all
     """
     from dtcli import api
-    from dtcli.ui.run_view import RunView, print_plan, print_summary
+    from dtcli.ui.run_view import RunView, print_plan
     from dtcli.api.watch import clock_from_env
 
+    fmt = _fmt(format)
     if max_ticks is not None and not watch:
         raise UsageError("--max-ticks only applies with --watch")
     if watch and dry_run:
         raise UsageError("--watch and --dry-run cannot be combined")
+    args = {"select": select or [], "all": all_tables, "full_refresh": full_refresh}
     if watch:
-        return _watch(project_dir, target, select, wait, max_ticks)
+        return _watch(project_dir, target, select, wait, max_ticks, fmt, args)
     checked = api.check(project_dir, target, check_sources=True, now=clock_from_env().now(),
                         with_stats=True)
     if dry_run:
         planned = api.plan_scheduled(checked, select, all_tables=all_tables, full_refresh=full_refresh)
         return print_plan(planned.plan, planned.decision)
+    started = _utcnow()
     progress = RunView()
     try:
         result = api.run(checked, select, all_tables=all_tables, full_refresh=full_refresh, wait=wait,
                          on_event=progress, on_plan=progress.plan)
     finally:
         progress.close()
-    print_summary(result)
+    _report(checked, result, "run", args, started, fmt)
     if result.failed:
         raise typer.Exit(EXIT_REFRESH_FAILED)
 
 
-def _watch(project_dir: Path, target: Optional[str], select: Optional[list[str]], wait: float,
-           max_ticks: Optional[int]) -> None:
+def _utcnow():
+    from datetime import datetime, timezone
+
+    return datetime.now(timezone.utc)
+
+
+def _report(checked, result, command: str, args: dict, started, fmt: str, *, lines: bool = False,
+            prefix: str = "") -> None:
+    """Write target/run_results.json; print it (--format json) or a one-line summary. With
+    JSON on stdout, the summary goes to stderr with the progress. `lines`: one compact JSON
+    document per line (--watch)."""
     from dtcli import api
-    from dtcli.ui.output import console
-    from dtcli.ui.run_view import RunView, print_summary
+    from dtcli.ui.output import console, err_console, print_json
+    from dtcli.ui.run_view import print_summary
+
+    doc = api.write_run_results(checked, result, command=command, args=args, started_at=started)
+    if fmt == "json":
+        if lines:
+            import json
+
+            sys.stdout.write(json.dumps(doc, default=str) + "\n")
+            sys.stdout.flush()
+        else:
+            print_json(doc)
+        print_summary(result, out=err_console, prefix=prefix)
+    else:
+        print_summary(result, prefix=prefix)
+
+
+def _watch(project_dir: Path, target: Optional[str], select: Optional[list[str]], wait: float,
+           max_ticks: Optional[int], fmt: str, args: dict) -> None:
+    from dtcli import api
+    from dtcli.ui.output import console, err_console
+    from dtcli.ui.run_view import RunView
     from dtcli.api.watch import clock_from_env, watch
 
     clock, failures = clock_from_env(), []
     progress = RunView()
+    out = err_console if fmt == "json" else console
+    state = {"started": _utcnow(), "checked": None}
 
     def on_pass(n, result, wake) -> None:
         progress.close()
-        console.print(f"pass {n} at {result.plan.data_timestamp[:19]}: ", end="", highlight=False)
-        print_summary(result)
+        _report(state["checked"], result, "run", {**args, "watch": True}, state["started"], fmt,
+                lines=True, prefix=f"pass {n} at {result.plan.data_timestamp[:19]}: ")
         failures.extend(r for r in result.records if r.failed)
-        console.print(f"next pass at {wake.isoformat()[:19]}" if wake else "no table is scheduled; stopping",
-                      highlight=False)
+        out.print(f"next pass at {wake.isoformat()[:19]}" if wake else "no table is scheduled; stopping",
+                  highlight=False)
 
-    def check(now):
-        return api.check(project_dir, target, check_sources=True, now=now, with_stats=True)
+    def check(now):       # called at the start of each pass
+        state["started"] = _utcnow()
+        state["checked"] = api.check(project_dir, target, check_sources=True, now=now, with_stats=True)
+        return state["checked"]
 
     passes = watch(check, select, clock=clock, max_ticks=max_ticks, wait=wait, on_pass=on_pass,
                    on_event=progress)
-    console.print(f"watch stopped after {passes} pass(es)", highlight=False)
+    out.print(f"watch stopped after {passes} pass(es)", highlight=False)
     if failures:
         raise typer.Exit(EXIT_REFRESH_FAILED)
 
@@ -164,28 +207,32 @@ def _watch(project_dir: Path, target: Optional[str], select: Optional[list[str]]
 def refresh(name: Annotated[str, typer.Argument(help="Dynamic table to refresh now.")],
             project_dir: ProjectDir = Path("."), target: Target = None,
             dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan as JSON; run nothing.")] = False,
-            wait: Wait = 0.0) -> None:
+            wait: Wait = 0.0, format: RunFormat = "table") -> None:
     """Refresh one dynamic table now (trigger MANUAL), with the upstream tables it needs.
 
-    Works on suspended tables too; manual failures do not count toward auto-suspension.
+    Works on suspended tables and on `scheduler: disable` tables too (an upstream table with
+    `scheduler: disable` is read as it is); manual failures do not count toward
+    auto-suspension. Writes target/run_results.json (--format json prints it).
 
     Example: dt refresh customer_revenue
     """
     from dtcli import api
     from dtcli.model import MANUAL
-    from dtcli.ui.run_view import RunView, print_plan, print_summary
+    from dtcli.ui.run_view import RunView, print_plan
     from dtcli.api.watch import clock_from_env
 
+    fmt = _fmt(format)
     checked = api.check(project_dir, target, check_sources=True, now=clock_from_env().now(),
                         with_stats=True)
     if dry_run:
         return print_plan(api.plan_run(checked, [checked.project.table_key(name)], trigger=MANUAL))
+    started = _utcnow()
     progress = RunView()
     try:
         result = api.refresh(checked, name, progress, wait=wait, on_plan=progress.plan)
     finally:
         progress.close()
-    print_summary(result)
+    _report(checked, result, "refresh", {"name": name}, started, fmt)
     if result.failed:
         raise typer.Exit(EXIT_REFRESH_FAILED)
 
@@ -240,53 +287,55 @@ def drop(name: Annotated[str, typer.Argument(help="Dynamic table to delete.")],
     typer.echo(f"dropped {name.lower()} ({api.drop(project, name, wait=wait)})")
 
 
-TABLE_COLUMNS = ("name", "target_lag", "effective_lag_seconds", "refresh_mode", "scheduling_state",
-                 "data_timestamp", "next_due", "rows", "last_refresh_action", "last_refresh_state",
-                 "refresh_mode_reason")
-HISTORY_COLUMNS = ("name", "state", "refresh_action", "refresh_trigger", "data_timestamp",
-                   "refresh_end_time", "statistics", "state_message")
+Wide = Annotated[bool, typer.Option("--wide", "-w", help="Every field as a column (lines may be wider than the terminal).")]
 
 
 @show_app.command("dynamic")
 def show_dynamic(what: Annotated[str, typer.Argument(metavar="tables", help="The word 'tables'.")],
                  project_dir: ProjectDir = Path("."), target: Target = None,
                  like: Annotated[Optional[str], typer.Option("--like", help="SQL LIKE or glob pattern on the name.")] = None,
-                 format: Format = "table") -> None:
-    """One row per dynamic table: lag, mode, state, data timestamp, rows, last refresh.
+                 format: Format = "table", wide: Wide = False) -> None:
+    """One row per dynamic table: state, refresh mode, target lag, freshness, rows, last
+    refresh, next due, scheduler; as many as fit the terminal (--wide: every field).
 
     Example: dt show dynamic tables --like 'customer%' --format json
     """
     from dtcli import api
-    from dtcli.ui.output import print_json, print_table
+    from dtcli.api.watch import clock_from_env
+    from dtcli.ui.output import print_fitted, print_json
+    from dtcli.ui.show_view import table_columns, wide_columns
 
     if what != "tables":
         raise UsageError(f"unknown object '{what}'", hint="dt show dynamic tables")
-    from dtcli.api.watch import clock_from_env
-
-    rows = api.show_tables(api.check(project_dir, target, now=clock_from_env().now(), with_stats=True), like)
+    checked = api.check(project_dir, target, now=clock_from_env().now(), with_stats=True)
+    rows = api.show_tables(checked, like)
     if _fmt(format) == "json":
         print_json(rows)
     else:
-        print_table(rows, TABLE_COLUMNS, title="dynamic tables")
+        print_fitted(wide_columns(rows) if wide else table_columns(checked.now), rows, wide=wide)
 
 
 @show_app.command("refresh-history")
 def show_history(name: Annotated[Optional[str], typer.Argument(help="Only this table.")] = None,
                  project_dir: ProjectDir = Path("."), target: Target = None,
                  limit: Annotated[Optional[int], typer.Option("--limit", "-n", help="Newest N entries.")] = None,
-                 format: Format = "table") -> None:
-    """Refresh history, newest first.
+                 format: Format = "table", wide: Wide = False) -> None:
+    """Refresh history, newest first: state, action, trigger, when, how long, rows changed,
+    message (cut to the terminal; --wide or --format json for every field in full).
 
     Example: dt show refresh-history customer_rank --limit 5
     """
     from dtcli import api
-    from dtcli.ui.output import print_json, print_table
+    from dtcli.api.watch import clock_from_env
+    from dtcli.ui.output import print_fitted, print_json
+    from dtcli.ui.show_view import history_columns, wide_columns
 
-    rows = api.show_history(api.check(project_dir, target), name, limit)
+    checked = api.check(project_dir, target, now=clock_from_env().now())
+    rows = api.show_history(checked, name, limit)
     if _fmt(format) == "json":
         print_json(rows)
     else:
-        print_table(rows, HISTORY_COLUMNS, title="refresh history")
+        print_fitted(wide_columns(rows) if wide else history_columns(checked.now), rows, wide=wide)
 
 
 @show_app.command("rows")
@@ -349,8 +398,10 @@ def explain(name: Annotated[str, typer.Argument(help="Dynamic table to explain."
         return
     console.print(f"[bold]{data['name']}[/] ({data['file']}): refresh mode [bold]{data['refresh_mode']}[/]"
                   + (f" — {data['refresh_mode_reason']}" if data["refresh_mode_reason"] else ""))
-    console.print(f"target lag {data['target_lag']}, effective lag {data['effective_lag']} s, "
-                  f"period {data['period_seconds']} s; upstream: {', '.join(data['upstream']) or '-'}; "
+    schedule = (f"target lag {data['target_lag']}, effective lag {data['effective_lag']} s, "
+                f"period {data['period_seconds']} s" if data["scheduler"] == "ENABLE"
+                else "scheduler: disable (refreshed only on demand: dt refresh NAME)")
+    console.print(f"{schedule}; upstream: {', '.join(data['upstream']) or '-'}; "
                   f"downstream: {', '.join(data['downstream']) or '-'}", highlight=False)
     if data["columns"]:
         print_table([{"column": c["name"], "type": c["type"] or "(known when Spark runs)"}
@@ -377,8 +428,11 @@ def main() -> None:
     """
     from dtcli.ui.output import err_console
 
+    from dtcli.ui.quiet import library_noise
+
     try:
-        app()
+        with library_noise("--debug" in sys.argv[1:]):
+            app()
     except DtError as err:
         if _state["debug"]:
             raise

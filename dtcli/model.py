@@ -235,6 +235,11 @@ class RefreshRecord:
     refresh_action_reason: str | None = None   # why this action (ADAPTIVE: its estimate)
     change_rows: int | None = None             # changed input rows the refresh read (estimated)
     input_rows: int | None = None              # rows of its inputs at the versions it read
+    # Snowflake's newer refresh-history columns, where dt has the fact:
+    state_code: str | None = None          # SUCCESS, or why not: an error condition, UPSTREAM_FAILED, ...
+    query_id: str | None = None            # "<Spark application id>/<run id>"; None when no Spark ran for it
+    target_lag_sec: int | None = None      # the effective target lag when it refreshed
+    completion_target: str | None = None   # previous data timestamp + target lag
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

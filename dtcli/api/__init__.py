@@ -24,7 +24,8 @@ from dtcli.project import load_project
 
 __all__ = ["Checked", "Events", "RunResult", "ScheduledPlan", "check", "drop", "execute", "explain",
            "init", "load", "no_data_records", "plan_run", "plan_scheduled", "refresh", "resume",
-           "run", "seed", "show_history", "show_rows", "show_tables", "spark_submit", "suspend"]
+           "run", "seed", "show_history", "show_rows", "show_tables", "spark_submit", "suspend",
+           "write_run_results"]
 
 
 def load(project_dir: str | Path = ".", target: str | None = None, *,
@@ -47,6 +48,16 @@ def explain(checked: Checked, name: str) -> dict:
     from dtcli.state import history
 
     return _explain(checked, name, history.read(checked.project.warehouse))
+
+
+def write_run_results(checked: Checked, result: RunResult, *, command: str, args: dict,
+                      started_at: datetime) -> dict:
+    """Write target/run_results.json for a finished `run`/`refresh`; returns the document."""
+    from dtcli.api import run_results
+
+    doc = run_results.document(checked.project, result, command=command, args=args, started_at=started_at)
+    run_results.write(checked.project, doc)
+    return doc
 
 
 def seed(project_dir: str | Path = ".", target: str | None = None,

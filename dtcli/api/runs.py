@@ -14,7 +14,7 @@ from typing import Any, Callable
 
 from dtcli.model import (FAILED, MANUAL, NO_DATA, SCHEDULED, SUCCEEDED, Plan, RefreshRecord,
                          any_failed)
-from dtcli.planning import scheduler, selectors
+from dtcli.planning import completion, on_demand, scheduler, selectors
 from dtcli.planning.checked import Checked
 from dtcli.planning.plan import build_plan
 from dtcli.state import history, scheduling
@@ -31,8 +31,11 @@ def plan_run(checked: Checked, names: list[str] | None = None, *, trigger: str =
     """A plan for the selected DTs and their upstream, whatever their schedule (`dt refresh`,
     `dt run --all`); `plan_scheduled` is the lag-aware pass of a plain `dt run`."""
     selected = selectors.select(checked.project, checked.graph, names)
-    return build_plan(checked, selected, trigger, full_refresh=full_refresh,
-                      history=history.read(checked.project.warehouse))
+    on_demand.check_created(checked, selected)
+    past = history.read(checked.project.warehouse)
+    plan = build_plan(checked, selected, trigger, full_refresh=full_refresh, history=past)
+    stamps = scheduler.data_timestamps(checked.snapshot, past)
+    return completion.annotate(plan, checked.effective_lags, stamps)
 
 
 @dataclass
@@ -51,9 +54,9 @@ def plan_scheduled(checked: Checked, names: list[str] | None = None, *, all_tabl
     past = history.read(project.warehouse)
     stamps = scheduler.data_timestamps(checked.snapshot, past)
     decision = scheduler.decide(checked, stamps, states, candidates,
-                                all_tables=all_tables or full_refresh)
+                                all_tables=all_tables or full_refresh, asked=names is not None)
     plan = build_plan(checked, decision.refresh, SCHEDULED, full_refresh=full_refresh, history=past)
-    return ScheduledPlan(plan, decision)
+    return ScheduledPlan(completion.annotate(plan, checked.effective_lags, stamps), decision)
 
 
 @dataclass
@@ -80,9 +83,15 @@ def no_data_records(plan: Plan) -> list[RefreshRecord]:
                           data_timestamp=plan.data_timestamp, refresh_start_time=stamp,
                           refresh_end_time=stamp, run_id=plan.run_id,
                           source_versions=s.previous.source_versions if s.previous else {},
-                          definition_hash=s.definition_hash,
-                          refresh_action_reason="no input changed since the last refresh")
+                          definition_hash=s.definition_hash, state_code="SUCCESS",
+                          refresh_action_reason="no input changed since the last refresh",
+                          **_targets(s))
             for s in plan.steps if s.action == NO_DATA]
+
+
+def _targets(step) -> dict[str, Any]:
+    return {"target_lag_sec": step.options.get("target_lag_sec"),
+            "completion_target": step.options.get("completion_target")}
 
 
 def spark_submit(project, plan: Plan, on_event: Events):
@@ -121,7 +130,8 @@ def execute(checked: Checked, plan: Plan, on_event: Events = lambda e: None,
         stamp = _now()
         records = [RefreshRecord(name=s.name, state=FAILED, refresh_action=s.action, refresh_trigger=s.trigger,
                                  data_timestamp=None, refresh_start_time=stamp, refresh_end_time=stamp,
-                                 run_id=plan.run_id, state_message=why, definition_hash=s.definition_hash)
+                                 run_id=plan.run_id, state_message=why, definition_hash=s.definition_hash,
+                                 state_code="SPARK_APPLICATION_EXITED", **_targets(s))
                    for s in lost]
         history.append(project.warehouse, records)
         for record in records:

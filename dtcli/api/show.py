@@ -7,7 +7,7 @@ from typing import Any
 
 from dtcli.errors import UsageError, suggest
 from dtcli.model import Project, RefreshRecord, TableDef
-from dtcli.planning import scheduler
+from dtcli.planning import on_demand, scheduler
 from dtcli.planning.checked import Checked
 from dtcli.planning.lag import parse_target_lag
 from dtcli.planning.schedule import period_seconds
@@ -27,9 +27,11 @@ def show_tables(checked: Checked, like: str | None = None) -> list[dict[str, Any
     project, snapshot, now = checked.project, checked.snapshot, checked.now
     rows_history = history.read(project.warehouse)
     last = history.latest_per_table(rows_history)
-    states = scheduling.current(project.warehouse)
+    events = scheduling.read_events(project.warehouse)
+    states = scheduling.current(project.warehouse, events)
     stamps = scheduler.data_timestamps(snapshot, rows_history)
     stop = scheduler.blocked(checked.graph, states)
+    suspended_on = _last_suspended(checked, events, states, stop)
     rows = []
     for name in checked.graph.order:
         if not _like(name, like):
@@ -39,14 +41,17 @@ def show_tables(checked: Checked, like: str | None = None) -> list[dict[str, Any
         due = scheduler.next_due_at(project, name, info is not None, checked.effective_lags, stamps, states,
                                     stop, now)
         stamp = stamps.get(name)
+        manual = on_demand.is_on_demand(table)
         rows.append({
             **_row(project, name, table, info, last.get(name)),
-            "target_lag": str(parse_target_lag(table.target_lag)),
+            # an on-demand DT has no target lag (Snowflake shows none with SCHEDULER = DISABLE)
+            "target_lag": None if manual else str(parse_target_lag(table.target_lag)),
             "effective_lag_seconds": effective,
             "period_seconds": period_seconds(effective) if effective else None,
             "refresh_mode": mode.mode, "refresh_mode_reason": mode.reason,
             "scheduling_state": scheduling.SUSPENDED if name in stop else scheduling.ACTIVE,
             "scheduling_state_reason": stop.get(name),
+            "last_suspended_on": suspended_on.get(name),
             "next_due": due.isoformat() if due else None,
             "data_timestamp": stamp.isoformat() if stamp else None,
             "columns": [c.to_dict() for c in checked.schemas.get(name, ())],
@@ -66,9 +71,23 @@ def show_tables(checked: Checked, like: str | None = None) -> list[dict[str, Any
     return rows
 
 
+def _last_suspended(checked: Checked, events, states, stop) -> dict[str, str]:
+    """Snowflake's `last_suspended_on`: a DT's own newest suspension, or, while a suspended
+    upstream DT holds it back, that suspension if it is newer."""
+    own = scheduling.last_suspended(events)
+    graph = checked.graph
+    roots = [r for r, st in states.items() if st.state == scheduling.SUSPENDED and r in graph.upstream]
+    out = dict(own)
+    for root in roots:
+        for name in graph.downstream_closure({root}) & set(stop):
+            if root in own and own[root] > out.get(name, ""):
+                out[name] = own[root]
+    return out
+
+
 _EMPTY = dict.fromkeys(("target_lag", "effective_lag_seconds", "period_seconds", "refresh_mode",
                         "refresh_mode_reason", "scheduling_state", "scheduling_state_reason",
-                        "next_due", "data_timestamp"))
+                        "last_suspended_on", "next_due", "data_timestamp"))
 
 
 def _row(project: Project, name: str, table: TableDef | None, info: TableInfo | None,
@@ -88,6 +107,8 @@ def _row(project: Project, name: str, table: TableDef | None, info: TableInfo | 
         "last_refresh_state": recent.state if recent else None,
         "comment": (info.description if info else None) or config.get("comment"),
         "cluster_by": config.get("cluster_by"), "tags": list(table.tags) if table else [],
+        "scheduler": on_demand.scheduler_value(table) if table else None,
+        "deletion_vectors": config.get("deletion_vectors", True) if table else None,
         "version": info.version if info else None, "path": project.table_path(name),
         "file": table.file if table else None, "orphaned": table is None,
     }

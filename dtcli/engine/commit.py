@@ -15,10 +15,12 @@ USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
 
 
 def replace_table(spark, df, path: str, frontier: Frontier, *, partition_by: list[str] | None = None,
-                  cluster_by: list[str] | None = None, comment: str | None = None) -> None:
+                  cluster_by: list[str] | None = None, comment: str | None = None,
+                  properties: dict[str, str] | None = None) -> None:
     """Replace the DT's content and table-level definition (partitioning, liquid clustering,
-    comment) in one commit that also carries the frontier: `CREATE OR REPLACE TABLE ... AS`,
-    because a DataFrame write cannot declare clustering or a comment for a path table."""
+    comment, table properties) in one commit that also carries the frontier: `CREATE OR
+    REPLACE TABLE ... AS`, because a DataFrame write cannot declare clustering or a comment
+    for a path table."""
     view = "__dt_full_result"
     df.createOrReplaceTempView(view)
     clauses = []
@@ -28,6 +30,9 @@ def replace_table(spark, df, path: str, frontier: Frontier, *, partition_by: lis
         clauses.append(f"CLUSTER BY ({', '.join(quote(c) for c in cluster_by)})")
     if comment:
         clauses.append(f"COMMENT {_string(comment)}")
+    if properties:
+        clauses.append("TBLPROPERTIES (" + ", ".join(f"{_string(k)} = {_string(v)}"
+                                                     for k, v in sorted(properties.items())) + ")")
     try:
         with user_metadata(spark, frontier):
             spark.sql(f"CREATE OR REPLACE TABLE delta.{quote(path)} USING delta {' '.join(clauses)} "

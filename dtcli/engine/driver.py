@@ -21,6 +21,7 @@ def emit(event: dict) -> None:
 
 def main(argv: list[str]) -> int:
     from dtcli.engine.executor import execute_plan
+    from dtcli.engine.progress import SparkProgress
     from dtcli.engine.session import build_session
     from dtcli.model import Plan, any_failed
 
@@ -29,7 +30,9 @@ def main(argv: list[str]) -> int:
     stop_file = plan_path.with_name(STOP_FILE)
     emit({"event": "started"})
     spark = build_session({}, app_name=f"dt:{plan.project}")
-    records = execute_plan(spark, plan, emit, should_stop=stop_file.exists)
+    progress = SparkProgress(spark, emit)      # "progress" events while a refresh runs
+    records = execute_plan(spark, plan, progress.emit, should_stop=stop_file.exists)
+    progress.close()
     emit({"event": "done"})
     spark.stop()
     return 1 if any_failed(records) else 0

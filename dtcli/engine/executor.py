@@ -12,7 +12,7 @@ import re
 from datetime import datetime, timezone
 from typing import Any, Callable
 
-from dtcli.engine import commit
+from dtcli.engine import commit, deletion_vectors
 from dtcli.engine.context import RefreshContext, RefreshResult
 from dtcli.engine.strategies import strategy_for
 from dtcli.model import (FAILED, SKIPPED, SUCCEEDED, UPSTREAM_FAILED, Frontier, Plan, RefreshRecord,
@@ -46,6 +46,12 @@ def unbind_inputs(spark, step: RefreshStep) -> None:
 _JAVA_EXCEPTION = re.compile(r"^:?\s*[\w.$]+(?:Exception|Error): (.+)$")
 
 
+_CAUSED_BY = re.compile(r"^Caused by: [\w.$]+(?:Exception|Error): (\[[A-Z][A-Z0-9_.]*\].*)$")
+_CONDITION = re.compile(r"^\[([A-Z][A-Z0-9_.]*)\]")
+# Conditions that only say a task failed: the cause (a division by zero, a cast...) is deeper.
+_WRAPPERS = ("TASK_WRITE_FAILED", "FAILED_EXECUTE_UDF")
+
+
 def error_message(exc: BaseException) -> str:
     """One line a user can act on: the error condition and its message, not Py4J's wrapper."""
     text = str(exc).strip() or type(exc).__name__
@@ -55,14 +61,13 @@ def error_message(exc: BaseException) -> str:
         cause = next((m.group(1) for m in map(_JAVA_EXCEPTION.match, lines[1:]) if m), None)
         if cause:
             lines = [cause]
+            wrapper = _CONDITION.match(cause)
+            if (wrapper and wrapper.group(1) in _WRAPPERS) or cause.startswith("Job aborted due to stage failure"):
+                # a failed task: the root cause is the last "Caused by" that names a condition
+                roots = [m.group(1) for m in map(_CAUSED_BY.match, text.splitlines()[1:]) if m]
+                lines = roots[-1:] or lines
     text = lines[0] if lines else text
-    condition = None
-    getter = getattr(exc, "getCondition", None)
-    if callable(getter):
-        try:
-            condition = getter()
-        except Exception:  # noqa: BLE001 - best effort enrichment only
-            condition = None
+    condition = error_condition(exc)
     first = text[:500]
     return f"[{condition}] {first}" if condition and condition not in first else first
 
@@ -79,8 +84,38 @@ def at_file(step: RefreshStep, message: str) -> str:
     return f"{file}: " + _COMPILED_AT.sub("", message).rstrip()
 
 
+def condition_of(message: str) -> str | None:
+    """The error condition an error message starts with ("[DIVIDE_BY_ZERO] ..."), if any."""
+    match = _CONDITION.match(message)
+    return match.group(1) if match else None
+
+
+def error_condition(exc: BaseException) -> str | None:
+    """Spark's or Delta's error condition (e.g. DELTA_MISSING_CHANGE_DATA), when it has one."""
+    getter = getattr(exc, "getCondition", None)
+    if callable(getter):
+        try:
+            return getter() or None
+        except Exception:  # noqa: BLE001 - best effort enrichment only
+            return None
+    return None
+
+
+# state_code of a record whose state says it all (a FAILED one carries the error's condition)
+STATE_CODES = {SUCCEEDED: "SUCCESS", UPSTREAM_FAILED: "UPSTREAM_FAILED", SKIPPED: "RUN_STOPPED",
+               FAILED: "REFRESH_FAILED"}
+
+
+def application_id(spark) -> str | None:
+    try:
+        return spark.sparkContext.applicationId
+    except Exception:  # noqa: BLE001 - e.g. a Spark Connect session has no SparkContext
+        return None
+
+
 def _record(plan: Plan, step: RefreshStep, state: str, start: str, *, message: str | None = None,
-            result: RefreshResult | None = None, versions: dict[str, int] | None = None) -> RefreshRecord:
+            result: RefreshResult | None = None, versions: dict[str, int] | None = None,
+            code: str | None = None, query_id: str | None = None) -> RefreshRecord:
     previous = step.previous.source_versions if step.previous else {}
     versions = versions or {}
     changed = [n for n, v in versions.items() if previous.get(n) != v]
@@ -100,7 +135,22 @@ def _record(plan: Plan, step: RefreshStep, state: str, start: str, *, message: s
         definition_hash=step.definition_hash,
         # a strategy that fell back (INCREMENTAL -> FULL) says why; else the planner's reason
         refresh_action_reason=extra.get("message") or step.options.get("action_reason"),
-        change_rows=step.options.get("change_rows"), input_rows=step.options.get("input_rows"))
+        change_rows=step.options.get("change_rows"), input_rows=step.options.get("input_rows"),
+        state_code=code or STATE_CODES.get(state), query_id=query_id,
+        target_lag_sec=step.options.get("target_lag_sec"),
+        completion_target=step.options.get("completion_target"))
+
+
+def _align_deletion_vectors(spark, step: RefreshStep, result: RefreshResult) -> None:
+    """After the refresh committed: write the DT as its `deletion_vectors` setting now says.
+    A failure here leaves the refresh committed (its rows are right) and says so."""
+    want = bool(step.options.get("deletion_vectors", True))
+    try:
+        deletion_vectors.align(spark, step.path, want)
+        result.table_version = commit.last_commit(step.path)["version"]
+    except Exception as exc:  # noqa: BLE001 - the refresh itself succeeded
+        note = f"refreshed, but turning deletion vectors {'on' if want else 'off'} failed: {error_message(exc)}"
+        result.extra["message"] = "; ".join(filter(None, [result.extra.get("message"), note]))
 
 
 def execute_plan(spark, plan: Plan, emit: Emit = lambda event: None,
@@ -111,7 +161,9 @@ def execute_plan(spark, plan: Plan, emit: Emit = lambda event: None,
     failed: set[str] = set()
     records: list[RefreshRecord] = []
     steps = plan.spark_steps
-    emit({"event": "plan", "steps": [s.name for s in steps]})
+    app = application_id(spark)
+    query_id = f"{app}/{plan.run_id}" if app else plan.run_id
+    emit({"event": "plan", "steps": [s.name for s in steps], "application_id": app})
     stopping = False
     for step in steps:
         start = now_iso()
@@ -137,13 +189,18 @@ def execute_plan(spark, plan: Plan, emit: Emit = lambda event: None,
                 if step.options.get("comment_outdated") and not result.extra.get("table_replaced"):
                     commit.set_comment(spark, step.path, step.options.get("comment"))
                     result.table_version = commit.last_commit(step.path)["version"]
+                if step.options.get("deletion_vectors_outdated"):
+                    _align_deletion_vectors(spark, step, result)
                 if result.table_version is not None:
                     produced[step.name] = result.table_version
-                record = _record(plan, step, SUCCEEDED, start, result=result, versions=versions)
+                record = _record(plan, step, SUCCEEDED, start, result=result, versions=versions,
+                                 query_id=query_id)
             except Exception as exc:  # noqa: BLE001 - one refresh failing must not stop the run
                 failed.add(step.name)
+                message = error_message(exc)
                 record = _record(plan, step, FAILED, start, versions=versions,
-                                 message=at_file(step, error_message(exc)))
+                                 message=at_file(step, message),
+                                 code=condition_of(message) or error_condition(exc), query_id=query_id)
             finally:
                 unbind_inputs(spark, step)
         if write_history:

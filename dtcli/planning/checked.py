@@ -19,6 +19,7 @@ from dtcli.planning.backfill import BackfillSource
 from dtcli.planning.definition import definition_hash
 from dtcli.planning.graph import Graph
 from dtcli.planning.lag import LagResolution, parse_target_lag, resolve_lags
+from dtcli.planning.on_demand import is_on_demand
 from dtcli.planning.refresh_mode import ResolvedMode, resolve_modes
 from dtcli.planning.snapshot import Snapshot
 from dtcli.sql.analysis import QueryAnalysis, analyze
@@ -63,7 +64,10 @@ def check(project: Project, snapshot: Snapshot) -> Checked:
     """Everything that can be checked without Spark; raises the first problem found."""
     graph = Graph.of(project)
     lags = {n: parse_target_lag(t.target_lag, file=t.file) for n, t in project.tables.items()}
-    resolution = resolve_lags(lags, graph.upstream, {n: t.file for n, t in project.tables.items()})
+    # An on-demand DT (scheduler: disable) has no target lag: the lag rules and `downstream`
+    # resolution see it as they see a source (see on_demand.py).
+    scheduled = {n: lag for n, lag in lags.items() if not is_on_demand(project.tables[n])}
+    resolution = resolve_lags(scheduled, graph.upstream, {n: t.file for n, t in project.tables.items()})
     hashes = {n: definition_hash(t) for n, t in project.tables.items()}
     schemas: dict[str, tuple[Column, ...]] = {n: i.schema for n, i in snapshot.sources.items()}
     unsure: set[str] = set()        # DTs whose column names only Spark will know for sure

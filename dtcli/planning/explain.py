@@ -7,6 +7,7 @@ from typing import Any
 from dtcli.model import ADAPTIVE, FULL, RefreshRecord
 from dtcli.planning.checked import Checked
 from dtcli.planning.lag import parse_target_lag
+from dtcli.planning.on_demand import is_on_demand, scheduler_value
 from dtcli.planning.refresh_mode import enable_cdf_sql
 from dtcli.planning.schedule import period_seconds
 
@@ -44,6 +45,12 @@ def explain(checked: Checked, name: str, history: list[RefreshRecord] = ()) -> d
                         "(a construct sqlglot does not resolve); Spark checks them at refresh time")
     lag = parse_target_lag(table.target_lag)
     effective = checked.effective_lags.get(key)
+    manual = is_on_demand(table)
+    if manual:
+        origin = table.config_origin.get("target_lag")
+        if origin is not None and origin.file and not origin.file.endswith("dt_project.yml"):
+            warnings.append(f"target_lag is ignored: {key} has scheduler: disable, so it is refreshed "
+                            f"only on demand (dt refresh {key}); remove target_lag from {origin.file}")
     return {
         "name": key, "file": table.file,
         "refresh_mode": mode.mode, "refresh_mode_reason": mode.reason,
@@ -51,7 +58,8 @@ def explain(checked: Checked, name: str, history: list[RefreshRecord] = ()) -> d
         "columns": [c.to_dict() for c in checked.schemas.get(key, ())],
         "operators": list(analysis.to_dict()["operators"]),
         "inputs": inputs,
-        "target_lag": str(lag), "effective_lag": effective,
+        "target_lag": None if manual else str(lag), "effective_lag": effective,
+        "scheduler": scheduler_value(table),
         "period_seconds": period_seconds(effective) if effective else None,
         "adaptive": _adaptive(checked, key, history) if mode.mode == ADAPTIVE else None,
         "frozen_where": table.config.get("frozen_where"),

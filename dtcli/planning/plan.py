@@ -1,6 +1,7 @@
 """The planner: from project, graph and a pinned snapshot to a plan (pure data, no Spark).
 
-For each selected DT (and every DT upstream of it, so a run reads one consistent snapshot),
+For each selected DT (and every DT upstream of it, so a run reads one consistent snapshot;
+an on-demand DT that is not selected is read as it is, see on_demand.py),
 in DAG order, it decides the refresh action: FULL on creation, REINITIALIZE when the definition
 changed, NO_DATA when no input moved since the DT's frontier, else INCREMENTAL or FULL by the
 DT's resolved refresh mode.
@@ -13,7 +14,7 @@ from dataclasses import replace
 
 from dtcli.model import (ADAPTIVE, CREATION, FULL, INCREMENTAL, MANUAL, NO_DATA, REINITIALIZE, Plan,
                          RefreshRecord, RefreshStep, StepInput)
-from dtcli.planning import adaptive, frozen
+from dtcli.planning import adaptive, frozen, on_demand
 from dtcli.planning.checked import Checked
 from dtcli.planning.refresh_mode import ResolvedMode
 
@@ -22,7 +23,8 @@ def build_plan(checked: Checked, selected: set[str], trigger: str, *, full_refre
                run_id: str | None = None, history: list[RefreshRecord] = ()) -> Plan:
     """`history`: the refresh history, from which ADAPTIVE DTs learn what their refreshes cost."""
     project, graph, snapshot = checked.project, checked.graph, checked.snapshot
-    names = graph.ordered(graph.upstream_closure(selected))
+    names = graph.ordered(on_demand.needed(project, graph, selected))
+    manual_only = on_demand.on_demand(project)
     refreshed: dict[str, tuple[str, int]] = {}   # DTs that commit in this plan: action, change rows
     steps: list[RefreshStep] = []
     for name in names:
@@ -47,7 +49,8 @@ def build_plan(checked: Checked, selected: set[str], trigger: str, *, full_refre
                 changed.append(inp)
 
         change_rows, input_rows = input_sizes(checked, name, previous_versions, refreshed)
-        step_trigger, reinit, why = trigger, None, None
+        # an on-demand DT refreshes only because someone asked for it: MANUAL, as Snowflake records it
+        step_trigger, reinit, why = (MANUAL if name in manual_only else trigger), None, None
         predicate = checked.frozen.get(name)
         regions = frozen.plan_refresh(predicate, frontier, snapshot.taken_at, project.dialect) \
             if frontier else frozen.initial(predicate, snapshot.taken_at)
@@ -97,6 +100,9 @@ def build_plan(checked: Checked, selected: set[str], trigger: str, *, full_refre
                      "comment_outdated": info is not None and
                      (info.description or None) != (table.config.get("comment") or None),
                      "columns": table.config.get("columns"),
+                     "deletion_vectors": table.config.get("deletion_vectors", True),
+                     "deletion_vectors_outdated": info is not None and
+                     info.deletion_vectors_differ(table.config.get("deletion_vectors", True)),
                      "changed_inputs": changed,
                      # frozen regions: the predicate (for the frontier), and at this refresh's
                      # data timestamp the active and frozen regions as Spark SQL

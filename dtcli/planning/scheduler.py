@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any, Mapping
 
 from dtcli.model import FAILED, MANUAL, SUCCEEDED, Project, RefreshRecord
+from dtcli.planning import on_demand
 from dtcli.planning.checked import Checked
 from dtcli.planning.graph import Graph
 from dtcli.planning.schedule import is_due, next_due, next_tick, period_seconds
@@ -69,22 +70,30 @@ class Decision:
 
 
 def decide(checked: Checked, stamps: Mapping[str, datetime | None], states: Mapping[str, TableState],
-           candidates: set[str], *, all_tables: bool = False, now: datetime | None = None) -> Decision:
+           candidates: set[str], *, all_tables: bool = False, now: datetime | None = None,
+           asked: bool = False) -> Decision:
     """Reconcile (create, reinitialize) and pick the due DTs among `candidates` at `now` (by
-    default the moment of the checked snapshot)."""
+    default the moment of the checked snapshot). `asked`: the candidates are a user's
+    selection, so `all_tables` refreshes the on-demand (`scheduler: disable`) DTs among them."""
     project, graph, snapshot = checked.project, checked.graph, checked.snapshot
     now = now or checked.now
     effective = checked.effective_lags
     out = Decision(stamps=dict(stamps))
     stop = blocked(graph, states)
+    manual_only = on_demand.on_demand(project)
     for name in graph.ordered(candidates):
         if name in stop:
             out.skipped[name] = f"suspended: {stop[name]}"
             continue
         table, info, lag = project.tables[name], snapshot.tables.get(name), effective.get(name)
+        demanded = all_tables and (asked or name not in manual_only)
         if info is None:
-            if table.config.get("initialize", "on_create") == "on_create" or all_tables:
+            if table.config.get("initialize", "on_create") == "on_create" or demanded:
                 out.refresh.add(name)
+                continue
+            if name in manual_only:
+                out.skipped[name] = (f"scheduler: disable and initialize: on_schedule; created by "
+                                     f"its first on-demand refresh (`dt refresh {name}`)")
                 continue
             registered = parse_ts(states.get(name, TableState()).registered_on)
             if registered is None:
@@ -96,6 +105,9 @@ def decide(checked: Checked, stamps: Mapping[str, datetime | None], states: Mapp
                 out.skipped[name] = "initialize: on_schedule; waiting for its first scheduled tick"
         elif info.frontier is None or info.frontier.definition_hash != checked.hashes[name]:
             out.refresh.add(name)   # reconcile: a changed definition is applied now, due or not
+        elif name in manual_only and not demanded:
+            out.skipped[name] = (f"scheduler: disable; refreshed only on demand (`dt refresh {name}`, "
+                                 f"or `dt run --select {name} --all`)")
         elif all_tables:
             out.refresh.add(name)
         elif lag is None:
@@ -106,6 +118,9 @@ def decide(checked: Checked, stamps: Mapping[str, datetime | None], states: Mapp
             due = next_due(now, period_seconds(lag), stamps.get(name))
             out.skipped[name] = f"not due until {due.isoformat()}"
             out.not_due[name] = due
+    for name, gone in on_demand.missing_upstream(checked, out.refresh).items():
+        out.refresh.discard(name)
+        out.skipped[name] = f"not refreshed: {on_demand.missing_reason(gone)}"
     return out
 
 

@@ -13,7 +13,7 @@ from dtcli.project.yamlio import LineDict, expect_mapping, load_yaml_file
 PROJECT_FILE = "dt_project.yml"
 PROJECT_KEYS = {"name", "dialect", "warehouse", "spark", "targets", "defaults", "sources", "vars",
                 "default_target", "version", "folders"}
-TARGET_KEYS = {"warehouse", "spark", "dialect", "vars"}
+TARGET_KEYS = {"warehouse", "spark", "dialect", "vars", "defaults"}
 SOURCE_KEYS = {"path", "primary_key", "description", "columns"}
 SPARK_KEYS = {"master", "conf", "jars"}
 DIALECTS = {"spark", "spark2", "databricks", "snowflake", "hive", "duckdb", "postgres", "bigquery", "trino"}
@@ -37,10 +37,15 @@ class Settings:
 
 
 def _check_keys(mapping: LineDict, allowed: set[str], file: Path, what: str) -> None:
+    from dtcli.project.table_config import TABLE_KEYS
+
     for key in mapping:
         if key not in allowed:
+            hint = suggest(str(key), allowed) or f"known keys: {', '.join(sorted(allowed))}"
+            if key in TABLE_KEYS and "defaults" in allowed:
+                hint = f"table config keys go under defaults, e.g. defaults: {{{key}: ...}}"
             raise ConfigError(f"unknown {what} key '{key}'", file=file, line=mapping.line_of(key),
-                              hint=suggest(str(key), allowed) or f"known keys: {', '.join(sorted(allowed))}")
+                              hint=hint)
 
 
 def _resolve_path(root: Path, value: str) -> str:
@@ -70,6 +75,7 @@ def load_settings(root: Path, target: str | None = None) -> Settings:
     conf = dict(expect_mapping(spark.get("conf"), file, "spark.conf", spark.line_of("conf")))
     jars = spark.get("jars") or []
 
+    defaults = expect_mapping(raw.get("defaults"), file, "defaults", raw.line_of("defaults"))
     targets = expect_mapping(raw.get("targets"), file, "targets", raw.line_of("targets"))
     target = target or raw.get("default_target")
     if target:
@@ -86,6 +92,11 @@ def load_settings(root: Path, target: str | None = None) -> Settings:
         master = tspark.get("master", master)
         conf.update(tspark.get("conf") or {})
         jars = tspark.get("jars", jars)
+        # a target's defaults override the project's key by key (e.g. deletion_vectors: false
+        # for a target whose readers cannot read deletion vectors)
+        tdefaults = expect_mapping(over.get("defaults"), file, f"target {target} defaults",
+                                   over.line_of("defaults"))
+        defaults = _overlay(defaults, tdefaults)
 
     if str(dialect).lower() not in DIALECTS:
         raise ConfigError(f"unknown dialect '{dialect}'", file=file, line=raw.line_of("dialect"),
@@ -93,7 +104,6 @@ def load_settings(root: Path, target: str | None = None) -> Settings:
     if isinstance(jars, str):
         jars = [j for j in jars.split(",") if j]
 
-    defaults = expect_mapping(raw.get("defaults"), file, "defaults", raw.line_of("defaults"))
     folders = expect_mapping(raw.get("folders"), file, "folders", raw.line_of("folders"))
     wh = _resolve_path(root, str(warehouse))
     sources = _load_sources(root, file, raw, wh)
@@ -101,6 +111,13 @@ def load_settings(root: Path, target: str | None = None) -> Settings:
                     spark_master=str(master), spark_conf={str(k): str(v) for k, v in conf.items()},
                     jars=tuple(_resolve_path(root, j) for j in jars), defaults=defaults,
                     sources=sources, vars=variables, target=target, folders=folders)
+
+
+def _overlay(base: LineDict, over: LineDict) -> LineDict:
+    """`base` with `over`'s keys replacing its own, each key keeping the line it came from."""
+    merged = LineDict({**base, **over})
+    merged.lines = {**getattr(base, "lines", {}), **getattr(over, "lines", {})}
+    return merged
 
 
 def _load_sources(root: Path, file: Path, raw: LineDict, warehouse: str) -> dict[str, SourceDef]:

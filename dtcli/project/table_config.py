@@ -20,10 +20,11 @@ from dtcli.project.yamlio import LineDict, expect_mapping
 TABLE_KEYS = {
     "target_lag", "refresh_mode", "initialize", "frozen_where", "immutable_where", "backfill",
     "start_at", "columns", "constraints", "partition_by", "cluster_by", "comment", "tags",
-    "enabled",
+    "enabled", "scheduler", "deletion_vectors",
 }
 REFRESH_MODES = ("auto", "adaptive", "incremental", "full")
 INITIALIZE = ("on_create", "on_schedule")
+SCHEDULER = ("enable", "disable")
 DEFAULTS = {"target_lag": "1 hour", "refresh_mode": "auto", "initialize": "on_create"}
 # Part of the contract but not built yet: accepting them silently would give wrong semantics
 # (a "frozen" region that refreshes rewrite), so they are refused until they are.
@@ -137,6 +138,17 @@ def normalise(config: dict[str, Any], origin: dict[str, Located], file: str) -> 
                           hint="keep cluster_by (Delta liquid clustering) or partition_by")
     if "enabled" in out and not isinstance(out["enabled"], bool):
         raise ConfigError(f"enabled must be true or false, not {out['enabled']!r}", **where("enabled"))
+    if "scheduler" in out:
+        value = str(out["scheduler"]).lower()
+        if value not in SCHEDULER or isinstance(out["scheduler"], bool):
+            raise ConfigError(f"scheduler must be enable or disable, not {out['scheduler']!r}",
+                              **where("scheduler"),
+                              hint="disable: refreshed only on demand (dt refresh NAME); "
+                                   "to stop a table altogether use enabled: false")
+        out["scheduler"] = value
+    if "deletion_vectors" in out and not isinstance(out["deletion_vectors"], bool):
+        raise ConfigError(f"deletion_vectors must be true or false, not {out['deletion_vectors']!r}",
+                          **where("deletion_vectors"))
     if out.get("comment") is not None and not isinstance(out["comment"], str):
         raise ConfigError("comment must be a string", **where("comment"))
     if out.get("columns") is not None:

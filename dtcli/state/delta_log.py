@@ -66,6 +66,14 @@ class TableInfo:
     schema: tuple[Column, ...] = ()
     description: str | None = None           # the table comment
     properties: dict[str, str] = field(default_factory=dict)
+    reader_features: tuple[str, ...] = ()    # protocol features a reader must support
+
+    def deletion_vectors_differ(self, want: bool) -> bool:
+        """Whether the table is not written as `deletion_vectors: want` says: the property
+        differs, or (when off) readers still need deletion-vector support (the feature
+        stays in the protocol until it is dropped)."""
+        on = str(self.properties.get("delta.enableDeletionVectors", "false")).lower() == "true"
+        return on != want or (not want and "deletionVectors" in self.reader_features)
 
     @property
     def columns(self) -> tuple[str, ...]:
@@ -134,7 +142,8 @@ def info_of(table, *, with_stats: bool = True) -> TableInfo:
     return TableInfo(version=table.version(), rows=rows, bytes=size,
                      change_data_feed=cdf_enabled(meta.configuration), created_on=created_on,
                      frontier=frontier, frontier_version=fversion, schema=schema,
-                     description=meta.description or None, properties=dict(meta.configuration))
+                     description=meta.description or None, properties=dict(meta.configuration),
+                     reader_features=tuple(table.protocol().reader_features or ()))
 
 
 def frontier_metadata(frontier: Frontier) -> str:

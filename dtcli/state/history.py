@@ -14,7 +14,8 @@ from dtcli.state.delta_log import open_table, read_rows, storage_uri
 
 _JSON_FIELDS = ("inputs_with_changed_data", "source_versions")
 _INT_FIELDS = ("num_inserted_rows", "num_deleted_rows", "num_copied_rows", "table_version", "change_rows",
-               "input_rows")
+               "input_rows", "target_lag_sec")
+# counts read back as 0 when absent; the other integers (added later, or not known) as None
 _COUNTS = ("num_inserted_rows", "num_deleted_rows", "num_copied_rows")
 
 
@@ -53,7 +54,7 @@ def append(warehouse: str, records: list[RefreshRecord]) -> None:
         import os
 
         os.makedirs(path, exist_ok=True)
-    # columns added by newer versions of dt join older history tables
+    # merge: a history written before a field existed gains the column (older rows: null)
     write_deltalake(storage_uri(path), table, mode="append", schema_mode="merge")
     _compact_now_and_then(path)
 

@@ -90,6 +90,15 @@ def current(warehouse: str, events: list[dict[str, Any]] | None = None) -> dict[
     return states
 
 
+def last_suspended(events: list[dict[str, Any]]) -> dict[str, str]:
+    """When each DT was itself last suspended (by `dt suspend` or after repeated failures)."""
+    out: dict[str, str] = {}
+    for row in events:
+        if row["event"] == SUSPENDED:
+            out[row["name"]] = row["at"]
+    return out
+
+
 def resumed_at(events: list[dict[str, Any]]) -> dict[str, str]:
     """The newest RESUMED time per DT: failures before it no longer count toward auto-suspension."""
     out: dict[str, str] = {}

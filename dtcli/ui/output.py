@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from typing import Any, Sequence
 
@@ -12,6 +13,29 @@ from rich.table import Table
 # Outside a terminal (CI logs, pipes) rich would wrap at 80 columns; logs read better wide.
 console = Console() if Console().is_terminal else Console(width=200)
 err_console = Console(stderr=True)
+
+
+def terminal_width() -> int:
+    """The width to fit: the terminal's; outside one, $COLUMNS if set, else 200 (CI logs)."""
+    if console.is_terminal:
+        return console.size.width
+    try:
+        return max(40, int(os.environ.get("COLUMNS", "")))
+    except ValueError:
+        return 200
+
+
+def print_fitted(columns, rows: Sequence[dict[str, Any]], *, wide: bool = False,
+                 width: int | None = None) -> None:
+    """Rows as a table that fits the terminal (`dtcli.ui.fit`); `wide`: every column in full."""
+    from dtcli.ui.fit import plain_width, render
+
+    fit = None if wide else (width or terminal_width())
+    out = Console(width=max(plain_width(columns, rows, fit), 20), soft_wrap=True,
+                  force_terminal=console.is_terminal, no_color=not console.is_terminal,
+                  highlight=False)
+    for line in render(columns, rows, fit):
+        out.print(line, overflow="ignore", crop=False)
 
 
 def print_json(data: Any) -> None:

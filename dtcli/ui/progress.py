@@ -18,11 +18,28 @@ def _summary(record: dict[str, Any]) -> str:
     return f"{record['name']}: {record['state']} {record['refresh_action']} {stats}{msg}".rstrip()
 
 
+def spark_text(event: dict[str, Any]) -> str:
+    """A refresh's Spark progress in words: stages and tasks done of total, time so far."""
+    return (f"stages {event.get('stages_done', 0)}/{event.get('stages_total', 0)}, "
+            f"tasks {event.get('tasks_done', 0)}/{event.get('tasks_total', 0)}, "
+            f"{event.get('elapsed', 0):.0f}s")
+
+
+PLAIN_EVERY = 10.0   # seconds of a refresh between two plain progress lines (CI logs)
+
+
 class RunProgress:
-    def __init__(self, total: int, console: Console | None = None):
+    """Live display in a terminal: the run's bar, plus the running refresh's Spark stages and
+    tasks. Elsewhere: a line per refresh started and finished, and every `plain_every` seconds
+    of a long refresh a line with its Spark progress."""
+
+    def __init__(self, total: int, console: Console | None = None, plain_every: float = PLAIN_EVERY):
         self.console = console or Console(stderr=True)
         self.live = self.console.is_terminal
         self.started: dict[str, float] = {}
+        self.plain_every = plain_every
+        self.printed_at: dict[str, float] = {}     # refresh -> elapsed at its last plain line
+        self.spark_task = None
         self.progress = None
         if self.live:
             self.progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
@@ -48,6 +65,8 @@ class RunProgress:
                 self.progress.update(self.task, description=text)
             else:
                 self.console.print(text, highlight=False)
+        elif kind == "progress":
+            self._spark(event)
         elif kind == "started" and not self.progress:
             self.console.print("spark application started", highlight=False)
         elif kind == "stopping":
@@ -57,8 +76,30 @@ class RunProgress:
             took = time.monotonic() - self.started.get(record["name"], time.monotonic())
             line = _summary(record) + (f" ({took:.1f}s)" if record["name"] in self.started else "")
             style = STYLE.get(record["state"], "")
+            self._spark_done()
             if self.progress:
                 self.progress.console.print(f"[{style}]{line}[/]" if style else line, highlight=False)
                 self.progress.advance(self.task)
             else:
                 self.console.print(line, highlight=False, markup=False)
+
+    def _spark(self, event: dict[str, Any]) -> None:
+        name = event.get("name", "")
+        if self.progress:
+            text = f"  {name}: Spark {spark_text(event)}"
+            total = max(int(event.get("tasks_total") or 0), 1)
+            if self.spark_task is None:
+                self.spark_task = self.progress.add_task(text, total=total)
+            self.progress.update(self.spark_task, description=text, total=total,
+                                 completed=int(event.get("tasks_done") or 0))
+            return
+        elapsed = float(event.get("elapsed") or 0)
+        if elapsed - self.printed_at.get(name, 0.0) >= self.plain_every:
+            self.printed_at[name] = elapsed
+            self.console.print(f"{name}: running, Spark {spark_text(event)}", highlight=False,
+                               markup=False)
+
+    def _spark_done(self) -> None:
+        if self.progress and self.spark_task is not None:
+            self.progress.remove_task(self.spark_task)
+            self.spark_task = None

@@ -44,8 +44,10 @@ def print_plan(plan, decision=None) -> None:
                 "not_refreshed": dict(decision.skipped) if decision else {}})
 
 
-def print_summary(result) -> None:
+def print_summary(result, out=None, prefix: str = "") -> None:
     from dtcli.ui.output import console
+
+    out = out or console
 
     bad = [r for r in result.records if r.state != "SUCCEEDED"]
     text = f"{len(result.records) - len(bad)} succeeded, {len(bad)} failed"
@@ -59,4 +61,4 @@ def print_summary(result) -> None:
             text += f" (next due: {first} at {decision.not_due[first].isoformat()[:19]})"
         else:
             text += " (see dt run --dry-run)"
-    console.print(text + ("" if result.launched else " (no Spark needed)"), highlight=False)
+    out.print(prefix + text + ("" if result.launched else " (no Spark needed)"), highlight=False)

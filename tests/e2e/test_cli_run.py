@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -67,12 +68,19 @@ def test_run_then_no_data_without_java(tmp_path, spark):
         assert_matches_recompute(spark, project, name)
     assert table_info(project.table_path("paid")).columns == ("order_id", "customer_id", "amount")
 
+    results = json.loads((root / "target" / "run_results.json").read_text())
+    assert [(r["name"], r["state"], r["refresh_trigger"]) for r in results["results"]] == \
+        [(n, "SUCCEEDED", "CREATION") for n in TABLES]
+    assert all(r["query_id"].endswith("/" + results["run_id"]) for r in results["results"])
+
     started = time.monotonic()
     # --all: every DT is due now (ignoring lag), so each must be decided NO_DATA from the logs.
-    again = dt_process("run", "--all", "-p", str(root), env=no_java_env())
+    again = dt_process("run", "--all", "-p", str(root), "--format", "json", env=no_java_env())
     took = time.monotonic() - started
     assert again.returncode == 0, again.stderr
-    assert "(no Spark needed)" in again.stdout
+    assert "(no Spark needed)" in again.stderr                  # the summary; stdout is the JSON
+    assert json.loads(again.stdout) == json.loads((root / "target" / "run_results.json").read_text())
+    assert {r["refresh_action"] for r in json.loads(again.stdout)["results"]} == {"NO_DATA"}
     rows = history.read(project.warehouse)
     latest = history.latest_per_table(rows)
     assert {n: latest[n].refresh_action for n in TABLES} == dict.fromkeys(TABLES, "NO_DATA")

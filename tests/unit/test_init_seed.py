@@ -45,3 +45,19 @@ def test_seed_types_come_from_the_seed_yml(tmp_path):
     schema = {f.name: str(f.type) for f in DeltaTable(str(root / "warehouse" / "orders")).schema().fields}
     assert "decimal(10,2)" in schema["amount"].lower() or "decimal" in schema["amount"].lower()
     assert "timestamp" in schema["ordered_at"].lower()
+
+
+def test_the_new_project_points_only_to_files_it_has(tmp_path):
+    import re
+
+    root = tmp_path / "shop"
+    assert dt("init", str(root)).code == 0
+    texts = {p: p.read_text() for p in root.rglob("*") if p.is_file() and p.suffix != ".csv"}
+    mentioned = {m for text in texts.values()
+                 for m in re.findall(r"(?<![\w.])[\w/-]+\.(?:md|yml|yaml|sql|csv|json)(?![\w.])", text)}
+    assert "README.md" in mentioned and "tables/recent_orders.sql" in mentioned
+    # artefacts that dt writes later are named as such (target/run_results.json); every
+    # other file a comment or the README names is in the project
+    missing = {m for m in mentioned - {"target/run_results.json"} if not (root / m).exists()}
+    assert not missing, f"the template points to files the project does not have: {missing}"
+    assert "docs/" not in "".join(texts.values())

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dtcli.engine import apply, commit
 from dtcli.engine.context import RefreshContext, RefreshResult
+from dtcli.engine.deletion_vectors import table_property
 from dtcli.engine.strategies import register
 from dtcli.model import FULL, REINITIALIZE
 
@@ -37,7 +38,8 @@ def _replace_table(ctx: RefreshContext, rows) -> None:
     options = ctx.step.options
     commit.replace_table(ctx.spark, rows, ctx.step.path, ctx.frontier,
                          partition_by=options.get("partition_by"), cluster_by=options.get("cluster_by"),
-                         comment=options.get("comment"))
+                         comment=options.get("comment"),
+                         properties=table_property(options.get("deletion_vectors", True)))
 
 
 def _backfilled(ctx: RefreshContext, computed) -> RefreshResult:

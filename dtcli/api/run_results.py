@@ -1,0 +1,89 @@
+"""`target/run_results.json`: what one `dt run` / `dt refresh` did, for CI and other tools.
+
+One entry per DT the run planned (NO_DATA ones included), in the order they finished, shaped
+after dbt's run_results.json (metadata, results with timing and a message, elapsed time, args)
+with dt's own names for what a refresh is: `state`, `refresh_action`, `refresh_trigger`,
+`statistics`, `state_message`, as `dt show refresh-history --format json` names them.
+The file is replaced atomically: a reader sees the previous run's document or this one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from dtcli.model import SKIPPED, SUCCEEDED, Project, RefreshRecord
+
+FILE_NAME = "run_results.json"
+SCHEMA_VERSION = 1
+
+
+def _seconds(start: str | None, end: str | None) -> float | None:
+    try:
+        return round((datetime.fromisoformat(end) - datetime.fromisoformat(start)).total_seconds(), 3)
+    except (TypeError, ValueError):
+        return None
+
+
+def result_entry(record: RefreshRecord) -> dict[str, Any]:
+    return {
+        "name": record.name,
+        "state": record.state,
+        "refresh_action": record.refresh_action,
+        "refresh_trigger": record.refresh_trigger,
+        "timing": [{"name": "refresh", "started_at": record.refresh_start_time,
+                    "completed_at": record.refresh_end_time}],
+        "execution_time": _seconds(record.refresh_start_time, record.refresh_end_time),
+        "statistics": record.statistics,
+        "state_message": record.state_message,
+        "state_code": record.state_code,
+        "reinit_reason": record.reinit_reason,
+        "data_timestamp": record.data_timestamp,
+        "query_id": record.query_id,
+        "table_version": record.table_version,
+        "inputs_with_changed_data": list(record.inputs_with_changed_data),
+        "source_versions": dict(record.source_versions),
+        "target_lag_sec": record.target_lag_sec,
+        "completion_target": record.completion_target,
+    }
+
+
+def document(project: Project, result, *, command: str, args: dict[str, Any],
+             started_at: datetime, finished_at: datetime | None = None) -> dict[str, Any]:
+    """The run's results as one JSON-serialisable document (`result`: an api RunResult)."""
+    from dtcli import __version__
+
+    finished_at = finished_at or datetime.now(timezone.utc)
+    plan, decision = result.plan, result.decision
+    records = list(result.records)
+    return {
+        "metadata": {"dt_version": __version__, "schema_version": SCHEMA_VERSION,
+                     "generated_at": finished_at.isoformat(), "invocation_id": plan.run_id,
+                     "command": command, "project": project.name, "target": project.target},
+        "run_id": plan.run_id,
+        "data_timestamp": plan.data_timestamp,
+        "success": not result.failed,
+        "elapsed_time": round((finished_at - started_at).total_seconds(), 3),
+        "args": args,
+        "results": [result_entry(r) for r in records],
+        "summary": {"succeeded": sum(r.state == SUCCEEDED for r in records),
+                    "failed": sum(r.failed for r in records),
+                    "skipped": sum(r.state == SKIPPED for r in records),
+                    "not_refreshed": len(decision.skipped) if decision else 0},
+        "not_refreshed": [{"name": n, "reason": why} for n, why in (decision.skipped.items() if decision else ())],
+        "suspended": list(result.suspended),
+        "spark_log": result.log_path,
+    }
+
+
+def write(project: Project, doc: dict[str, Any]) -> Path:
+    """Replace target/run_results.json with `doc` (write aside, then rename)."""
+    path = project.target_dir / FILE_NAME
+    path.parent.mkdir(parents=True, exist_ok=True)
+    aside = path.with_name(f".{FILE_NAME}.{os.getpid()}")
+    aside.write_text(json.dumps(doc, indent=2, default=str) + "\n", encoding="utf-8")
+    os.replace(aside, path)
+    return path

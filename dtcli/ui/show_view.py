@@ -1,0 +1,136 @@
+"""What `dt show dynamic tables` and `dt show refresh-history` print in a terminal.
+
+The JSON output keeps every field; the table shows what a person scans, short enough for the
+terminal: freshness as "2 min ago", counts with separators, the last refresh in one word.
+`--wide` shows every field as a column.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime, timezone
+from typing import Any, Sequence
+
+from dtcli.ui.fit import Col
+
+STATE_STYLE = {"SUCCEEDED": "green", "FAILED": "red", "UPSTREAM_FAILED": "red", "SKIPPED": "yellow",
+               "SUSPENDED": "yellow", "DISABLED": "dim", "ORPHANED": "magenta"}
+
+
+def _time(value: Any) -> datetime | None:
+    if not value:
+        return None
+    try:
+        stamp = value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
+    except ValueError:
+        return None
+    return stamp if stamp.tzinfo else stamp.replace(tzinfo=timezone.utc)
+
+
+def span(seconds: float) -> str:
+    """A duration as a person says it: 45 s, 12 min, 5 h, 3 d."""
+    seconds = abs(seconds)
+    if seconds < 60:
+        return f"{int(seconds)} s"
+    if seconds < 3600:
+        return f"{int(seconds // 60)} min"
+    if seconds < 86400:
+        return f"{int(seconds // 3600)} h"
+    return f"{int(seconds // 86400)} d"
+
+
+def ago(value: Any, now: datetime) -> str:
+    stamp = _time(value)
+    if stamp is None:
+        return "never"
+    return f"{span((now - stamp).total_seconds())} ago" if stamp <= now else f"in {span((stamp - now).total_seconds())}"
+
+
+def until(value: Any, now: datetime) -> str:
+    stamp = _time(value)
+    if stamp is None:
+        return "-"
+    return "now" if stamp <= now else f"in {span((stamp - now).total_seconds())}"
+
+
+def count(value: Any) -> str:
+    return f"{value:,}" if isinstance(value, int) else ("" if value is None else str(value))
+
+
+def moment(value: Any) -> str:
+    """An ISO timestamp to the second, as 2026-11-01 10:00:03 (UTC)."""
+    stamp = _time(value)
+    return stamp.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S") if stamp else ""
+
+
+def _last(row: dict[str, Any]) -> str:
+    action, state = row.get("last_refresh_action"), row.get("last_refresh_state")
+    if not action:
+        return "-"
+    return action if state in (None, "SUCCEEDED") else f"{action} {state}"
+
+
+def _last_style(row: dict[str, Any]) -> str:
+    return STATE_STYLE.get(row.get("last_refresh_state") or "", "") if row.get("last_refresh_state") != "SUCCEEDED" else ""
+
+
+def table_columns(now: datetime) -> list[Col]:
+    return [
+        Col("name", lambda r: r["name"], priority=0),
+        Col("state", lambda r: r.get("scheduling_state") or "", priority=1,
+            style=lambda r: STATE_STYLE.get(r.get("scheduling_state") or "", "")),
+        Col("mode", lambda r: r.get("refresh_mode") or "", priority=2),
+        Col("lag", lambda r: r.get("target_lag") or "-", priority=4),
+        Col("fresh", lambda r: ago(r.get("data_timestamp"), now), priority=3),
+        Col("rows", lambda r: count(r.get("rows")), priority=6, align="right"),
+        Col("last refresh", _last, priority=5, style=_last_style),
+        Col("next due", lambda r: until(r.get("next_due"), now), priority=7),
+        Col("scheduler", lambda r: r.get("scheduler") or "", priority=8),
+    ]
+
+
+def history_columns(now: datetime) -> list[Col]:
+    def took(row: dict[str, Any]) -> str:
+        start, end = _time(row.get("refresh_start_time")), _time(row.get("refresh_end_time"))
+        if not start or not end:
+            return ""
+        seconds = (end - start).total_seconds()
+        return f"{seconds:.1f} s" if seconds < 60 else span(seconds)
+
+    def changed(row: dict[str, Any]) -> str:
+        stats = row.get("statistics") or {}
+        if row.get("refresh_action") == "NO_DATA" or not stats:
+            return ""
+        return f"+{count(stats.get('num_inserted_rows', 0))} -{count(stats.get('num_deleted_rows', 0))}"
+
+    return [
+        Col("name", lambda r: r["name"], priority=0),
+        Col("state", lambda r: r.get("state") or "", priority=1,
+            style=lambda r: STATE_STYLE.get(r.get("state") or "", "")),
+        Col("action", lambda r: r.get("refresh_action") or "", priority=2),
+        Col("trigger", lambda r: r.get("refresh_trigger") or "", priority=7),
+        Col("ended", lambda r: ago(r.get("refresh_end_time"), now), priority=3),
+        Col("took", took, priority=6, align="right"),
+        Col("rows +/-", changed, priority=5, align="right"),
+        # why a refresh failed or reinitialized matters more than its figures: kept early, cut to fit
+        Col("message", lambda r: r.get("state_message") or r.get("reinit_reason") or "", priority=4,
+            flexible=True, min_width=12),
+    ]
+
+
+def _field(value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, (dict, list)):
+        if isinstance(value, list) and all(isinstance(v, str) for v in value):
+            return ", ".join(value)
+        return json.dumps(value, default=str, separators=(",", ":"))
+    return str(value)
+
+
+def wide_columns(rows: Sequence[dict[str, Any]], skip: tuple[str, ...] = ()) -> list[Col]:
+    """Every field of the rows as a column, named as in the JSON output."""
+    keys: list[str] = []
+    for row in rows:
+        keys.extend(k for k in row if k not in keys and k not in skip)
+    return [Col(k, lambda r, k=k: _field(r.get(k))) for k in keys]
