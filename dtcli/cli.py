@@ -100,6 +100,7 @@ def run(project_dir: ProjectDir = Path("."), target: Target = None,
         dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan as JSON; run nothing.")] = False,
         watch: Annotated[bool, typer.Option("--watch", help="Keep scheduling: run a pass whenever a table falls due, until Ctrl-C.")] = False,
         max_ticks: Annotated[Optional[int], typer.Option("--max-ticks", min=1, help="With --watch: stop after N scheduling passes.")] = None,
+        idle_timeout: Annotated[Optional[float], typer.Option("--idle-timeout", min=1, help="With --watch: stop the warm Spark application after this many seconds without work (default 300); the next pass with work starts a new one.")] = None,
         wait: Wait = 0.0, format: RunFormat = "table") -> None:
     """Create new dynamic tables, reinitialize changed ones, and refresh the ones that are due.
 
@@ -109,7 +110,9 @@ def run(project_dir: ProjectDir = Path("."), target: Target = None,
     run in one spark-submit application. Suspended tables are skipped, and so are tables with
     `scheduler: disable` unless --select names them with --all. Every run writes
     target/run_results.json (--format json prints it on stdout; progress and the summary go
-    to stderr). Exit code 1 when any refresh failed.
+    to stderr). With --watch, the passes share one warm Spark application, started by the
+    first pass with work and stopped after --idle-timeout seconds without any. Exit code 1
+    when any refresh failed.
 
     Example: dt run --select +customer_rank --all
     """
@@ -120,11 +123,13 @@ def run(project_dir: ProjectDir = Path("."), target: Target = None,
     fmt = _fmt(format)
     if max_ticks is not None and not watch:
         raise UsageError("--max-ticks only applies with --watch")
+    if idle_timeout is not None and not watch:
+        raise UsageError("--idle-timeout only applies with --watch")
     if watch and dry_run:
         raise UsageError("--watch and --dry-run cannot be combined")
     args = {"select": select or [], "all": all_tables, "full_refresh": full_refresh}
     if watch:
-        return _watch(project_dir, target, select, wait, max_ticks, fmt, args)
+        return _watch(project_dir, target, select, wait, max_ticks, fmt, args, idle_timeout)
     checked = api.check(project_dir, target, check_sources=True, now=clock_from_env().now(),
                         with_stats=True)
     if dry_run:
@@ -172,7 +177,7 @@ def _report(checked, result, command: str, args: dict, started, fmt: str, *, lin
 
 
 def _watch(project_dir: Path, target: Optional[str], select: Optional[list[str]], wait: float,
-           max_ticks: Optional[int], fmt: str, args: dict) -> None:
+           max_ticks: Optional[int], fmt: str, args: dict, idle_timeout: Optional[float]) -> None:
     from dtcli import api
     from dtcli.ui.output import console, err_console
     from dtcli.ui.run_view import RunView
@@ -197,7 +202,7 @@ def _watch(project_dir: Path, target: Optional[str], select: Optional[list[str]]
         return state["checked"]
 
     passes = watch(check, select, clock=clock, max_ticks=max_ticks, wait=wait, on_pass=on_pass,
-                   on_event=progress)
+                   on_event=progress, idle_timeout=idle_timeout)
     out.print(f"watch stopped after {passes} pass(es)", highlight=False)
     if failures:
         raise typer.Exit(EXIT_REFRESH_FAILED)

@@ -2,6 +2,8 @@
 
 Each pass checks the project anew (edited files are reconciled) and is a full `dt run` (the
 lock is taken and released, so `dt suspend` and friends can get in while the watcher sleeps).
+The passes that need Spark share one warm application (engine/warm.py), so a pass with work
+costs its refreshes, not a JVM start.
 When the next pass is due is worked out from the same checked project and what the pass just
 refreshed. The clock is injectable: a ManualClock makes a watch of hours run in milliseconds.
 Ctrl-C while sleeping (where a watcher spends its time) stops cleanly, between refreshes;
@@ -14,7 +16,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any, Callable
 
-from dtcli.api.runs import Events, RunResult, run, spark_submit
+from dtcli.api.runs import Events, RunResult, run
 from dtcli.model import SUCCEEDED
 from dtcli.planning import scheduler
 from dtcli.planning.checked import Checked
@@ -40,22 +42,32 @@ def next_wake(checked: Checked, result: RunResult, now: datetime) -> datetime | 
 
 def watch(check: Callable[[datetime], Checked], names: list[str] | None = None, *, clock: Clock,
           max_ticks: int | None = None, wait: float = 0.0, on_pass: OnPass = lambda *a: None,
-          on_event: Events = lambda e: None, launcher: Callable[..., Any] = spark_submit) -> int:
+          on_event: Events = lambda e: None, launcher: Callable[..., Any] | None = None,
+          idle_timeout: float | None = None) -> int:
     """Run scheduling passes until `max_ticks` passes ran, nothing is scheduled, or Ctrl-C.
-    `check(now)` loads and checks the project for one pass."""
+    `check(now)` loads and checks the project for one pass. Passes share one warm Spark
+    application (stopped after `idle_timeout` seconds without work) unless a `launcher` is given."""
+    from dtcli.engine.warm import DEFAULT_IDLE_TIMEOUT, WarmEngine
+
+    engine = WarmEngine(idle_timeout or DEFAULT_IDLE_TIMEOUT) if launcher is None else None
+    launch = engine.launch if engine else launcher
     passes = 0
-    while True:
-        checked = check(clock.now())
-        result = run(checked, names, wait=wait, on_event=on_event, launcher=launcher)
-        passes += 1
-        wake = next_wake(checked, result, clock.now())
-        on_pass(passes, result, wake)
-        if (max_ticks is not None and passes >= max_ticks) or wake is None:
-            return passes
-        try:
-            clock.sleep(max(0.0, (wake - clock.now()).total_seconds()))
-        except KeyboardInterrupt:
-            return passes
+    try:
+        while True:
+            checked = check(clock.now())
+            result = run(checked, names, wait=wait, on_event=on_event, launcher=launch)
+            passes += 1
+            wake = next_wake(checked, result, clock.now())
+            on_pass(passes, result, wake)
+            if (max_ticks is not None and passes >= max_ticks) or wake is None:
+                return passes
+            try:
+                clock.sleep(max(0.0, (wake - clock.now()).total_seconds()))
+            except KeyboardInterrupt:
+                return passes
+    finally:
+        if engine is not None:
+            engine.close()
 
 
 def clock_from_env() -> Clock:

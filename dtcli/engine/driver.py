@@ -1,6 +1,8 @@
 """Entry point that spark-submit runs: execute one plan, streaming progress as JSON lines.
 
 Usage (by the launcher): spark-submit ... driver.py PLAN.json
+                     or: spark-submit ... driver.py --serve HOST:PORT IDLE_SECONDS APP_NAME
+                         (plan paths from dt's socket, one per line: see serve.py)
 Events go to stdout prefixed with EVENT_PREFIX; Spark's own logging goes to stderr.
 """
 
@@ -19,23 +21,47 @@ def emit(event: dict) -> None:
     sys.stdout.flush()
 
 
-def main(argv: list[str]) -> int:
+def run_plan(spark, plan, should_stop) -> int:
+    """Execute one plan in `spark`, streaming its events; 1 when a refresh failed."""
     from dtcli.engine.executor import execute_plan
     from dtcli.engine.progress import SparkProgress
-    from dtcli.engine.session import build_session
-    from dtcli.model import Plan, any_failed
+    from dtcli.model import any_failed
 
+    progress = SparkProgress(spark, emit)      # "progress" events while a refresh runs
+    try:
+        records = execute_plan(spark, plan, progress.emit, should_stop=should_stop)
+    finally:
+        progress.close()
+    emit({"event": "done", "run_id": plan.run_id})
+    return 1 if any_failed(records) else 0
+
+
+def main(argv: list[str]) -> int:
+    from dtcli.engine.session import build_session
+    from dtcli.model import Plan
+
+    if argv and argv[0] == "--serve":      # the warm application of `dt run --watch`
+        from dtcli.engine.serve import PlanInbox, connect, serve
+
+        address, idle, app_name = argv[1:4]
+        inbox = PlanInbox(connect(address))     # first: dt waits for us before sending a plan
+        emit({"event": "started"})
+        spark = build_session({}, app_name=app_name)
+
+        def one(path: Path, should_stop) -> int:
+            return run_plan(spark, Plan.from_json(path.read_text(encoding="utf-8")), should_stop)
+
+        code = serve(inbox, float(idle), emit, one)
+        spark.stop()
+        return code
     plan_path = Path(argv[0])
     plan = Plan.from_json(plan_path.read_text(encoding="utf-8"))
     stop_file = plan_path.with_name(STOP_FILE)
     emit({"event": "started"})
     spark = build_session({}, app_name=f"dt:{plan.project}")
-    progress = SparkProgress(spark, emit)      # "progress" events while a refresh runs
-    records = execute_plan(spark, plan, progress.emit, should_stop=stop_file.exists)
-    progress.close()
-    emit({"event": "done"})
+    code = run_plan(spark, plan, stop_file.exists)
     spark.stop()
-    return 1 if any_failed(records) else 0
+    return code
 
 
 if __name__ == "__main__":

@@ -31,7 +31,8 @@ def spark_home() -> Path:
     return jarlib.pyspark_jars_dir().parent
 
 
-def submit_command(project: Project, plan_path: Path) -> list[str]:
+def submit_command(project: Project, plan_path: Path | None, *driver_args: str) -> list[str]:
+    """spark-submit running driver.py on one plan (or, with `plan_path` None, `driver_args`)."""
     submit = spark_home() / "bin" / "spark-submit"
     if not submit.exists():
         raise ConfigError(f"spark-submit not found at {submit}", hint="set SPARK_HOME or reinstall pyspark")
@@ -40,19 +41,31 @@ def submit_command(project: Project, plan_path: Path) -> list[str]:
     for key, value in sorted(conf.items()):
         cmd += ["--conf", f"{key}={value}"]
     driver = Path(__file__).with_name("driver.py")
-    return cmd + [str(driver), str(plan_path)]
+    return cmd + [str(driver), *([str(plan_path)] if plan_path is not None else driver_args)]
 
 
-def launch(project: Project, plan: Plan, on_event: Callable[[dict[str, Any]], None]) -> LaunchResult:
-    run_dir = project.target_dir / "runs" / plan.run_id
-    run_dir.mkdir(parents=True, exist_ok=True)
-    plan_path = run_dir / "plan.json"
-    plan_path.write_text(plan.to_json(), encoding="utf-8")
-    log_path = run_dir / "spark-submit.log"
+def submit_env() -> dict[str, str]:
     env = dict(os.environ)
     env.setdefault("SPARK_HOME", str(spark_home()))
     env["PYSPARK_PYTHON"] = sys.executable
     env["PYSPARK_DRIVER_PYTHON"] = sys.executable
+    return env
+
+
+def write_plan(project: Project, plan: Plan) -> Path:
+    """The plan's file under target/runs/<run id>/ (its stop file goes beside it)."""
+    run_dir = project.target_dir / "runs" / plan.run_id
+    run_dir.mkdir(parents=True, exist_ok=True)
+    plan_path = run_dir / "plan.json"
+    plan_path.write_text(plan.to_json(), encoding="utf-8")
+    return plan_path
+
+
+def launch(project: Project, plan: Plan, on_event: Callable[[dict[str, Any]], None]) -> LaunchResult:
+    plan_path = write_plan(project, plan)
+    run_dir = plan_path.parent
+    log_path = run_dir / "spark-submit.log"
+    env = submit_env()
     result = LaunchResult(returncode=-1, log_path=log_path)
     with open(log_path, "w", encoding="utf-8") as log:
         # Its own session: a terminal's Ctrl-C reaches dt only, which asks the driver to stop
@@ -65,7 +78,7 @@ def launch(project: Project, plan: Plan, on_event: Callable[[dict[str, Any]], No
         while True:
             try:
                 for line in proc.stdout:
-                    _handle(line, result, log, on_event)
+                    handle(line, result, log, on_event)
                 break
             except KeyboardInterrupt:
                 if interrupted:
@@ -81,7 +94,7 @@ def launch(project: Project, plan: Plan, on_event: Callable[[dict[str, Any]], No
     return result
 
 
-def _handle(line: str, result: LaunchResult, log, on_event: Callable[[dict[str, Any]], None]) -> None:
+def handle(line: str, result: LaunchResult, log, on_event: Callable[[dict[str, Any]], None]) -> None:
     if not line.startswith(EVENT_PREFIX):
         log.write(line)
         return

@@ -1,0 +1,156 @@
+"""A warm Spark application for `dt run --watch`: one spark-submit for many passes.
+
+A cold `dt run` pays a JVM start, Spark's start-up and a cold JIT on every pass: on a small
+change that is most of the pass. `WarmEngine.launch` has the signature of `launcher.launch`
+(so `api.run` takes either) but keeps the application between plans: each plan's path is sent
+over a loopback socket the driver connects to (`driver.py --serve`, see serve.py), and its
+events are read from the driver's stdout until "done". When dt dies, the kernel closes the
+socket and the driver stops after its refresh in flight.
+
+- Started when a pass first needs Spark (a pass of NO_DATA only starts nothing);
+- restarted when it died (a crash, the cluster killed it) or when the project's Spark settings
+  changed between passes (a new jar or conf needs a new application);
+- stopped by the driver itself after `idle_timeout` seconds without a plan, freeing a cluster's
+  executors between sparse refreshes, and by `close()` when the watch ends. dt restarts it a
+  little before that timeout rather than race the driver's exit.
+
+Ctrl-C behaves as in a plain run: the first asks the driver to stop after the refresh in flight
+(the plan's stop file), the second ends the application. Each refresh stays one atomic commit.
+"""
+
+from __future__ import annotations
+
+import secrets
+import socket
+import subprocess
+import time
+from pathlib import Path
+from typing import Any, Callable
+
+from dtcli.engine.driver import STOP_FILE
+from dtcli.engine.launcher import LaunchResult, handle, submit_command, submit_env, write_plan
+from dtcli.engine.serve import TOKEN_ENV
+from dtcli.model import Plan, Project
+
+DEFAULT_IDLE_TIMEOUT = 300.0   # seconds: a few minutes, so a cluster is freed between sparse passes
+RESTART_MARGIN = 5.0           # restart ourselves this long before the driver's own idle exit
+
+
+class WarmEngine:
+    def __init__(self, idle_timeout: float = DEFAULT_IDLE_TIMEOUT):
+        self.idle_timeout = idle_timeout
+        self.starts = 0                      # applications started so far (tests, benchmarks)
+        self._proc: subprocess.Popen | None = None
+        self._command: list[str] | None = None
+        self._log = None
+        self._log_path: Path | None = None
+        self._idle_since = 0.0
+        self._conn: socket.socket | None = None
+        self._listener: socket.socket | None = None
+        self._token = ""
+
+    def launch(self, project: Project, plan: Plan, on_event: Callable[[dict[str, Any]], None]) -> LaunchResult:
+        plan_path = write_plan(project, plan)
+        settings = submit_command(project, None)     # what the application was started with
+        if not self._usable(settings):
+            self.close()
+            self._start(project, settings, plan_path.parent)
+        assert self._proc is not None and self._proc.stdout is not None
+        result = LaunchResult(returncode=-1, log_path=self._log_path)
+        try:
+            if self._conn is None:
+                self._conn = self._accept()
+            self._conn.sendall(f"{plan_path}\n".encode())
+        except OSError:
+            pass      # it died: reading its stdout ends at once, and the steps are lost
+        interrupted = False
+        while True:
+            try:
+                for line in self._proc.stdout:
+                    handle(line, result, self._log, on_event)
+                    if result.done:
+                        break
+                break
+            except KeyboardInterrupt:
+                if interrupted:
+                    self.close(kill=True)
+                    raise
+                interrupted = True
+                (plan_path.parent / STOP_FILE).write_text("stop requested\n")
+                on_event({"event": "stopping"})
+        if result.done:
+            result.returncode = 0
+            self._idle_since = time.monotonic()
+        else:       # the application ended mid-plan: api.execute records the lost steps
+            result.returncode = self._proc.wait()
+            self.close()
+        if interrupted:
+            raise KeyboardInterrupt
+        return result
+
+    def _usable(self, settings: list[str]) -> bool:
+        if self._proc is None or self._proc.poll() is not None or settings != self._command:
+            return False
+        margin = min(RESTART_MARGIN, self.idle_timeout / 2)
+        return time.monotonic() - self._idle_since < self.idle_timeout - margin
+
+    def _start(self, project: Project, settings: list[str], run_dir: Path) -> None:
+        self._listener = socket.create_server(("127.0.0.1", 0))
+        self._token = secrets.token_hex(16)
+        address = "127.0.0.1:%d" % self._listener.getsockname()[1]
+        command = settings + ["--serve", address, f"{self.idle_timeout:g}", f"dt:{project.name}"]
+        self._log_path = run_dir / "spark-submit.log"
+        self._log = open(self._log_path, "w", encoding="utf-8")
+        # Its own session, as in launcher.launch: Ctrl-C reaches dt only.
+        self._proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                                      stderr=self._log, text=True, cwd=project.root, start_new_session=True,
+                                      env={**submit_env(), TOKEN_ENV: self._token})
+        self._command = settings
+        self.starts += 1
+
+    def _accept(self) -> socket.socket:
+        """The driver's connection (it connects before building its session), checked by token."""
+        self._listener.settimeout(0.5)
+        while self._proc is not None and self._proc.poll() is None:
+            try:
+                conn, _ = self._listener.accept()
+            except socket.timeout:
+                continue
+            conn.settimeout(30)
+            hello = conn.makefile("r", encoding="utf-8").readline().strip()
+            conn.settimeout(None)
+            if secrets.compare_digest(hello, self._token):
+                self._listener.close()
+                self._listener = None
+                return conn
+            conn.close()
+        raise OSError("the Spark application exited before it connected")
+
+    @property
+    def running(self) -> bool:
+        return self._proc is not None and self._proc.poll() is None
+
+    def close(self, kill: bool = False) -> None:
+        """End the application: closing its connection lets it finish and exit; `kill` ends it now."""
+        proc, self._proc = self._proc, None
+        conn, self._conn = self._conn, None
+        if self._listener is not None:
+            self._listener.close()
+            self._listener = None
+        if proc is not None:
+            try:
+                if kill or conn is None:     # (not connected yet: it would wait for a plan)
+                    proc.terminate()
+                else:
+                    conn.close()
+                proc.wait(timeout=None if kill else 120)
+            except (OSError, subprocess.TimeoutExpired):
+                proc.kill()
+                proc.wait()
+            if proc.stdout is not None:
+                proc.stdout.close()
+        if conn is not None:
+            conn.close()
+        if self._log is not None:
+            self._log.close()
+            self._log = None
