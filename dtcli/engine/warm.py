@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from dtcli.engine.driver import STOP_FILE
-from dtcli.engine.launcher import LaunchResult, handle, submit_command, submit_env, write_plan
+from dtcli.engine.launcher import LaunchResult, handle, launch, submit_command, submit_env, write_plan
 from dtcli.engine.serve import TOKEN_ENV
 from dtcli.model import Plan, Project
 
@@ -50,6 +50,10 @@ class WarmEngine:
         self._token = ""
 
     def launch(self, project: Project, plan: Plan, on_event: Callable[[dict[str, Any]], None]) -> LaunchResult:
+        if project.spark_conf.get("spark.submit.deployMode") == "cluster":
+            # the driver runs on the cluster and cannot reach dt's loopback socket: one
+            # application per pass, as a plain `dt run`
+            return launch(project, plan, on_event)
         plan_path = write_plan(project, plan)
         settings = submit_command(project, None)     # what the application was started with
         if not self._usable(settings):
