@@ -1,0 +1,140 @@
+"""The vocabulary of change queries: versions and signs, bound views, key sets, and the small
+sqlglot helpers every rule uses to take a SELECT block apart."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import sqlglot
+from sqlglot import exp
+
+from dtcli.sql import functions as fn
+
+NEW, OLD = "new", "old"
+PLUS, MINUS, BOTH = "plus", "minus", "both"
+KEY_PREFIX = "__dt_k"
+
+
+def key_column(n: int) -> str:
+    return f"__dt_c{n}"
+
+
+class Unsupported(Exception):
+    """The query has a construct this module cannot incrementalize (refresh FULL instead)."""
+
+
+@dataclass
+class KeySet:
+    """A materialised set of affected keys: a view with columns c0..cn-1, and, when it is
+    small, literal lists per column that are added as prunable prefilters."""
+
+    view: str
+    literals: list[list[exp.Expression] | None] | None = None
+    rows: list[tuple[exp.Expression, ...]] | None = None     # the key tuples, when small
+
+
+# materialize(query selecting c0..cn-1) -> KeySet
+Materialize = Callable[[exp.Query], KeySet]
+
+
+@dataclass
+class Bindings:
+    """View names per input: its old and new version and its change as plus/minus/both."""
+
+    views: dict[str, dict[str, str]]          # input -> {new, old, plus, minus, both} -> view
+    changed: set[str] = field(default_factory=set)
+
+    @classmethod
+    def for_inputs(cls, inputs: list[str], changed: set[str]) -> "Bindings":
+        views = {}
+        for k, name in enumerate(inputs):
+            views[name] = {v: f"__dt_i{k}_{v}" for v in (NEW, OLD, PLUS, MINUS, BOTH)}
+        return cls(views, set(changed))
+
+
+def parse(sql: str | exp.Query) -> exp.Query:
+    """The query to compile: a parsed (and qualified) tree as it is, or Spark SQL text."""
+    if isinstance(sql, exp.Query):
+        return sql.copy()
+    try:
+        statements = [s for s in sqlglot.parse(sql, read="spark") if s is not None]
+    except Exception as err:  # noqa: BLE001 - sqlglot raises many kinds
+        raise Unsupported(f"the query cannot be parsed for incremental refresh: {err}") from None
+    if len(statements) != 1 or not isinstance(statements[0], exp.Query):
+        raise Unsupported("a dynamic table is defined by exactly one query")
+    return statements[0]
+
+
+
+def block_items(sel: exp.Select) -> list[exp.Expression]:
+    from_ = sel.args.get("from_") or sel.args.get("from")
+    items = [from_.this] if from_ is not None else []
+    return items + [j.this for j in sel.args.get("joins") or ()]
+
+
+def set_block_item(sel: exp.Select, index: int, rel: exp.Expression) -> None:
+    if index == 0:
+        (sel.args.get("from_") or sel.args.get("from")).set("this", rel)
+    else:
+        sel.args["joins"][index - 1].set("this", rel)
+
+
+def alias_of(item: exp.Expression) -> str | None:
+    if isinstance(item, (exp.Table, exp.Subquery)):
+        return item.alias or (item.name if isinstance(item, exp.Table) else None) or None
+    return item.alias or None
+
+
+def is_windowed(node: exp.Expression) -> bool:
+    child, parent = node, node.parent
+    while isinstance(parent, (exp.IgnoreNulls, exp.RespectNulls)):
+        child, parent = parent, parent.parent
+    return isinstance(parent, exp.Window) and parent.this is child
+
+
+def scope_nodes(sel: exp.Select, args=("expressions", "where", "group", "having", "qualify",
+                                       "order", "windows", "joins", "laterals")):
+    """Expressions of one block; FROM/JOIN items (nested queries) are not entered."""
+    for arg in args:
+        value = sel.args.get(arg)
+        for v in (value if isinstance(value, list) else [value]):
+            if isinstance(v, exp.Join):
+                for part in (v.args.get("on"), *(v.args.get("using") or ())):
+                    if isinstance(part, exp.Expression):
+                        yield from part.walk()
+            elif isinstance(v, exp.Expression):
+                yield from v.walk()
+
+
+def is_generator(node: exp.Expression) -> bool:
+    if isinstance(node, exp.UDTF):
+        return True
+    return isinstance(node, exp.Anonymous) and node.name.lower() in fn.GENERATORS
+
+
+def null_safe_all(pairs: list[tuple[exp.Expression, exp.Expression]]) -> exp.Expression:
+    conds = [exp.NullSafeEQ(this=a, expression=b) for a, b in pairs]
+    out = conds[0]
+    for c in conds[1:]:
+        out = exp.And(this=out, expression=c)
+    return out
+
+
+def and_(a: exp.Expression | None, b: exp.Expression) -> exp.Expression:
+    if a is None:
+        return b
+    return exp.And(this=exp.Paren(this=a), expression=exp.Paren(this=b))
+
+
+def union_all(parts: list[exp.Query]) -> exp.Query | None:
+    if not parts:
+        return None
+    out = parts[0]
+    for p in parts[1:]:
+        out = exp.Union(this=out, expression=p, distinct=False)
+    return out
+
+
+def is_table_ref(table: exp.Table) -> bool:
+    return bool(table.name) and not isinstance(table.this, exp.Func)

@@ -1,0 +1,182 @@
+"""How a SELECT block is keyed: linear (None), or recomputed per key — GROUP BY keys, window
+partitions, DISTINCT rows, or one outer join's key. Pure sqlglot; refusals raise Unsupported."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from dtcli.sql import functions as fn
+from dtcli.sql.incremental_rewrite.relations import (
+    Unsupported,
+    alias_of,
+    block_items,
+    is_generator,
+    is_windowed,
+    scope_nodes,
+)
+
+
+@dataclass
+class OuterJoin:
+    index: int                                           # position in the block's joins
+    pairs: list[tuple[exp.Expression, exp.Expression]]   # (left expr, right expr) equalities
+    key: list[exp.Expression]                            # key of each output row
+
+
+@dataclass
+class Shape:
+    join: OuterJoin | None
+    keys: list[exp.Expression] | None   # None: the outer join's key; []: the single row
+
+
+def shape(sel: exp.Select) -> Shape | None:
+    """How a non-linear block is keyed, or None for a linear block."""
+    joins = sel.args.get("joins") or []
+    outer = [k for k, j in enumerate(joins) if j.side]
+    for j in joins:
+        kind = (j.args.get("kind") or "").upper()
+        if kind in ("SEMI", "ANTI") or j.args.get("method"):
+            raise Unsupported(f"{kind or j.args.get('method')} JOIN is refreshed FULL")
+    if len(outer) > 1:
+        raise Unsupported("more than one outer join in one SELECT is refreshed FULL; "
+                          "split it into dynamic tables of one outer join each")
+    join = outer_join(sel, outer[0]) if outer else None
+    group = sel.args.get("group")
+    aggs = [n for n in scope_nodes(sel, ("expressions", "having", "order", "qualify"))
+            if fn.is_aggregate(n) and not is_windowed(n)]
+    windows = [n for n in scope_nodes(sel, ("expressions", "qualify", "order"))
+               if isinstance(n, exp.Window)]
+    distinct = sel.args.get("distinct")
+    if distinct is not None and distinct.args.get("on"):
+        raise Unsupported("DISTINCT ON is refreshed FULL")
+    if sel.args.get("qualify") and not windows:
+        raise Unsupported("QUALIFY without a window is refreshed FULL")
+    keys: list[exp.Expression] | None
+    if group is not None or aggs or windows or distinct is not None:
+        if any(is_generator(n) for e in sel.expressions for n in e.walk()):
+            raise Unsupported("a generator in the SELECT list of an aggregation, window or "
+                              "DISTINCT is refreshed FULL")
+    if group is not None or aggs:
+        if distinct is not None:
+            raise Unsupported("DISTINCT over an aggregation is refreshed FULL")
+        gkeys = group_keys(sel, group) if group is not None else []
+        if windows:
+            if not gkeys:
+                raise Unsupported("a window over a scalar aggregate is refreshed FULL")
+            parts = window_partitions(sel, windows)
+            if not parts or not all(any(p == g for g in gkeys) for p in parts):
+                raise Unsupported("a window whose PARTITION BY is not made of the GROUP BY "
+                                  "keys is refreshed FULL")
+            keys = parts
+        else:
+            keys = gkeys
+    elif windows:
+        if distinct is not None:
+            raise Unsupported("DISTINCT over window functions is refreshed FULL")
+        keys = window_partitions(sel, windows)
+        if not keys:
+            raise Unsupported("windows without a common PARTITION BY key are refreshed FULL")
+    elif distinct is not None:
+        if any(isinstance(e, exp.Star) or (isinstance(e, exp.Column) and e.is_star)
+               for e in sel.expressions):
+            raise Unsupported("SELECT DISTINCT * is refreshed FULL; name the columns")
+        keys = [e.unalias() for e in sel.expressions]
+    elif join is not None:
+        keys = None     # the outer join's own key
+    else:
+        return None
+    return Shape(join=join, keys=keys)
+
+def group_keys(sel: exp.Select, group: exp.Group) -> list[exp.Expression]:
+    if group.args.get("grouping_sets") or group.args.get("rollup") or group.args.get("cube") \
+            or group.args.get("totals"):
+        raise Unsupported("GROUPING SETS / ROLLUP / CUBE are refreshed FULL")
+    outputs = [e.unalias() for e in sel.expressions]
+    if group.args.get("all"):
+        return [e for e in outputs if not any(fn.is_aggregate(n) for n in e.walk())]
+    keys = []
+    for key in group.expressions:
+        if isinstance(key, (exp.GroupingSets, exp.Rollup, exp.Cube)):
+            raise Unsupported("GROUPING SETS / ROLLUP / CUBE are refreshed FULL")
+        if isinstance(key, exp.Literal) and key.is_int:
+            n = int(key.name)
+            if not 0 < n <= len(outputs):
+                raise Unsupported(f"GROUP BY {n} does not name an output column")
+            key = outputs[n - 1]
+        if any(fn.is_aggregate(n) for n in key.walk()):
+            raise Unsupported("an aggregate in GROUP BY cannot be refreshed incrementally")
+        keys.append(key)
+    return keys
+
+def window_partitions(sel: exp.Select, windows: list[exp.Window]) -> list[exp.Expression]:
+    named = {w.name.lower(): w for w in sel.args.get("windows") or ()}
+    common: list[exp.Expression] | None = None
+    for win in windows:
+        spec = win
+        parts = spec.args.get("partition_by") or []
+        alias = win.args.get("alias")
+        if not parts and alias is not None and alias.name.lower() in named:
+            parts = named[alias.name.lower()].args.get("partition_by") or []
+        if not parts:
+            raise Unsupported("a window without PARTITION BY is refreshed FULL")
+        common = list(parts) if common is None else [p for p in common
+                                                     if any(p == q for q in parts)]
+    return [p.copy() for p in common or []]
+
+def outer_join(sel: exp.Select, index: int) -> OuterJoin:
+    joins = sel.args["joins"]
+    join = joins[index]
+    side = join.side.upper()
+    if join.args.get("kind") and join.args["kind"].upper() == "NATURAL":
+        raise Unsupported("NATURAL JOIN is refreshed FULL")
+    items = block_items(sel)
+    left_aliases = {(alias_of(i) or "").lower() for i in items[:index + 1]}
+    right = items[index + 1]
+    right_alias = (alias_of(right) or "").lower()
+    if "" in left_aliases or not right_alias:
+        raise Unsupported("an outer join between FROM items without names is refreshed FULL")
+    pairs: list[tuple[exp.Expression, exp.Expression]] = []
+    using = join.args.get("using")
+    if using:
+        if index != 0:
+            raise Unsupported("an outer join with USING after other joins is refreshed FULL; "
+                              "write ON with qualified columns")
+        left_alias = alias_of(items[0])
+        for ident in using:
+            name = ident.name
+            pairs.append((exp.column(name, left_alias), exp.column(name, alias_of(right))))
+    else:
+        on = join.args.get("on")
+        conjuncts = list(on.flatten()) if isinstance(on, exp.And) else ([on] if on else [])
+        for c in conjuncts:
+            c = c.unnest()
+            if not isinstance(c, (exp.EQ, exp.NullSafeEQ)) or isinstance(c, exp.NullSafeEQ):
+                continue
+
+            def side_of(e):
+                tabs = {col.table.lower() for col in e.find_all(exp.Column)}
+                cols = list(e.find_all(exp.Column))
+                if not cols or any(not col.table for col in cols):
+                    return None
+                if tabs <= left_aliases:
+                    return "L"
+                if tabs == {right_alias}:
+                    return "R"
+                return None
+            a, b = side_of(c.this), side_of(c.expression)
+            if (a, b) == ("L", "R"):
+                pairs.append((c.this.copy(), c.expression.copy()))
+            elif (a, b) == ("R", "L"):
+                pairs.append((c.expression.copy(), c.this.copy()))
+    if not pairs:
+        raise Unsupported(f"{side} OUTER JOIN without an equality between qualified columns "
+                          "of both sides is refreshed FULL")
+    if side == "LEFT":
+        key = [left for left, _ in pairs]
+    elif side == "RIGHT":
+        key = [r for _, r in pairs]
+    else:
+        key = [exp.Coalesce(this=left.copy(), expressions=[right_.copy()]) for left, right_ in pairs]
+    return OuterJoin(index=index, pairs=pairs, key=key)
