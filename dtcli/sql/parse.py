@@ -93,15 +93,37 @@ def line_of(node: exp.Expression) -> int | None:
     return None
 
 
+def is_cte_ref(table: exp.Table) -> bool:
+    """Whether an unqualified table name means a CTE in scope. A CTE's body sees only the CTEs
+    before it (all of them, itself included, under WITH RECURSIVE), so in
+    `WITH orders AS (SELECT ... FROM orders) SELECT ... FROM orders` the inner `orders` is the
+    table and the outer one the CTE."""
+    if table.args.get("db") or table.args.get("catalog"):
+        return False
+    name = table.name.lower()
+    prev, node = table, table.parent
+    while node is not None:
+        if isinstance(node, exp.With):
+            names = [c.alias_or_name.lower() for c in node.expressions]
+            index = next((i for i, c in enumerate(node.expressions) if c is prev), len(names))
+            if name in (names if node.args.get("recursive") else names[:index]):
+                return True
+        else:
+            with_ = node.args.get("with_") or node.args.get("with")
+            if isinstance(with_, exp.With) and prev is not with_ and \
+                    name in {c.alias_or_name.lower() for c in with_.expressions}:
+                return True
+        prev, node = node, node.parent
+    return False
+
+
 def table_refs(query: exp.Expression) -> list[tuple[str, int | None]]:
     """Names of the tables a query reads, with their lines, skipping CTE names."""
-    ctes = {cte.alias_or_name.lower() for cte in query.find_all(exp.CTE)}
     refs: list[tuple[str, int | None]] = []
     for table in query.find_all(exp.Table):
         if not table.name or isinstance(table.this, exp.Func):
             continue  # table-valued functions, VALUES and the like
-        name = table.name.lower()
-        if not table.db and name in ctes:
+        if is_cte_ref(table):
             continue
         full = ".".join(p for p in (table.catalog, table.db, table.name) if p).lower()
         refs.append((full, table.this.meta.get("line")))
@@ -115,22 +137,21 @@ def rename_tables(query: exp.Expression, mapping: dict[str, str], *, quote: bool
     The new name keeps the old one's position, so later analysis still finds its line. Dialects
     whose quoted names are case-sensitive (Snowflake) get them unquoted (`quote=False`), so that
     they resolve the way the user's own unquoted spelling did."""
-    ctes = {cte.alias_or_name.lower() for cte in query.find_all(exp.CTE)}
     query = query.copy()
     for table in list(query.find_all(exp.Table)):
-        if not table.name or isinstance(table.this, exp.Func):
+        if not table.name or isinstance(table.this, exp.Func) or is_cte_ref(table):
             continue
         full = ".".join(p for p in (table.catalog, table.db, table.name) if p).lower()
-        if not table.db and full in ctes:
-            continue
         target = mapping.get(full)
         if target is None:
             continue
         alias = table.alias or (table.name if (table.db or table.name.lower() != target) else None)
         ident = exp.to_identifier(target, quoted=quote or not _SAFE_NAME.fullmatch(target))
         ident.meta.update(table.this.meta)
-        new = exp.Table(this=ident)
-        if alias:
-            new.set("alias", exp.TableAlias(this=exp.to_identifier(alias)))
-        table.replace(new)
+        # only the name changes: PIVOT, TABLESAMPLE, hints and the like stay on the table
+        table.set("this", ident)
+        table.set("db", None)
+        table.set("catalog", None)
+        if alias and not table.alias:
+            table.set("alias", exp.TableAlias(this=exp.to_identifier(alias)))
     return query

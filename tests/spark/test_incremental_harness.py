@@ -33,9 +33,10 @@ PROFILE = PROFILES[os.environ.get("DT_HYPOTHESIS_PROFILE", "default")]
 SHAPES = {
     "filtered": "SELECT k, g, v * 2 AS v2 FROM a WHERE v IS NULL OR v > 1",
     "unioned": "SELECT k, g AS label FROM a UNION ALL SELECT k, w FROM b",
+    # the CTE shadows the table it reads: inside its body `a` is the source, outside the CTE
     "cte_self_join": """
-        WITH x AS (SELECT k, v FROM a WHERE k IS NOT NULL)
-        SELECT x1.k, x1.v, x2.v AS v_other FROM x AS x1 JOIN x AS x2 ON x1.k = x2.k""",
+        WITH a AS (SELECT k, v FROM a WHERE k IS NOT NULL)
+        SELECT x1.k, x1.v, x2.v AS v_other FROM a AS x1 JOIN a AS x2 ON x1.k = x2.k""",
     "inner_join": "SELECT a.k, a.g, a.v, b.w FROM a JOIN b ON a.k = b.k",
     "three_way": """
         SELECT a.k, b.w, c.label FROM a JOIN b ON a.k = b.k JOIN c ON a.g = c.g""",

@@ -185,3 +185,9 @@ def test_key_predicates_are_null_safe_and_refuse_what_they_cannot_say():
     assert key_predicate(["a", "b"], [one((1, LongType()), (None, StringType()))]) is None
     assert key_predicate(["k"], []) is None
     assert literal(1.5, DoubleType()) is None      # a float literal may not round-trip
+
+
+def test_pivot_and_tablesample_on_a_table_are_refreshed_full():
+    for sql in ("SELECT * FROM a PIVOT (SUM(v) FOR g IN ('x', 'y'))",
+                "SELECT * FROM a TABLESAMPLE (10 PERCENT)"):
+        assert "cannot be refreshed incrementally" in unsupported_reason(sql, ["a"])

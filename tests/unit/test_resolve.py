@@ -72,3 +72,33 @@ def test_suggestion_comes_from_the_inputs_columns():
 ])
 def test_constructs_sqlglot_may_not_bind_are_never_reported(sql):
     columns(sql)    # no ValidationError: Spark judges what sqlglot cannot
+
+
+def test_a_cte_named_like_the_table_it_reads_still_depends_on_that_table():
+    from dtcli.sql.parse import parse_sql, table_refs, the_query
+
+    query = the_query(parse_sql("WITH orders AS (SELECT order_id FROM orders WHERE order_id > 1),\n"
+                                "     late AS (SELECT * FROM orders)\n"
+                                "SELECT * FROM late JOIN orders USING (order_id)", "spark"))
+    assert [name for name, _ in table_refs(query)] == ["orders"]   # only the CTE body's own read
+    recursive = the_query(parse_sql("WITH RECURSIVE r AS (SELECT 1 AS n UNION ALL SELECT n + 1 FROM r "
+                                    "WHERE n < 3)\nSELECT * FROM r", "spark"))
+    assert table_refs(recursive) == []
+
+
+def test_pivot_and_a_shadowing_cte_survive_the_checked_project(tmp_path):
+    """Through the whole check (names bound to the inputs' logical names, then qualified):
+    PIVOT keeps its output columns and refreshes FULL; a CTE named like its source reads it."""
+    from dtcli import api
+    from tests.helpers import write_project
+
+    root = write_project(tmp_path / "p", {
+        "pivoted": "SELECT * FROM orders PIVOT (SUM(amount) FOR status IN ('paid', 'open'))",
+        "doubled": "WITH orders AS (SELECT order_id, amount * 2 AS amount FROM orders)\nSELECT * FROM orders",
+    }, seeds={"orders": "order_id,status,amount\n1,paid,1.5\n2,open,2.5\n"})
+    api.seed(root)
+    checked = api.check(root)
+    assert [c.name for c in checked.schemas["pivoted"]] == ["order_id", "paid", "open"]
+    assert checked.modes["pivoted"].mode == "FULL" and "PIVOT" in checked.modes["pivoted"].reason
+    assert list(checked.project.tables["doubled"].inputs) == ["orders"]
+    assert checked.modes["doubled"].mode == "ADAPTIVE"
