@@ -1,0 +1,292 @@
+"""The analyzer's walk over queries, FROM items and joins; recording operators and blockers."""
+
+from __future__ import annotations
+
+from sqlglot import exp
+from sqlglot.tokens import Token
+from sqlglot.tokens import TokenType as T
+
+from dtcli.sql import functions as fn
+from dtcli.sql.analysis.aggregates import AggregateRules
+from dtcli.sql.analysis.nodes import at_line, first_start, is_windowed, join_keys, level_nodes, selective, text_of
+from dtcli.sql.analysis.result import OperatorInfo, QueryAnalysis
+from dtcli.sql.analysis.strategies import (
+    ADVICE,
+    CONSTANT,
+    CTE,
+    DERIVED,
+    FILTER_GROUPS,
+    FILTER_PARTITIONS,
+    FROM_CTE,
+    FULL,
+    HARD_TOKENS,
+    INNER,
+    NO_ORDER,
+    OUTER,
+    ROWS,
+    ROWWISE,
+    SINGLE_ROW,
+    UNION_ALL,
+    UNION_DISTINCT,
+)
+
+
+class Analyzer(AggregateRules):
+    def __init__(self, sql: str, tokens: list[Token], root: exp.Expression):
+        self.sql, self.tokens, self.root = sql, tokens, root
+        self.index = {tok.start: i for i, tok in enumerate(tokens)}
+        self.ops: list[OperatorInfo] = []
+        self.blockers: list[tuple[int, int, str]] = []
+        self.ctes: dict[str, exp.Expression] = {}
+
+    def result(self) -> QueryAnalysis:
+        # The reason names the construct that comes first in the text, not in reading order.
+        blockers = tuple(reason for _, _, reason in sorted(self.blockers))
+        return QueryAnalysis(not blockers, blockers[0] if blockers else None,
+                             tuple(self.ops), blockers)
+
+    # -- where things are -------------------------------------------------------------------
+
+    def pos(self, node: exp.Expression, *keywords: T) -> tuple[int | None, int]:
+        """Line and offset of a construct: its keyword if it has one, else its first token.
+
+        sqlglot records positions on identifiers, literals and function names only, so we take
+        the first of those inside the node and walk back over the tokens to its keyword.
+        """
+        start = first_start(node)
+        if start is None:
+            start = self._bare_start(node)
+        if start is None:
+            return (self.pos(node.parent, *keywords) if node.parent is not None else (None, 0))
+        i = self.index.get(start)
+        if i is None:
+            return None, start
+        for j in range(i - 1, max(i - 9, -1), -1):
+            tok = self.tokens[j]
+            if tok.token_type in keywords:
+                return tok.line, tok.start
+            if tok.token_type in HARD_TOKENS:
+                break
+        return self.tokens[i].line, start
+
+    def _bare_start(self, node: exp.Expression) -> int | None:
+        # A few constructs carry no position at all (current_date without parentheses,
+        # GROUP BY ALL): match the n-th such node to the n-th token that spells it.
+        if isinstance(node, exp.Func):
+            names = {name.lower() for name in type(node).sql_names()}
+
+            def spelt(k: int) -> bool:
+                nxt = self.tokens[k + 1].token_type if k + 1 < len(self.tokens) else None
+                return self.tokens[k].text.lower() in names and nxt != T.L_PAREN
+        elif isinstance(node, exp.Group) and node.args.get("all"):
+            def spelt(k: int) -> bool:
+                return (self.tokens[k].token_type == T.GROUP_BY and k + 1 < len(self.tokens)
+                        and self.tokens[k + 1].token_type == T.ALL)
+        else:
+            return None
+        same = [n for n in self.root.walk(bfs=False)
+                if type(n) is type(node) and first_start(n) is None]
+        toks = [tok for k, tok in enumerate(self.tokens) if spelt(k)]
+        hits = [k for k, n in enumerate(same) if n is node]
+        return toks[hits[0]].start if len(toks) == len(same) and hits else None
+
+    # -- recording ---------------------------------------------------------------------------
+
+    def add(self, operator: str, strategy: str, where: tuple[int | None, int],
+            considerations: tuple[str, ...] | list[str] = (), block: str | bool = False) -> None:
+        """One operator row; `block` (True, or the construct's name) makes it force FULL."""
+        line, offset = where
+        if block:
+            what = block if isinstance(block, str) else operator
+            self.block(where, f"{what}{at_line(line)} cannot be refreshed incrementally")
+        self.ops.append(OperatorInfo(operator, FULL if block else strategy,
+                                     tuple(considerations), line, not block))
+
+    def block(self, where: tuple[int | None, int], reason: str) -> None:
+        self.blockers.append((where[1], len(self.blockers), reason))
+
+    # -- queries -----------------------------------------------------------------------------
+
+    def query(self, node: exp.Expression) -> None:
+        saved = dict(self.ctes)
+        if isinstance(node, exp.Subquery):
+            self.query(node.this)
+        else:
+            with_ = node.args.get("with_") or node.args.get("with")
+            if with_:
+                self.with_(with_)
+            if isinstance(node, exp.SetOperation):
+                self.set_operation(node)
+            elif isinstance(node, exp.Select):
+                self.select(node)
+            else:
+                self.add(node.key.upper(), FULL, self.pos(node), block=True)
+        self.modifiers(node)
+        self.ctes = saved
+
+    def with_(self, with_: exp.With) -> None:
+        ctes = with_.expressions
+        for k, cte in enumerate(ctes):
+            name = cte.alias_or_name
+            where = self.pos(cte.args["alias"])
+            if with_.args.get("recursive"):
+                self.add(f"WITH RECURSIVE {name}", FULL, where, (ADVICE["RECURSIVE"],), True)
+            else:
+                advice = ("a long WITH chain is hard to tune; consider splitting its stages into "
+                          "dynamic tables of their own",) if k == 0 and len(ctes) > 3 else ()
+                self.add(f"WITH {name}", CTE, where, advice)
+                self.query(cte.this)
+            self.ctes[name.lower()] = cte.this
+
+    def set_operation(self, node: exp.SetOperation) -> None:
+        self.query(node.this)
+        distinct = node.args.get("distinct") is not False
+        label = type(node).__name__.upper() + ("" if distinct else " ALL")
+        where = self.pos(node.expression, T.UNION, T.EXCEPT, T.INTERSECT)
+        if isinstance(node, exp.Union):
+            self.add(label, UNION_DISTINCT if distinct else UNION_ALL, where)
+        else:
+            self.add(label, FULL, where, (ADVICE[label.split()[0]],), True)
+        self.query(node.expression)
+
+    def modifiers(self, node: exp.Expression) -> None:
+        for arg, label, kw in (("order", "ORDER BY", T.ORDER_BY), ("sort", "SORT BY", T.SORT_BY),
+                               ("distribute", "DISTRIBUTE BY", T.DISTRIBUTE_BY),
+                               ("cluster", "CLUSTER BY", T.CLUSTER_BY)):
+            if node.args.get(arg):
+                self.add(label, NO_ORDER, self.pos(node.args[arg], kw),
+                         (f"a table keeps no row order: sort in the query that reads it; here "
+                          f"{label} only costs time",))
+        for arg, label, kw in (("limit", "LIMIT", T.LIMIT), ("offset", "OFFSET", T.OFFSET)):
+            if node.args.get(arg):
+                self.add(label, FULL, self.pos(node.args[arg], kw), (ADVICE[label],), True)
+
+    def select(self, sel: exp.Select) -> None:
+        from_ = sel.args.get("from_") or sel.args.get("from")
+        if from_:
+            self.relation(from_.this, "FROM", self.pos(from_, T.FROM))
+        for join in sel.args.get("joins") or ():
+            self.join(join)
+        for lateral in sel.args.get("laterals") or ():
+            self.lateral(lateral)
+        if sel.args.get("where"):
+            cond = sel.args["where"].this
+            hint = selective(cond)
+            self.add("WHERE", ROWS, self.pos(sel.args["where"], T.WHERE), (
+                f"`{hint}` probably keeps few rows: a refresh still reads every change of its "
+                "inputs to find the matching ones, even when none match",) if hint else ())
+            self.scan(cond)
+        group = sel.args.get("group")
+        aggregates = [n for e in sel.expressions + [sel.args.get("having")] if e
+                      for n in level_nodes(e) if fn.is_aggregate(n) and not is_windowed(n)]
+        if group:
+            self.group_by(sel, group, aggregates)
+        elif aggregates:
+            self.add("SCALAR AGGREGATE", SINGLE_ROW, self.pos(aggregates[0]),
+                     self.non_subtractable(aggregates, "the aggregate over the whole input",
+                                           "keep the input append-only"))
+        if sel.args.get("having"):
+            self.add("HAVING", FILTER_GROUPS, self.pos(sel.args["having"], T.HAVING))
+            self.scan(sel.args["having"].this)
+        qualify = sel.args.get("qualify")
+        for e in sel.expressions + ([qualify] if qualify else []):
+            for node in level_nodes(e):
+                if isinstance(node, exp.Window):
+                    self.window(sel, node)
+        if qualify:
+            self.add("QUALIFY", FILTER_PARTITIONS, self.pos(qualify, T.QUALIFY))
+            self.scan(qualify.this)
+        if sel.args.get("distinct"):
+            self.distinct(sel)
+        self.add("SELECT", ROWS, self.pos(sel.expressions[0], T.SELECT))
+        for e in sel.expressions:
+            inner = e.this if isinstance(e, (exp.Alias, exp.Aliases)) else e
+            if isinstance(inner, exp.Func) and fn.written_name(inner, self.sql) in fn.GENERATORS:
+                self.add(f"{text_of(inner)} in SELECT", ROWWISE, self.pos(inner))
+        for e in sel.expressions + list(sel.args.get("windows") or ()):
+            self.scan(e)
+
+    # -- FROM and joins ----------------------------------------------------------------------
+
+    def relation(self, rel: exp.Expression, verb: str, where, strategy: str | None = None,
+                 considerations: tuple[str, ...] = ()) -> None:
+        """A FROM or JOIN item; `strategy` is the join's, or None for the FROM item's own."""
+        alias = rel.alias
+        if isinstance(rel, exp.Table) and isinstance(rel.this, exp.Func):
+            name = fn.written_name(rel.this, self.sql)
+            if name in fn.GENERATORS and rel.this.find(exp.Column):
+                # `FROM t, explode(t.items)`: a lateral generator, row by row like LATERAL VIEW
+                self.add(f"{verb} {text_of(rel.this)}", ROWWISE, where)
+                self.scan(rel.this)
+            elif name in fn.CONSTANT_TABLE_FUNCTIONS or name in fn.GENERATORS:
+                self.add(f"{verb} {name}(...)", strategy or CONSTANT, where, considerations)
+            else:
+                self.add(f"{verb} {name}(...)", FULL, where, (ADVICE["table function"],),
+                         f"table function {name}()")
+        elif isinstance(rel, exp.Table):
+            name = ".".join(part.name for part in rel.parts)
+            cte = len(rel.parts) == 1 and name.lower() in self.ctes
+            self.add(f"{verb} {name}", strategy or (FROM_CTE if cte else ROWS), where,
+                     considerations)
+        elif isinstance(rel, exp.Subquery):
+            self.add(f"{verb} (subquery)" + (f" AS {alias}" if alias else ""),
+                     strategy or DERIVED, where, considerations)
+            self.query(rel)
+        elif isinstance(rel, exp.Values):
+            self.add(f"{verb} VALUES", strategy or CONSTANT, where, considerations)
+        elif isinstance(rel, exp.Lateral):
+            self.lateral(rel)
+        else:
+            self.add(f"{verb} {rel.key.upper()}", FULL, where, block=True)
+        if rel.args.get("sample"):
+            self.add("TABLESAMPLE", FULL, self.pos(rel.args["sample"], T.TABLE_SAMPLE),
+                     (ADVICE["TABLESAMPLE"],), True)
+        for pivot in rel.args.get("pivots") or ():
+            label = "UNPIVOT" if pivot.args.get("unpivot") else "PIVOT"
+            self.add(label, FULL, self.pos(pivot, T.PIVOT, T.UNPIVOT), (ADVICE[label],), True)
+
+    def join(self, join: exp.Join) -> None:
+        rel = join.this
+        if isinstance(rel, exp.Lateral):
+            self.lateral(rel)
+            return
+        where = self.pos(join, T.JOIN)
+        side, kind = (join.side or "").upper(), (join.kind or "").upper()
+        keys = join_keys(join)
+        key_text = ", ".join(keys) or "the join key"
+        other = ".".join(p.name for p in rel.parts) if isinstance(rel, exp.Table) else "it"
+        no_keys = ("the join has no equality condition, so every change is matched against "
+                   "the whole other side; join on equal keys if you can",)
+        if kind in ("SEMI", "ANTI"):
+            label = f"{side} {kind} JOIN".strip()
+            self.add(f"{label} {other}", FULL, where, (ADVICE["SEMI"],), True)
+            if isinstance(rel, exp.Subquery):
+                self.query(rel)
+        elif side:
+            advice = (f"a change on either side recomputes every join key it touches; if one "
+                      f"side changes far more often, cluster the other side by "
+                      f"{key_text} so those lookups prune files",) if keys or join.method \
+                else no_keys
+            self.relation(rel, f"{side} OUTER JOIN", where, OUTER, advice)
+        elif kind == "CROSS" or not (join.args.get("on") or keys or join.method):
+            self.relation(rel, "CROSS JOIN", where, INNER, (
+                "every changed row pairs with every row of the other side; keep one side "
+                "small",))
+        else:
+            advice = (f"if one side changes often, clustering the other side by "
+                      f"{key_text} lets refreshes find the matching rows quickly",) \
+                if keys or join.method else no_keys
+            self.relation(rel, "INNER JOIN", where, INNER, advice)
+        if join.args.get("on"):
+            self.scan(join.args["on"])
+
+    def lateral(self, lat: exp.Lateral) -> None:
+        gen = lat.this
+        where = self.pos(lat, T.LATERAL)
+        if lat.args.get("view") or isinstance(gen, exp.Func):
+            outer = " OUTER" if lat.args.get("outer") else ""
+            label = ("LATERAL VIEW" if lat.args.get("view") else "LATERAL") + outer
+            self.add(f"{label} {text_of(gen)}", ROWWISE, where)
+            self.scan(gen)
+        else:
+            self.add("LATERAL subquery", FULL, where, (ADVICE["LATERAL"],), True)
