@@ -421,6 +421,10 @@ def explain(name: Annotated[str, typer.Argument(help="Dynamic table to explain."
                    f"{frozen['active_rows']} active" if frozen["as_of"] else "")
         console.print(f"frozen where {frozen['predicate']} (columns {', '.join(frozen['columns'])}); "
                       f"{frozen['rely_check']}{counted}", highlight=False)
+    if data["ignored_properties"]:
+        console.print("ignored (Snowflake-only): " + ", ".join(
+            f"{p['property']}{' = ' + p['value'] if p['value'] else ''} (line {p['line']})"
+            for p in data["ignored_properties"]), highlight=False)
     for warning in data["warnings"]:
         console.print(f"[yellow]warning:[/] {warning}", highlight=False)
 

@@ -66,6 +66,7 @@ class TableDef:
     folder: str = ""              # folder under tables/ ("" at the top), as in dbt's models/
     parsed: Any = None            # the file's one parse (dtcli.sql.parse.ParsedSQL)
     query: Any = None             # its query, inputs renamed to logical names (sqlglot tree)
+    ignored: tuple[dict[str, Any], ...] = ()   # CREATE DYNAMIC TABLE properties dt does not use
 
     @property
     def enabled(self) -> bool:

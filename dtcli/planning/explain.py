@@ -68,6 +68,8 @@ def explain(checked: Checked, name: str, history: list[RefreshRecord] = ()) -> d
         "comment": table.config.get("comment"), "tags": list(table.tags),
         "upstream": graph.upstream[key], "downstream": sorted(graph.downstream[key]),
         "depth": graph.depth(key),
+        # CREATE DYNAMIC TABLE properties with no meaning in dt (WAREHOUSE, retention, tags, ...)
+        "ignored_properties": [dict(p) for p in table.ignored],
         "warnings": warnings,
     }
 

@@ -14,6 +14,7 @@ from dtcli.errors import ConfigError, ValidationError, suggest
 from dtcli.model import Project, TableDef
 from dtcli.project.settings import Settings, load_settings
 from dtcli.project.table_config import folder_layers, merge_layers, normalise
+from dtcli.project.snowflake_ddl import Ddl, is_ddl, parse_ddl
 from dtcli.project.templating import render_sql
 from dtcli.project.yamlio import expect_mapping, load_yaml_file
 from dtcli.sql.parse import parse_sql, rename_tables, statement_kind, table_refs, the_query, to_spark
@@ -96,14 +97,20 @@ def _load_table(sql_file: Path, files: dict[str, Path], settings: Settings) -> T
                           variables=settings.vars)
     config_line = next((i + 1 for i, line in enumerate(text.splitlines()) if "config(" in line), None)
     layers.append((rendered.config, file, {k: config_line for k in rendered.config}))
+    sql, ignored = rendered.sql, ()
+    if is_ddl(sql):
+        ddl = _ddl(sql, name, file, settings, own={**(dict(raw) if yml.is_file() else {}), **rendered.config},
+                   own_file=_rel(root, yml) if yml.is_file() else file)
+        layers.append((ddl.config, file, ddl.lines))
+        sql, ignored = ddl.body, tuple(ddl.ignored)
     config, origin = merge_layers(layers)
     config = normalise(config, origin, file)
 
-    kind = statement_kind(rendered.sql)
+    kind = statement_kind(sql)
     if kind == "custom":
         raise ValidationError("custom incremental tables (REFRESH USING / INSERT INTO SELF) are not supported yet",
                               file=file, line=1, hint="write the table as a SELECT query for now")
-    parsed = parse_sql(rendered.sql, settings.dialect, file)
+    parsed = parse_sql(sql, settings.dialect, file)
     query = the_query(parsed, file)
     known = {**{n: n for n in table_names}, **{s: s for s in settings.sources}}
     inputs: list[str] = []
@@ -123,9 +130,33 @@ def _load_table(sql_file: Path, files: dict[str, Path], settings: Settings) -> T
             inputs.append(resolved)
             input_lines[resolved] = line or 1
     logical = rename_tables(query, mapping, quote=settings.dialect not in _CASE_SENSITIVE_QUOTES)
-    return TableDef(name=name, file=file, sql=rendered.sql, spark_sql=to_spark(logical), kind=kind,
+    return TableDef(name=name, file=file, sql=sql, spark_sql=to_spark(logical), kind=kind,
                     config=config, config_origin=origin, inputs=tuple(inputs),
-                    input_lines=input_lines, folder=folder, parsed=parsed, query=logical)
+                    input_lines=input_lines, folder=folder, parsed=parsed, query=logical, ignored=ignored)
+
+
+_ALIASES = {"immutable_where": "frozen_where"}
+
+
+def _ddl(sql: str, name: str, file: str, settings: Settings, own: dict, own_file: str) -> Ddl:
+    """A CREATE DYNAMIC TABLE file: its properties, checked against the file's name and the
+    table's own YAML (a property set in both places is an error naming both)."""
+    if settings.dialect != "snowflake":
+        raise ValidationError("CREATE DYNAMIC TABLE is Snowflake SQL, and this project's dialect is "
+                              f"{settings.dialect}", file=file, line=1,
+                              hint="set dialect: snowflake in dt_project.yml, or keep only the query in the file")
+    ddl = parse_ddl(sql, file)
+    if ddl.name.lower() != name:
+        raise ValidationError(f"the statement creates {ddl.name}, but the file is named {name}", file=file,
+                              line=1, hint=f"rename the file to tables/{ddl.name.lower()}.sql, "
+                                           f"or the table to {name}")
+    own_keys = {_ALIASES.get(k, k) for k in own}
+    for key in ddl.config:
+        if key in own_keys:
+            raise ValidationError(f"{key} is set both by the CREATE statement (line {ddl.lines[key]}) and in "
+                                  f"{own_file}", file=file, line=ddl.lines[key],
+                                  hint=f"keep one of them: remove {key} from {own_file} or from the statement")
+    return ddl
 
 
 def check_source_paths(project: Project) -> None:

@@ -1,6 +1,7 @@
 """The seed's dt_orders examples as dt projects: a frozen region on order_date, and backfill from a
-snapshot table (as it is, at a moment, before a version), in the spark and snowflake dialects;
-and a DT that outlives its vacuumed, deleted backfill source."""
+snapshot table (as it is, at a moment, before a version), in the spark and snowflake dialects and
+as the seed's own CREATE DYNAMIC TABLE statements pasted into table files; and a DT that outlives
+its vacuumed, deleted backfill source."""
 
 from __future__ import annotations
 
@@ -27,6 +28,14 @@ ROWS = [(1001, 7, "2024-12-15 08:30:00", "shipped", "89.97"), (1002, 7, "2024-12
         (1005, 9, "2025-01-16 11:30:00", "open", "49.99")]
 
 
+def _ddl(*properties: str) -> str:
+    """The seed's statement for dt_orders, with its properties and the query's real columns."""
+    return ("CREATE OR REPLACE DYNAMIC TABLE dt_orders\n  TARGET_LAG = '10 minutes'\n  WAREHOUSE = transform_wh\n"
+            + "".join(f"  {p}\n" for p in properties)
+            + "AS\n  SELECT\n    order_id, customer_id, order_date, line_total\n  FROM raw_orders\n"
+              "  WHERE order_status != 'returned';\n")
+
+
 def _sql(spark, statement):
     spark.sql(statement)
 
@@ -39,12 +48,13 @@ def _snapshot_values(rows):
     return ", ".join(f"({a}, {b}, TIMESTAMP'{c}', {e})" for a, b, c, _, e in rows)
 
 
-def _setup(spark, tmp_path, yml: str, dialect: str = "spark", query: str = QUERY):
+def _setup(spark, tmp_path, yml: str | None, dialect: str = "spark", query: str = QUERY):
+    """`yml` None: the table file is a CREATE DYNAMIC TABLE statement (`query`) and has no YAML."""
     root = write_project(tmp_path / "shop", {"dt_orders": query},
                          config=f"dialect: {dialect}\ndefaults: {{refresh_mode: incremental}}\n"
                                 "sources:\n  raw_orders: {path: data/raw_orders}\n"
                                 "  dt_orders_snapshot: {path: data/snapshot}\n",
-                         table_yml={"dt_orders": yml})
+                         table_yml={"dt_orders": yml} if yml is not None else None)
     for name, columns in (("raw_orders", ORDERS), ("snapshot", SNAPSHOT)):
         path = root / "data" / name
         _sql(spark, f"CREATE TABLE delta.`{path}` ({columns}) USING delta "
@@ -67,9 +77,13 @@ def _table(spark, root, name="dt_orders"):
 @pytest.mark.parametrize("dialect, predicate", [
     ("spark", "order_date < '2025-01-01'"),
     ("snowflake", "order_date < '2025-01-01'::TIMESTAMP_NTZ"),
+    ("snowflake DDL", "order_date < '2025-01-01'::TIMESTAMP_NTZ"),
 ])
 def test_frozen_region_on_order_date(spark, tmp_path, dialect, predicate):
-    root = _setup(spark, tmp_path, f'target_lag: 10 minutes\nfrozen_where: "{predicate}"\n', dialect)
+    if dialect == "snowflake DDL":
+        root = _setup(spark, tmp_path, None, "snowflake", _ddl(f"FROZEN WHERE ({predicate})"))
+    else:
+        root = _setup(spark, tmp_path, f'target_lag: 10 minutes\nfrozen_where: "{predicate}"\n', dialect)
     assert _run(spark, root)["dt_orders"].refresh_trigger == CREATION
     assert set(_table(spark, root)) == {1001, 1002, 1004, 1005}       # the initial refresh computes all
     # a late correction to a frozen order, a new order, a deleted frozen one, a changed active one
@@ -95,10 +109,15 @@ def test_frozen_region_on_order_date(spark, tmp_path, dialect, predicate):
 
 
 @pytest.mark.parametrize("dialect, predicate", [("spark", "order_date < '2025-01-01'"),
-                                                ("snowflake", "order_date < '2025-01-01'::TIMESTAMP_NTZ")])
+                                                ("snowflake", "order_date < '2025-01-01'::TIMESTAMP_NTZ"),
+                                                ("snowflake DDL", "order_date < '2025-01-01'::TIMESTAMP_NTZ")])
 def test_backfill_from_a_snapshot_fills_the_frozen_region(spark, tmp_path, dialect, predicate):
-    root = _setup(spark, tmp_path, f'frozen_where: "{predicate}"\nbackfill: {{from: dt_orders_snapshot}}\n',
-                  dialect)
+    if dialect == "snowflake DDL":
+        root = _setup(spark, tmp_path, None, "snowflake",
+                      _ddl(f"FROZEN WHERE ({predicate})", "BACKFILL FROM dt_orders_snapshot"))
+    else:
+        root = _setup(spark, tmp_path, f'frozen_where: "{predicate}"\nbackfill: {{from: dt_orders_snapshot}}\n',
+                      dialect)
     # history kept elsewhere: the snapshot's old rows differ from what the query would compute
     _sql(spark, f"INSERT INTO delta.`{root}/data/snapshot` VALUES "
                 f"{_snapshot_values([(901, 1, '2024-06-01 00:00:00', 'x', '5.00'), (1001, 7, '2024-12-15 08:30:00', 'x', '1.00'), (1004, 9, '2025-01-16 10:00:00', 'x', '999.00')])}")
@@ -110,8 +129,10 @@ def test_backfill_from_a_snapshot_fills_the_frozen_region(spark, tmp_path, diale
     assert 1002 not in table       # before the cut-off and not in the snapshot: the frozen region is the copy
 
 
-def test_backfill_at_a_timestamp_and_before_a_version(spark, tmp_path):
-    root = _setup(spark, tmp_path, "comment: placeholder\n")
+@pytest.mark.parametrize("form", ["yaml", "snowflake DDL"])
+def test_backfill_at_a_timestamp_and_before_a_version(spark, tmp_path, form):
+    ddl = form == "snowflake DDL"
+    root = _setup(spark, tmp_path, "comment: placeholder\n", "snowflake" if ddl else "spark")
     snapshot = f"delta.`{root}/data/snapshot`"
     _sql(spark, f"INSERT INTO {snapshot} VALUES {_snapshot_values([(1, 1, '2024-01-01 00:00:00', 'a', '1.00')])}")   # v1
     time.sleep(1.1)
@@ -122,9 +143,16 @@ def test_backfill_at_a_timestamp_and_before_a_version(spark, tmp_path):
     tables = {"at_moment": QUERY, "before_v3": QUERY}
     yml = {"at_moment": f"backfill: {{from: dt_orders_snapshot, at: {{timestamp: '{moment.isoformat()}'}}}}\n",
            "before_v3": "backfill: {from: {path: data/snapshot}, before: {version: 3}}\n"}
+    if ddl:    # BACKFILL FROM ... AT (TIMESTAMP => ...) / BEFORE (STATEMENT => <Delta version>)
+        points = {"at_moment": f"AT (TIMESTAMP => '{moment.isoformat()}'::TIMESTAMP_NTZ)",
+                  "before_v3": "BEFORE (STATEMENT => '3')"}
+        tables = {name: _ddl(f"BACKFILL FROM dt_orders_snapshot {point}").replace("dt_orders\n", f"{name}\n", 1)
+                  for name, point in points.items()}
+        yml = {}
     for name, sql in tables.items():
         (root / "tables" / f"{name}.sql").write_text(sql + "\n")
-        (root / "tables" / f"{name}.yml").write_text(yml[name])
+        if name in yml:
+            (root / "tables" / f"{name}.yml").write_text(yml[name])
     records = _run(spark, root)
     assert set(_table(spark, root, "at_moment")) == {1} and records["at_moment"].num_copied_rows == 1
     assert set(_table(spark, root, "before_v3")) == {1, 2} and records["before_v3"].num_copied_rows == 2
