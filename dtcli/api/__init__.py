@@ -22,7 +22,7 @@ from dtcli.planning.explain import explain as _explain
 from dtcli.planning.snapshot import take_snapshot
 from dtcli.project import load_project
 
-__all__ = ["Checked", "Events", "RunResult", "ScheduledPlan", "check", "drop", "execute", "explain",
+__all__ = ["Checked", "Events", "RunResult", "ScheduledPlan", "check", "drop", "execute", "explain", "import_snowflake",
            "init", "load", "no_data_records", "plan_run", "plan_scheduled", "refresh", "resume",
            "run", "seed", "show_history", "show_rows", "show_tables", "spark_submit", "suspend",
            "write_run_results"]
@@ -66,6 +66,13 @@ def seed(project_dir: str | Path = ".", target: str | None = None,
     from dtcli.project.seed import seed as load_seeds
 
     return load_seeds(load_project(project_dir, target), names)
+
+
+def import_snowflake(project_dir: str | Path, script: str | Path, *, force: bool = False):
+    """`dt import snowflake`: CREATE DYNAMIC TABLE statements into tables/ files (no JVM)."""
+    from dtcli.project.snowflake_import import import_script
+
+    return import_script(Path(project_dir), Path(script), force=force)
 
 
 def init(directory: Path, name: str | None = None):

@@ -154,7 +154,7 @@ class _Reader:
             words = spec.split(None, 1)
             if not words:
                 continue
-            col: dict[str, Any] = {"name": words[0].strip('"')}
+            col: dict[str, Any] = {"name": _identifier(words[0])}
             rest = re.split(r"\s+(?:COMMENT|NOT\s+NULL|NULL|DEFAULT|COLLATE|WITH|MASKING|TAG)\b", words[1],
                             flags=re.I)[0].strip() if len(words) > 1 else ""
             if rest:
@@ -192,7 +192,7 @@ class _Reader:
             elif tok.token_type == T.CLUSTER_BY:
                 self.take()
                 inner, _ = self.group()
-                self.set("cluster_by", [c.strip().strip('"') for c in _split_top(inner)], tok)
+                self.set("cluster_by", [_identifier(c) for c in _split_top(inner)], tok)
             elif word in _ASSIGNED or (self.peek(1) is not None and self.peek(1).token_type == T.EQ):
                 self.take()
                 self.expect("=", hint=f"write {word} = value")
@@ -270,7 +270,7 @@ class _Reader:
             if not statement.strip():
                 continue
             line = self.sql.count("\n", 0, offset + len(statement) - len(statement.lstrip())) + 1
-            constraints.append(_constraint(statement, name, self.file, line))
+            constraints.append(rely_constraint(statement, name, self.file, line))
         if constraints:
             self.config["constraints"], self.lines["constraints"] = constraints, line
         return _blank(body, end, len(body))
@@ -289,7 +289,7 @@ _CONSTRAINT = re.compile(r"\s*alter\s+(?:dynamic\s+)?table\s+(?:[\w\"$]+\.)*\"?(
                          re.I | re.S)
 
 
-def _constraint(statement: str, name: str, file: str, line: int) -> dict[str, Any]:
+def rely_constraint(statement: str, name: str, file: str, line: int) -> dict[str, Any]:
     match = _CONSTRAINT.match(statement)
     if match is None or match.group(1).lower() != name.lower():
         raise ValidationError("a table file holds one CREATE DYNAMIC TABLE statement (and ALTER TABLE "
@@ -299,7 +299,14 @@ def _constraint(statement: str, name: str, file: str, line: int) -> dict[str, An
         raise ValidationError(f"the constraint on {name} is not RELY: dt only uses RELY constraints",
                               file=file, line=line, hint="end the statement with RELY, or remove it")
     kind = "primary_key" if match.group(2).lower().startswith("primary") else "unique"
-    return {kind: [c.strip().strip('"') for c in match.group(3).split(",")], "rely": True}
+    return {kind: [_identifier(c) for c in match.group(3).split(",")], "rely": True}
+
+
+def _identifier(text: str) -> str:
+    """A column name as Snowflake means it: unquoted is case-insensitive (dt spells it in lower
+    case, as Spark shows it), quoted is exact."""
+    text = text.strip()
+    return text[1:-1] if len(text) > 1 and text[0] == text[-1] == '"' else text.lower()
 
 
 def _split_top(text: str) -> list[str]:

@@ -36,8 +36,8 @@ def test_every_property_maps_to_its_config_key_and_the_query_keeps_its_lines():
     ddl = parse_ddl(EVERYTHING, "tables/dt_orders.sql")
     assert ddl.name == "DT_ORDERS"
     assert ddl.config == {
-        "columns": [{"name": "ORDER_ID", "type": "DECIMAL(38, 0)"}, {"name": "ORDER_DATE", "type": "TIMESTAMP_NTZ"},
-                    {"name": "TOTAL", "type": "DECIMAL(10, 2)"}],
+        "columns": [{"name": "order_id", "type": "DECIMAL(38, 0)"}, {"name": "order_date", "type": "TIMESTAMP_NTZ"},
+                    {"name": "total", "type": "DECIMAL(10, 2)"}],
         "target_lag": "10 minutes", "refresh_mode": "incremental", "initialize": "on_schedule",
         "scheduler": "disable", "frozen_where": "order_date < CURRENT_TIMESTAMP() - INTERVAL '30 days'",
         "backfill": {"from": "snap", "at": {"timestamp": "2025-04-01 12:00:00"}},
@@ -161,3 +161,60 @@ def test_validate_rejects_with_the_file_and_line(tmp_path, case, expected):
     result = dt("validate", "-p", str(root))
     assert result.code == 2 and expected in result.err, result.err
     assert not (root / "warehouse" / "dt_orders").exists() and not (root / "target" / "runs").exists()
+
+
+SCRIPT = """create or replace dynamic table ANALYTICS.PUBLIC.DT_ORDERS(
+	ORDER_ID,
+	CUSTOMER_ID,
+	ORDER_DATE,
+	LINE_TOTAL
+) target_lag = '10 minutes' refresh_mode = AUTO initialize = ON_CREATE warehouse = TRANSFORM_WH
+ as
+  SELECT order_id, customer_id, order_date, line_total
+  FROM ANALYTICS.PUBLIC.RAW_ORDERS
+  WHERE order_status != 'returned';
+
+ALTER TABLE ANALYTICS.PUBLIC.DT_ORDERS ADD CONSTRAINT PK_ORDERS PRIMARY KEY (ORDER_ID, ORDER_DATE) RELY;
+
+-- a plain table: not a dynamic table
+create or replace TABLE ANALYTICS.PUBLIC.NOTES (ID NUMBER);
+
+create or replace dynamic table ANALYTICS.PUBLIC.CUSTOMER_TOTALS
+  target_lag = '1 hour' refresh_mode = INCREMENTAL initialize = ON_CREATE warehouse = TRANSFORM_WH
+  COMMENT = 'per customer; totals'
+ as
+  select customer_id, count(*) as orders, sum(line_total) as total
+  from ANALYTICS.PUBLIC.DT_ORDERS group by customer_id;
+"""
+
+
+def test_import_turns_a_get_ddl_script_into_a_project_that_validates(tmp_path):
+    root = write_project(tmp_path / "p", {}, seeds=SEEDS)
+    api.seed(root)
+    (tmp_path / "export.sql").write_text(SCRIPT)
+    result = dt("import", "snowflake", str(tmp_path / "export.sql"), "-p", str(root), "--format", "json")
+    assert result.code == 0, result.err
+    report = result.json()
+    assert [(t["file"], sorted(t["mapped"]), [p["property"] for p in t["ignored"]]) for t in report["tables"]] == [
+        ("tables/dt_orders.sql", ["columns", "constraints", "initialize", "refresh_mode", "target_lag"], ["WAREHOUSE"]),
+        ("tables/customer_totals.sql", ["comment", "initialize", "refresh_mode", "target_lag"], ["WAREHOUSE"])]
+    assert report["skipped"] == [{"line": 15, "statement": "create or replace TABLE ANALYTICS.PUBLIC.NOTES ..."}]
+    assert report["dialect_set"] and "dialect: snowflake" in (root / "dt_project.yml").read_text()
+    validated = dt("validate", "-p", str(root))
+    assert validated.code == 0, validated.err
+    checked = api.check(root)
+    assert checked.graph.upstream["customer_totals"] == ["dt_orders"]
+    assert checked.project.tables["dt_orders"].config["constraints"] == [
+        {"kind": "primary_key", "columns": ["order_id", "order_date"], "rely": True, "name": None}]
+    assert checked.project.tables["customer_totals"].config["comment"] == "per customer; totals"
+    again = dt("import", "snowflake", str(tmp_path / "export.sql"), "-p", str(root))
+    assert again.code == 2 and "tables/dt_orders.sql already exists" in again.err and "--force" in again.err
+    assert dt("import", "snowflake", str(tmp_path / "export.sql"), "-p", str(root), "--force").code == 0
+
+
+def test_import_refuses_a_project_of_another_dialect_and_writes_nothing(tmp_path):
+    root = write_project(tmp_path / "p", {}, config="dialect: spark\n")
+    (tmp_path / "export.sql").write_text(SCRIPT)
+    result = dt("import", "snowflake", str(tmp_path / "export.sql"), "-p", str(root))
+    assert result.code == 2 and "dialect: snowflake" in result.err
+    assert list((root / "tables").iterdir()) == []
