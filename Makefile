@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed-stamp
 JARS   := $(BIN)/python -m dtcli.engine.jars provision
 PYTEST_ARGS ?=
 
-.PHONY: setup jars demo test unit bench clean
+.PHONY: setup jars demo test lint unit bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -22,7 +22,10 @@ setup: $(STAMP) jars
 demo: setup
 	bash scripts/demo.sh
 
-test: setup
+lint: $(STAMP)
+	$(BIN)/python -m ruff check dtcli tests benchmarks scripts
+
+test: setup lint
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 unit: $(STAMP)

@@ -384,7 +384,7 @@ def run_scale(spark, sf: float, *, change_orders: int, repeat: int, verify: bool
             f"({creation[t.name]['inserted']:,} rows)")
 
     change = change_batch(spark, sf, pristine, sources, change_orders, say=say)
-    say(f"{sf_label(sf)}: change batch committed{'' if change['replayed'] else ' in %ss' % change['seconds']}: "
+    say(f"{sf_label(sf)}: change batch committed{'' if change['replayed'] else ' in ' + str(change['seconds']) + 's'}: "
         f"orders +{change['orders']['inserted']} -{change['orders']['deleted']} "
         f"~{change['orders']['updated']}, lineitem +{change['lineitem']['inserted']} "
         f"-{change['lineitem']['deleted']} ~{change['lineitem']['updated']}")
@@ -556,8 +556,10 @@ def markdown(results: list[ScaleResult], meta: dict[str, Any], tables=TABLES) ->
         for r in results:
             best = min(r.runs[t.name], key=lambda x: x["after_change"]["seconds"])["after_change"]
             commit = best.get("commit") or {}
-            m = commit.get("metrics") or {}
-            num = lambda k: int(m.get(k, 0) or 0)  # noqa: E731
+            metrics = commit.get("metrics") or {}
+
+            def num(key: str, metrics=metrics) -> int:
+                return int(metrics.get(key, 0) or 0)
             if commit.get("operation") == "MERGE":
                 written = num("numTargetRowsInserted") + num("numTargetRowsCopied")
                 removed = num("numTargetRowsDeleted") + num("numTargetRowsCopied")
@@ -600,12 +602,13 @@ def machine() -> str:
         pass
     mem = ""
     try:
-        kb = int(next(l for l in Path("/proc/meminfo").read_text().splitlines()
-                      if l.startswith("MemTotal")).split()[1])
+        kb = int(next(line for line in Path("/proc/meminfo").read_text().splitlines()
+                      if line.startswith("MemTotal")).split()[1])
         mem = f", {kb / 1024 / 1024:.0f} GiB RAM"
     except (OSError, StopIteration, ValueError):
         pass
-    return f"{os.cpu_count()} cores ({cpu}){mem}, {platform.system()} {platform.release()}, Python {platform.python_version()}"
+    system = f"{platform.system()} {platform.release()}"
+    return f"{os.cpu_count()} cores ({cpu}){mem}, {system}, Python {platform.python_version()}"
 
 
 def git(*args: str) -> str:

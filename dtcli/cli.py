@@ -120,8 +120,8 @@ def run(project_dir: ProjectDir = Path("."), target: Target = None,
     Example: dt run --select +customer_rank --all
     """
     from dtcli import api
-    from dtcli.ui.run_view import RunView, print_plan
     from dtcli.api.watch import clock_from_env
+    from dtcli.ui.run_view import RunView, print_plan
 
     fmt = _fmt(format)
     if max_ticks is not None and not watch:
@@ -162,7 +162,7 @@ def _report(checked, result, command: str, args: dict, started, fmt: str, *, lin
     JSON on stdout, the summary goes to stderr with the progress. `lines`: one compact JSON
     document per line (--watch)."""
     from dtcli import api
-    from dtcli.ui.output import console, err_console, print_json
+    from dtcli.ui.output import err_console, print_json
     from dtcli.ui.run_view import print_summary
 
     doc = api.write_run_results(checked, result, command=command, args=args, started_at=started)
@@ -182,9 +182,9 @@ def _report(checked, result, command: str, args: dict, started, fmt: str, *, lin
 def _watch(project_dir: Path, target: Optional[str], select: Optional[list[str]], wait: float,
            max_ticks: Optional[int], fmt: str, args: dict, idle_timeout: Optional[float]) -> None:
     from dtcli import api
+    from dtcli.api.watch import clock_from_env, watch
     from dtcli.ui.output import console, err_console
     from dtcli.ui.run_view import RunView
-    from dtcli.api.watch import clock_from_env, watch
 
     clock, failures = clock_from_env(), []
     progress = RunView()
@@ -225,9 +225,9 @@ def refresh(name: Annotated[str, typer.Argument(help="Dynamic table to refresh n
     Example: dt refresh customer_revenue
     """
     from dtcli import api
+    from dtcli.api.watch import clock_from_env
     from dtcli.model import MANUAL
     from dtcli.ui.run_view import RunView, print_plan
-    from dtcli.api.watch import clock_from_env
 
     fmt = _fmt(format)
     checked = api.check(project_dir, target, check_sources=True, now=clock_from_env().now(),
@@ -471,7 +471,6 @@ def main() -> None:
     errors come out of it and are printed here as one line, without a traceback unless --debug.
     """
     from dtcli.ui.output import err_console
-
     from dtcli.ui.quiet import library_noise
 
     try:

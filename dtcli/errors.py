@@ -7,8 +7,8 @@ and how to fix it, on one line.
 from __future__ import annotations
 
 import difflib
+from collections.abc import Iterable
 from pathlib import Path
-from typing import Iterable
 
 EXIT_REFRESH_FAILED = 1
 EXIT_USAGE = 2

@@ -148,7 +148,7 @@ class Frontier:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_dict(cls, raw: dict[str, Any] | None) -> "Frontier | None":
+    def from_dict(cls, raw: dict[str, Any] | None) -> Frontier | None:
         if not isinstance(raw, dict):
             return None
         known = {f.name for f in dataclasses.fields(cls)}
@@ -198,7 +198,7 @@ class Plan:
         return json.dumps(dataclasses.asdict(self), indent=1, sort_keys=True)
 
     @classmethod
-    def from_json(cls, text: str) -> "Plan":
+    def from_json(cls, text: str) -> Plan:
         raw = json.loads(text)
         steps = []
         for s in raw.pop("steps"):
@@ -246,7 +246,7 @@ class RefreshRecord:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_dict(cls, raw: dict[str, Any]) -> "RefreshRecord":
+    def from_dict(cls, raw: dict[str, Any]) -> RefreshRecord:
         known = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in raw.items() if k in known})
 

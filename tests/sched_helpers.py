@@ -3,7 +3,6 @@ in-process launcher, and a scheduling simulator driven by an injected clock."""
 
 from __future__ import annotations
 
-import json
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from types import SimpleNamespace

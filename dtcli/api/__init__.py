@@ -12,8 +12,18 @@ from datetime import datetime
 from pathlib import Path
 
 from dtcli.api.lifecycle import drop, resume, suspend
-from dtcli.api.runs import (Events, RunResult, ScheduledPlan, execute, no_data_records, plan_run,
-                            plan_scheduled, refresh, run, spark_submit)
+from dtcli.api.runs import (
+    Events,
+    RunResult,
+    ScheduledPlan,
+    execute,
+    no_data_records,
+    plan_run,
+    plan_scheduled,
+    refresh,
+    run,
+    spark_submit,
+)
 from dtcli.api.show import show_history, show_rows, show_tables
 from dtcli.model import Project
 from dtcli.planning.checked import Checked

@@ -8,12 +8,12 @@ without a JVM; the rest runs in one spark-submit application.
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, Callable
+from typing import Any
 
-from dtcli.model import (FAILED, MANUAL, NO_DATA, SCHEDULED, SUCCEEDED, Plan, RefreshRecord,
-                         any_failed)
+from dtcli.model import FAILED, MANUAL, NO_DATA, SCHEDULED, SUCCEEDED, Plan, RefreshRecord, any_failed
 from dtcli.planning import completion, on_demand, scheduler, selectors
 from dtcli.planning.checked import Checked
 from dtcli.planning.plan import build_plan
@@ -126,7 +126,8 @@ def execute(checked: Checked, plan: Plan, on_event: Events = lambda e: None,
     lost = [s for s in plan.spark_steps if s.name not in finished]
     if lost:
         # The application died (killed, out of memory): those refreshes did not commit.
-        why = f"spark-submit exited with code {launched.returncode} before this refresh finished; see {launched.log_path}"
+        why = (f"spark-submit exited with code {launched.returncode} before this refresh finished; "
+               f"see {launched.log_path}")
         stamp = _now()
         records = [RefreshRecord(name=s.name, state=FAILED, refresh_action=s.action, refresh_trigger=s.trigger,
                                  data_timestamp=None, refresh_start_time=stamp, refresh_end_time=stamp,
@@ -151,7 +152,9 @@ def _auto_suspend(checked: Checked, on_event: Events) -> list[dict[str, Any]]:
     scheduling.append(project.warehouse, new)
     out = []
     for event in new:
-        down = graph.ordered(graph.downstream_closure({event.name}) - {event.name}) if event.name in graph.upstream else []
+        down = []
+        if event.name in graph.upstream:
+            down = graph.ordered(graph.downstream_closure({event.name}) - {event.name})
         out.append({"name": event.name, "reason": event.reason, "downstream": down})
         on_event({"event": "suspended", **out[-1]})
     return out

@@ -13,8 +13,9 @@ half-written remains either way).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import datetime
-from typing import Any, Callable
+from typing import Any
 
 from dtcli.api.runs import Events, RunResult, run
 from dtcli.model import SUCCEEDED

@@ -32,7 +32,7 @@ def condition_of(exc: BaseException) -> str:
     if callable(getter):
         try:
             return getter() or ""
-        except Exception:  # noqa: BLE001 - best effort
+        except Exception:
             return ""
     return ""
 
@@ -95,7 +95,7 @@ def read_changes(spark, name: str, path: str, start: int, end: int, old, new) ->
         rows = weighted.count()
     except ChangesUnavailable:
         raise
-    except Exception as exc:  # noqa: BLE001 - classified below
+    except Exception as exc:
         if is_unavailable(exc):
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
             raise ChangesUnavailable(f"change data of input {name} for versions {start + 1}.."

@@ -9,14 +9,14 @@ step alone; each finished step is appended to the refresh history at once.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from datetime import datetime, timezone
-from typing import Any, Callable
+from typing import Any
 
 from dtcli.engine import commit, deletion_vectors
 from dtcli.engine.context import RefreshContext, RefreshResult
 from dtcli.engine.strategies import strategy_for
-from dtcli.model import (FAILED, SKIPPED, SUCCEEDED, UPSTREAM_FAILED, Frontier, Plan, RefreshRecord,
-                         RefreshStep)
+from dtcli.model import FAILED, SKIPPED, SUCCEEDED, UPSTREAM_FAILED, Frontier, Plan, RefreshRecord, RefreshStep
 from dtcli.state import history
 
 Emit = Callable[[dict[str, Any]], None]
@@ -96,7 +96,7 @@ def error_condition(exc: BaseException) -> str | None:
     if callable(getter):
         try:
             return getter() or None
-        except Exception:  # noqa: BLE001 - best effort enrichment only
+        except Exception:
             return None
     return None
 
@@ -109,7 +109,7 @@ STATE_CODES = {SUCCEEDED: "SUCCESS", UPSTREAM_FAILED: "UPSTREAM_FAILED", SKIPPED
 def application_id(spark) -> str | None:
     try:
         return spark.sparkContext.applicationId
-    except Exception:  # noqa: BLE001 - e.g. a Spark Connect session has no SparkContext
+    except Exception:
         return None
 
 
@@ -148,7 +148,7 @@ def _align_deletion_vectors(spark, step: RefreshStep, result: RefreshResult) -> 
     try:
         deletion_vectors.align(spark, step.path, want)
         result.table_version = commit.last_commit(step.path)["version"]
-    except Exception as exc:  # noqa: BLE001 - the refresh itself succeeded
+    except Exception as exc:
         note = f"refreshed, but turning deletion vectors {'on' if want else 'off'} failed: {error_message(exc)}"
         result.extra["message"] = "; ".join(filter(None, [result.extra.get("message"), note]))
 
@@ -195,7 +195,7 @@ def execute_plan(spark, plan: Plan, emit: Emit = lambda event: None,
                     produced[step.name] = result.table_version
                 record = _record(plan, step, SUCCEEDED, start, result=result, versions=versions,
                                  query_id=query_id)
-            except Exception as exc:  # noqa: BLE001 - one refresh failing must not stop the run
+            except Exception as exc:
                 failed.add(step.name)
                 message = error_message(exc)
                 record = _record(plan, step, FAILED, start, versions=versions,

@@ -116,7 +116,8 @@ def provision(quiet: bool = False) -> list[str]:
                 continue
             keep = sorted(j.name for j in out.glob("*.jar") if _artifact_name(j.name) not in shipped)
             target = cache_dir() / version
-            staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=cache_dir().parent if cache_dir().parent.exists() else None))
+            parent = cache_dir().parent if cache_dir().parent.exists() else None
+            staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=parent))
             for name in keep:
                 shutil.copy2(out / name, staging / name)
             (staging / MANIFEST).write_text("\n".join(keep) + "\n")

@@ -6,9 +6,10 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from dtcli.engine import jars as jarlib
 from dtcli.engine.driver import EVENT_PREFIX, STOP_FILE

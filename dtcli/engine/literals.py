@@ -16,8 +16,16 @@ from sqlglot import exp
 
 def literal(value, data_type) -> exp.Expression | None:
     """`value` (of Spark type `data_type`) as a SQL literal, or None when not renderable."""
-    from pyspark.sql.types import (BooleanType, ByteType, DateType, DecimalType, IntegerType,
-                                   LongType, ShortType, StringType)
+    from pyspark.sql.types import (
+        BooleanType,
+        ByteType,
+        DateType,
+        DecimalType,
+        IntegerType,
+        LongType,
+        ShortType,
+        StringType,
+    )
 
     if value is None:
         return exp.Null()
@@ -49,8 +57,16 @@ def literals(values: list, data_type) -> list[exp.Expression] | None:
 
 
 def renderable(data_type) -> bool:
-    from pyspark.sql.types import (BooleanType, ByteType, DateType, DecimalType, IntegerType,
-                                   LongType, ShortType, StringType)
+    from pyspark.sql.types import (
+        BooleanType,
+        ByteType,
+        DateType,
+        DecimalType,
+        IntegerType,
+        LongType,
+        ShortType,
+        StringType,
+    )
 
     return isinstance(data_type, (BooleanType, ByteType, DateType, DecimalType, IntegerType,
                                   LongType, ShortType, StringType))

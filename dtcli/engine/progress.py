@@ -13,7 +13,8 @@ from __future__ import annotations
 
 import threading
 import time
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 Emit = Callable[[dict[str, Any]], None]
 
@@ -64,7 +65,7 @@ class SparkProgress:
         while not self._stop.wait(self._poll):
             try:
                 self._tick()
-            except Exception:  # noqa: BLE001 - progress is best effort; the refresh goes on
+            except Exception:
                 pass
 
     def _tick(self) -> None:

@@ -19,8 +19,8 @@ import os
 import queue
 import socket
 import threading
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 
 from dtcli.engine.driver import STOP_FILE
 
@@ -76,4 +76,4 @@ def serve(inbox: PlanInbox, idle_timeout: float, emit: Callable[[dict], None],
             emit({"event": "exit", "reason": reason})
             return 0
         stop_file = Path(path).with_name(STOP_FILE)
-        run_plan(Path(path), lambda: inbox.owner_gone.is_set() or stop_file.exists())
+        run_plan(Path(path), lambda stop_file=stop_file: inbox.owner_gone.is_set() or stop_file.exists())

@@ -24,8 +24,9 @@ import secrets
 import socket
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from dtcli.engine.driver import STOP_FILE
 from dtcli.engine.launcher import LaunchResult, handle, launch, submit_command, submit_env, write_plan
@@ -101,10 +102,10 @@ class WarmEngine:
     def _start(self, project: Project, settings: list[str], run_dir: Path) -> None:
         self._listener = socket.create_server(("127.0.0.1", 0))
         self._token = secrets.token_hex(16)
-        address = "127.0.0.1:%d" % self._listener.getsockname()[1]
+        address = f"127.0.0.1:{self._listener.getsockname()[1]}"
         command = settings + ["--serve", address, f"{self.idle_timeout:g}", f"dt:{project.name}"]
         self._log_path = run_dir / "spark-submit.log"
-        self._log = open(self._log_path, "w", encoding="utf-8")
+        self._log = open(self._log_path, "w", encoding="utf-8")   # noqa: SIM115 (closed in close())
         # Its own session, as in launcher.launch: Ctrl-C reaches dt only.
         self._proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                       stderr=self._log, text=True, cwd=project.root, start_new_session=True,
@@ -118,7 +119,7 @@ class WarmEngine:
         while self._proc is not None and self._proc.poll() is None:
             try:
                 conn, _ = self._listener.accept()
-            except socket.timeout:
+            except TimeoutError:
                 continue
             conn.settimeout(30)
             hello = conn.makefile("r", encoding="utf-8").readline().strip()

@@ -8,8 +8,8 @@ consumer, or `scheduler: disable`) has neither.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime, timedelta
-from typing import Mapping
 
 from dtcli.model import Plan
 

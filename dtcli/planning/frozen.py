@@ -16,8 +16,16 @@ from datetime import datetime
 
 from dtcli.errors import ValidationError, suggest
 from dtcli.model import Column, Frontier, TableDef
-from dtcli.sql.frozen import (FrozenPredicate, active_sql, at_time, check_predicate, frozen_sql, has_time,
-                              implies, parse_predicate)
+from dtcli.sql.frozen import (
+    FrozenPredicate,
+    active_sql,
+    at_time,
+    check_predicate,
+    frozen_sql,
+    has_time,
+    implies,
+    parse_predicate,
+)
 
 
 def check_table(table: TableDef, columns: tuple[Column, ...], dialect: str) -> FrozenPredicate | None:

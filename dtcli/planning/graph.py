@@ -15,7 +15,7 @@ class Graph:
     order: list[str]                    # topological, ties broken by name
 
     @classmethod
-    def of(cls, project: Project) -> "Graph":
+    def of(cls, project: Project) -> Graph:
         up = {n: [i for i in t.inputs if i in project.tables] for n, t in sorted(project.tables.items())}
         down: dict[str, list[str]] = {n: [] for n in up}
         for n, ins in up.items():

@@ -12,8 +12,19 @@ from __future__ import annotations
 import uuid
 from dataclasses import replace
 
-from dtcli.model import (ADAPTIVE, CREATION, FULL, INCREMENTAL, MANUAL, NO_DATA, REINITIALIZE, Plan,
-                         RefreshRecord, RefreshStep, StepInput)
+from dtcli.model import (
+    ADAPTIVE,
+    CREATION,
+    FULL,
+    INCREMENTAL,
+    MANUAL,
+    NO_DATA,
+    REINITIALIZE,
+    Plan,
+    RefreshRecord,
+    RefreshStep,
+    StepInput,
+)
 from dtcli.planning import adaptive, frozen, on_demand
 from dtcli.planning.checked import Checked
 from dtcli.planning.refresh_mode import ResolvedMode

@@ -7,9 +7,10 @@ upstream DTs each chosen DT needs and decides each one's refresh action.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Mapping
+from typing import Any
 
 from dtcli.model import FAILED, MANUAL, SUCCEEDED, Project, RefreshRecord
 from dtcli.planning import on_demand

@@ -12,8 +12,8 @@ from __future__ import annotations
 import fnmatch
 
 from dtcli.errors import UsageError, suggest
-from dtcli.planning.graph import Graph
 from dtcli.model import Project
+from dtcli.planning.graph import Graph
 
 
 def select(project: Project, graph: Graph, selectors: list[str] | None) -> set[str]:

@@ -27,7 +27,7 @@ class Snapshot:
     def source_versions(self) -> dict[str, int]:
         return {n: i.version for n, i in self.sources.items()}
 
-    def refresh(self, project: Project, now: datetime | None = None) -> "Snapshot":
+    def refresh(self, project: Project, now: datetime | None = None) -> Snapshot:
         """The same snapshot brought up to date: logs that moved are read again, new tables
         (created since) are opened; the moment becomes `now`."""
         self.taken_at = now or datetime.now(timezone.utc)

@@ -13,8 +13,8 @@ from pathlib import Path
 from dtcli.errors import ConfigError, ValidationError, suggest
 from dtcli.model import Project, TableDef
 from dtcli.project.settings import Settings, load_settings
-from dtcli.project.table_config import folder_layers, merge_layers, normalise
 from dtcli.project.snowflake_ddl import Ddl, is_ddl, parse_ddl
+from dtcli.project.table_config import folder_layers, merge_layers, normalise
 from dtcli.project.templating import render_sql
 from dtcli.project.yamlio import expect_mapping, load_yaml_file
 from dtcli.sql.parse import parse_sql, rename_tables, statement_kind, table_refs, the_query, to_spark

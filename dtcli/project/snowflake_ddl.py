@@ -25,7 +25,8 @@ from typing import Any
 from sqlglot import exp
 from sqlglot.dialects.snowflake import Snowflake
 from sqlglot.errors import SqlglotError
-from sqlglot.tokens import Token, TokenType as T
+from sqlglot.tokens import Token
+from sqlglot.tokens import TokenType as T
 
 from dtcli.errors import ValidationError
 

@@ -7,9 +7,8 @@ do; every other key is taken from the highest layer that sets it.
 
 from __future__ import annotations
 
-from typing import Any
-
 from pathlib import Path
+from typing import Any
 
 from dtcli.errors import ConfigError, suggest
 from dtcli.model import Located

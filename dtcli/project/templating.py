@@ -6,8 +6,9 @@ Rendering keeps every line where it was, so SQL errors point at the line in the 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import jinja2
 from jinja2.sandbox import SandboxedEnvironment
@@ -69,8 +70,8 @@ def render_sql(text: str, file: str, *, is_table: Callable[[str], bool], is_sour
         key = table or name
         if not is_source(key):
             line = _line_of(text, f"'{key}'") or _line_of(text, f'"{key}"')
-            raise _Halt(ValidationError(f"source('{key}') is not declared", file=file, line=line,
-                                        hint=suggest(key, source_names) or "declare it under sources: in dt_project.yml"))
+            hint = suggest(key, source_names) or "declare it under sources: in dt_project.yml"
+            raise _Halt(ValidationError(f"source('{key}') is not declared", file=file, line=line, hint=hint))
         out.refs.append(key)
         return f"`{key}`"
 

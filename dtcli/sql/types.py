@@ -12,6 +12,7 @@ from typing import Any
 
 from sqlglot import exp
 
+
 def from_arrow(arrow_type: Any) -> str:
     """An Arrow type (a seed read from CSV) as the Spark SQL type `dt seed` stores it as."""
     import pyarrow as pa
@@ -40,7 +41,7 @@ def to_sqlglot(spark_type: str) -> exp.DataType:
     """The sqlglot type of a Spark SQL type name (UNKNOWN when sqlglot cannot read it)."""
     try:
         return exp.DataType.build(spark_type, dialect="spark")
-    except Exception:  # noqa: BLE001 - sqlglot raises several kinds for odd type text
+    except Exception:
         return exp.DataType.build("unknown")
 
 

@@ -16,10 +16,10 @@ import fcntl
 import os
 import sys
 import time
+from collections.abc import Iterator
 from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Iterator
 
 from dtcli.errors import LockTimeout
 from dtcli.model import Project

@@ -8,9 +8,8 @@ matched to the table's own spelling, since DataFusion's names are case-sensitive
 
 from __future__ import annotations
 
-from typing import Any
-
 from datetime import datetime
+from typing import Any
 
 from sqlglot import exp
 
@@ -42,7 +41,7 @@ def _query(path: str, sql: str) -> list[dict[str, Any]]:
         raise UsageError(f"{path} holds no table yet", hint="run `dt run` to create it")
     try:
         return pa.table(QueryBuilder().register("t", table).execute(sql).read_all()).to_pylist()
-    except Exception as err:  # noqa: BLE001 - DataFusion reports plan and type errors alike
+    except Exception as err:
         raise UsageError(f"cannot read the rows: {str(err).splitlines()[0]}",
                          hint="check --where; it is evaluated without Spark") from None
 

@@ -9,8 +9,9 @@ full width, whatever the terminal (lines may then be longer than it is).
 
 from __future__ import annotations
 
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any
 
 GAP = 2          # spaces between columns
 ELLIPSIS = "…"

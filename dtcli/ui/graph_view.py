@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dtcli.planning.graph import Graph
 from dtcli.model import Project
+from dtcli.planning.graph import Graph
 
 
 def edges(project: Project, graph: Graph) -> list[tuple[str, str]]:

@@ -47,7 +47,7 @@ class RunProgress:
                                      console=self.console, transient=False)
             self.task = self.progress.add_task("refreshing", total=total)
 
-    def __enter__(self) -> "RunProgress":
+    def __enter__(self) -> RunProgress:
         if self.progress:
             self.progress.start()
         return self

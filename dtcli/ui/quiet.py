@@ -11,8 +11,8 @@ from __future__ import annotations
 import logging
 import sys
 import warnings
+from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Iterator
 
 LIBRARIES = ("sqlglot", "py4j", "pyarrow", "deltalake", "pyspark", "urllib3", "fsspec")
 

@@ -8,8 +8,9 @@ terminal: freshness as "2 min ago", counts with separators, the last refresh in 
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from datetime import datetime, timezone
-from typing import Any, Sequence
+from typing import Any
 
 from dtcli.ui.fit import Col
 
@@ -71,7 +72,8 @@ def _last(row: dict[str, Any]) -> str:
 
 
 def _last_style(row: dict[str, Any]) -> str:
-    return STATE_STYLE.get(row.get("last_refresh_state") or "", "") if row.get("last_refresh_state") != "SUCCEEDED" else ""
+    state = row.get("last_refresh_state") or ""
+    return "" if state == "SUCCEEDED" else STATE_STYLE.get(state, "")
 
 
 def table_columns(now: datetime) -> list[Col]:

@@ -16,7 +16,8 @@ import os
 from decimal import Decimal
 
 import pytest
-from hypothesis import HealthCheck, Phase, settings, strategies as st
+from hypothesis import HealthCheck, Phase, settings
+from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, rule, run_state_machine_as_test
 
 from dtcli.model import INCREMENTAL, NO_DATA, SUCCEEDED

@@ -5,14 +5,11 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-import pyarrow as pa
 import pytest
-from deltalake import write_deltalake
 
 from dtcli import api
 from dtcli.engine.executor import execute_plan
-from dtcli.model import (CREATION, FAILED, MANUAL, NO_DATA, REINITIALIZE, SCHEDULED, SUCCEEDED,
-                         UPSTREAM_FAILED)
+from dtcli.model import CREATION, FAILED, MANUAL, NO_DATA, REINITIALIZE, SCHEDULED, SUCCEEDED, UPSTREAM_FAILED
 from dtcli.project import load_project
 from dtcli.state import history, scheduling
 from dtcli.state.delta_log import table_info

@@ -4,8 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from dtcli.sql.incremental_rewrite import (Bindings, DeltaCompiler, KeySet, Unsupported,
-                                           inline_ctes, parse, unsupported_reason)
+from dtcli.sql.incremental_rewrite import (
+    Bindings,
+    DeltaCompiler,
+    KeySet,
+    inline_ctes,
+    parse,
+    unsupported_reason,
+)
 
 
 def compiler_(inputs, changed=None):

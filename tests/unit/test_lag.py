@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from dtcli.errors import ConfigError, ValidationError
 from dtcli.planning.lag import TargetLag, parse_target_lag, resolve_lags
-
 
 # ---------------------------------------------------------------- parsing
 

@@ -16,7 +16,7 @@ def test_library_warnings_reach_the_terminal_only_with_debug(tmp_path, monkeypat
     check = api.check
 
     def noisy_check(*args, **kwargs):
-        warnings.warn("pyarrow: a deprecated keyword", FutureWarning)
+        warnings.warn("pyarrow: a deprecated keyword", FutureWarning, stacklevel=2)
         logging.getLogger("sqlglot").warning("'CREATE DYNAMIC TABLE' contains unsupported syntax")
         logging.getLogger("py4j.clientserver").warning("closing down clientserver connection")
         return check(*args, **kwargs)

@@ -12,9 +12,9 @@ from datetime import timedelta
 
 import pytest
 
-from dtcli.state.lock import warehouse_lock
 from dtcli.project import load_project
 from dtcli.state import history, scheduling
+from dtcli.state.lock import warehouse_lock
 from tests.helpers import dt
 from tests.sched_helpers import T0, chain_project, fake_dt, write_source
 

@@ -5,11 +5,18 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 
 import pytest
-from hypothesis import given, strategies as st
+from hypothesis import given
+from hypothesis import strategies as st
 
 from dtcli.planning.lag import parse_target_lag, resolve_lags
 from dtcli.planning.schedule import (
-    EPOCH, ManualClock, SystemClock, current_tick, is_due, next_due, next_tick,
+    EPOCH,
+    ManualClock,
+    SystemClock,
+    current_tick,
+    is_due,
+    next_due,
+    next_tick,
     period_seconds,
 )
 

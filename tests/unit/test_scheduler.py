@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+from dtcli.model import FAILED, MANUAL, SCHEDULED, SUCCEEDED, UPSTREAM_FAILED, RefreshRecord
 from dtcli.planning import scheduler
 from dtcli.planning.graph import Graph
-from dtcli.model import FAILED, MANUAL, SCHEDULED, SUCCEEDED, UPSTREAM_FAILED, RefreshRecord
 from dtcli.state.scheduling import SUSPENDED, TableState
 from tests.helpers import dt
 from tests.sched_helpers import T0, chain_project, checked_at, effective_lags, info, simulate, write_source

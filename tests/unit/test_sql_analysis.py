@@ -9,11 +9,13 @@ import time
 
 import pytest
 import sqlglot
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from sqlglot import exp
 
 from dtcli.errors import ValidationError
 from dtcli.sql.analysis import OperatorInfo, QueryAnalysis, analyze
+from dtcli.sql.functions import SPARK_BUILTINS
 from dtcli.sql.parse import parse_sql
 
 
@@ -23,7 +25,7 @@ def analyze_query(sql: str) -> QueryAnalysis:
     if len(parsed.statements) != 1 or not isinstance(parsed.statements[0], exp.Query):
         raise ValidationError("a dynamic table is defined by exactly one SELECT or WITH query")
     return analyze(parsed, parsed.statements[0])
-from dtcli.sql.functions import SPARK_BUILTINS
+
 
 FULL = "not incremental: forces FULL"
 

@@ -22,8 +22,17 @@ from dtcli.engine.changes import WEIGHT, ChangeSet, ChangesUnavailable, quote, r
 from dtcli.engine.context import RefreshContext, RefreshResult
 from dtcli.engine.strategies import register
 from dtcli.model import FULL, INCREMENTAL, REINITIALIZE
-from dtcli.sql.incremental_rewrite import (BOTH, MINUS, NEW, OLD, PLUS, Bindings, DeltaCompiler,
-                                           KeySet, Unsupported, key_column)
+from dtcli.sql.incremental_rewrite import (
+    BOTH,
+    MINUS,
+    NEW,
+    OLD,
+    PLUS,
+    Bindings,
+    DeltaCompiler,
+    KeySet,
+    Unsupported,
+)
 
 # Affected-key sets up to this size are also pushed into scans as literal IN lists, so that
 # Delta's file skipping prunes the files that cannot hold an affected key, and a keyed DT
@@ -40,7 +49,7 @@ def incremental_refresh(ctx: RefreshContext) -> RefreshResult:
         return _fallback(ctx, REINITIALIZE, str(err))
     except (Unsupported, applier.Inconsistent) as err:
         return _fallback(ctx, FULL, f"incremental refresh not possible, refreshed FULL: {err}")
-    except Exception as err:  # noqa: BLE001 - e.g. a GROUP BY alias Spark resolves differently
+    except Exception as err:
         first = (str(err).strip().splitlines() or [type(err).__name__])[0][:300]
         return _fallback(ctx, FULL, f"incremental refresh failed, refreshed FULL: {first}")
 
@@ -95,7 +104,7 @@ class _Refresh:
             if before < now:
                 try:
                     old = self._read(inp.path, int(before))
-                except Exception as exc:  # noqa: BLE001 - vacuumed or expired log
+                except Exception as exc:
                     raise ChangesUnavailable(f"input {inp.name} cannot be read at version "
                                              f"{before}: {str(exc).splitlines()[0][:300]}") from exc
                 cs = read_changes(spark, inp.name, inp.path, int(before), int(now), old, new)

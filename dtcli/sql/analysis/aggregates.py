@@ -60,7 +60,7 @@ class AggregateRules:
         if isinstance(key, exp.Literal) and key.is_int:
             n = int(key.name)
             return outputs[n - 1][1] if 0 < n <= len(outputs) else None
-        for name, expr in outputs:
+        for _name, expr in outputs:
             if expr == key:
                 return expr
             if isinstance(key, exp.Column) and isinstance(expr, exp.Column) \

@@ -59,7 +59,7 @@ class DeltaCompiler:
         minus = self.delta(query, MINUS)
         return plus, minus
 
-    def keyed(self, sql: str | exp.Query) -> "Keyed | None":
+    def keyed(self, sql: str | exp.Query) -> Keyed | None:
         """When the query's outermost block is keyed by some of its own output columns (GROUP
         BY keys, window partitions, DISTINCT rows, an outer join's key, all selected as they
         are), its change is "the rows of the affected keys, recomputed": no old-version

@@ -3,8 +3,8 @@ sqlglot helpers every rule uses to take a SELECT block apart."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Callable
 
 import sqlglot
 from sqlglot import exp
@@ -46,7 +46,7 @@ class Bindings:
     changed: set[str] = field(default_factory=set)
 
     @classmethod
-    def for_inputs(cls, inputs: list[str], changed: set[str]) -> "Bindings":
+    def for_inputs(cls, inputs: list[str], changed: set[str]) -> Bindings:
         views = {}
         for k, name in enumerate(inputs):
             views[name] = {v: f"__dt_i{k}_{v}" for v in (NEW, OLD, PLUS, MINUS, BOTH)}
@@ -59,7 +59,7 @@ def parse(sql: str | exp.Query) -> exp.Query:
         return sql.copy()
     try:
         statements = [s for s in sqlglot.parse(sql, read="spark") if s is not None]
-    except Exception as err:  # noqa: BLE001 - sqlglot raises many kinds
+    except Exception as err:
         raise Unsupported(f"the query cannot be parsed for incremental refresh: {err}") from None
     if len(statements) != 1 or not isinstance(statements[0], exp.Query):
         raise Unsupported("a dynamic table is defined by exactly one query")

@@ -54,10 +54,10 @@ def shape(sel: exp.Select) -> Shape | None:
     if sel.args.get("qualify") and not windows:
         raise Unsupported("QUALIFY without a window is refreshed FULL")
     keys: list[exp.Expression] | None
-    if group is not None or aggs or windows or distinct is not None:
-        if any(is_generator(n) for e in sel.expressions for n in e.walk()):
-            raise Unsupported("a generator in the SELECT list of an aggregation, window or "
-                              "DISTINCT is refreshed FULL")
+    keyed = group is not None or aggs or windows or distinct is not None
+    if keyed and any(is_generator(n) for e in sel.expressions for n in e.walk()):
+        raise Unsupported("a generator in the SELECT list of an aggregation, window or "
+                          "DISTINCT is refreshed FULL")
     if group is not None or aggs:
         if distinct is not None:
             raise Unsupported("DISTINCT over an aggregation is refreshed FULL")
