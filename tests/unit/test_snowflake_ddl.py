@@ -218,3 +218,27 @@ def test_import_refuses_a_project_of_another_dialect_and_writes_nothing(tmp_path
     result = dt("import", "snowflake", str(tmp_path / "export.sql"), "-p", str(root))
     assert result.code == 2 and "dialect: snowflake" in result.err
     assert list((root / "tables").iterdir()) == []
+
+
+RELY_FAILS = """CREATE OR REPLACE DYNAMIC TABLE dt_orders
+  TARGET_LAG = '10 minutes'
+  WAREHOUSE = transform_wh
+  FROZEN WHERE (order_status = 'shipped')
+AS
+  SELECT
+    order_id,
+    order_date,
+    order_status,
+    line_total
+  FROM raw_orders;
+
+ALTER TABLE dt_orders ADD CONSTRAINT pk_orders PRIMARY KEY (order_id, order_date) RELY;
+"""
+
+
+def test_the_seed_rely_examples_pass_and_fail_as_in_snowflake(tmp_path):
+    passes = RELY_FAILS.replace("order_status = 'shipped'", "order_date < '2025-01-01'")
+    assert dt("validate", "-p", str(_project(tmp_path / "ok", passes))).code == 0
+    result = dt("validate", "-p", str(_project(tmp_path / "bad", RELY_FAILS)))
+    assert result.code == 2 and "tables/dt_orders.sql:4" in result.err, result.err
+    assert "column ORDER_STATUS is not part of any RELY constraint" in result.err
