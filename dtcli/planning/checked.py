@@ -24,6 +24,7 @@ from dtcli.planning.refresh_mode import ResolvedMode, resolve_modes
 from dtcli.planning.snapshot import Snapshot
 from dtcli.sql.analysis import QueryAnalysis, analyze
 from dtcli.sql.frozen import FrozenPredicate
+from dtcli.sql.output_names import check_output_names
 from dtcli.sql.resolve import resolve
 from dtcli.sql.types import to_sqlglot
 
@@ -84,6 +85,8 @@ def check(project: Project, snapshot: Snapshot) -> Checked:
         qualified[name] = resolved.query if resolved else None
         schemas[name] = _table_schema(project, snapshot, name, hashes[name],
                                       resolved.columns if resolved else ())
+        check_output_names(table.query, schemas[name], renamed=bool(table.config.get("columns")),
+                           file=table.file)
         if resolved and not resolved.names_certain and schemas[name] == resolved.columns \
                 and not table.config.get("columns"):
             unsure.add(name)

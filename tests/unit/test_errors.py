@@ -165,3 +165,28 @@ def test_two_files_with_one_stem_in_different_folders(tmp_path):
         (root / "tables" / folder / "orders_clean.sql").write_text("SELECT * FROM orders\n")
     _expect_usage_error(root, "two table files define 'orders_clean'", "tables/marts/orders_clean.sql",
                         "tables/staging/orders_clean.sql", command=("validate",))
+
+
+@pytest.mark.parametrize("dialect", ["spark", "snowflake"])
+def test_an_unnamed_output_expression_asks_for_an_alias(tmp_path, dialect):
+    # Delta refuses Spark's name for it (`sum(amount)`): caught before Spark, at the user's line
+    root = _project(tmp_path, {"big": "SELECT order_id,\n       SUM(amount)\nFROM orders\nGROUP BY order_id"},
+                    config=f"dialect: {dialect}\n" + SOURCES)
+    _expect_usage_error(root, "tables/big.sql:2", "SUM(amount) has no column name", "AS <name>",
+                        command=("validate",))
+
+
+def test_columns_config_names_unnamed_outputs(tmp_path):
+    root = _project(tmp_path, {"big": "SELECT order_id, SUM(amount) FROM orders GROUP BY order_id"},
+                    table_yml={"big": "columns:\n  - {name: order_id}\n  - {name: total}\n"})
+    result = dt("validate", "-p", str(root))
+    assert result.code == 0, result.err
+
+
+@pytest.mark.parametrize("query, needle", [
+    ("SELECT order_id,\n       amount AS ORDER_ID\nFROM orders", "'ORDER_ID' appears twice"),
+    ("SELECT *,\n       amount\nFROM orders", "'amount' appears twice"),
+])
+def test_an_output_name_given_twice(tmp_path, query, needle):
+    root = _project(tmp_path, {"big": query})
+    _expect_usage_error(root, "tables/big.sql:2", needle, "rename one with AS", command=("validate",))
