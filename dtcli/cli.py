@@ -406,9 +406,13 @@ def explain(name: Annotated[str, typer.Argument(help="Dynamic table to explain."
         return
     console.print(f"[bold]{data['name']}[/] ({data['file']}): refresh mode [bold]{data['refresh_mode']}[/]"
                   + (f" — {data['refresh_mode_reason']}" if data["refresh_mode_reason"] else ""))
-    schedule = (f"target lag {data['target_lag']}, effective lag {data['effective_lag']} s, "
-                f"period {data['period_seconds']} s" if data["scheduler"] == "ENABLE"
-                else "scheduler: disable (refreshed only on demand: dt refresh NAME)")
+    if data["scheduler"] != "ENABLE":
+        schedule = "scheduler: disable (refreshed only on demand: dt refresh NAME)"
+    elif data["effective_lag"] is None:     # downstream with no consumer that has a time lag
+        schedule = f"target lag {data['target_lag']}, not refreshed by schedule (no consumer with a time lag)"
+    else:
+        schedule = (f"target lag {data['target_lag']}, effective lag {data['effective_lag']} s, "
+                    f"period {data['period_seconds']} s")
     console.print(f"{schedule}; upstream: {', '.join(data['upstream']) or '-'}; "
                   f"downstream: {', '.join(data['downstream']) or '-'}", highlight=False)
     if data["columns"]:

@@ -94,7 +94,7 @@ def _load_table(sql_file: Path, files: dict[str, Path], settings: Settings) -> T
     rendered = render_sql(text, file, is_table=lambda n: n.lower() in files,
                           is_source=lambda n: n.lower() in settings.sources,
                           table_names=table_names, source_names=list(settings.sources),
-                          variables=settings.vars)
+                          variables=settings.vars, dialect=settings.dialect)
     config_line = next((i + 1 for i, line in enumerate(text.splitlines()) if "config(" in line), None)
     layers.append((rendered.config, file, {k: config_line for k in rendered.config}))
     sql, ignored = rendered.sql, ()

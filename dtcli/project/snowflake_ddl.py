@@ -156,7 +156,7 @@ class _Reader:
             if not words:
                 continue
             col: dict[str, Any] = {"name": _identifier(words[0])}
-            rest = re.split(r"\s+(?:COMMENT|NOT\s+NULL|NULL|DEFAULT|COLLATE|WITH|MASKING|TAG)\b", words[1],
+            rest = re.split(r"(?:^|\s+)(?:COMMENT|NOT\s+NULL|NULL|DEFAULT|COLLATE|WITH|MASKING|TAG)\b", words[1],
                             flags=re.I)[0].strip() if len(words) > 1 else ""
             if rest:
                 col["type"] = _spark_type(rest, self, line)
@@ -265,7 +265,7 @@ class _Reader:
                 break
         if end is None:
             return body
-        rest = self.sql[end:]
+        rest = _blank_comments(self.sql[end:])
         constraints = []
         for statement, offset in _statements(rest[1:], end + 1):
             if not statement.strip():
@@ -275,6 +275,11 @@ class _Reader:
         if constraints:
             self.config["constraints"], self.lines["constraints"] = constraints, line
         return _blank(body, end, len(body))
+
+
+def _blank_comments(text: str) -> str:
+    """`--` and `/* */` comments turned to spaces (newlines kept, so offsets and lines hold)."""
+    return re.sub(r"--[^\n]*|/\*.*?\*/", lambda m: re.sub(r"[^\n]", " ", m.group()), text, flags=re.S)
 
 
 def _statements(text: str, offset: int):

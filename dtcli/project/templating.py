@@ -49,8 +49,13 @@ def _line_of(text: str, needle: str) -> int | None:
 
 
 def render_sql(text: str, file: str, *, is_table: Callable[[str], bool], is_source: Callable[[str], bool],
-               table_names: list[str], source_names: list[str], variables: dict[str, Any]) -> Rendered:
+               table_names: list[str], source_names: list[str], variables: dict[str, Any],
+               dialect: str = "spark") -> Rendered:
     from dtcli.errors import suggest
+
+    # the name ref()/source() put in the SQL, quoted as the project's dialect quotes identifiers
+    # (a name may be a keyword: `order`; Snowflake's parser refuses backticks)
+    quote = '"' if dialect == "snowflake" else "`"
 
     out = Rendered(sql="")
 
@@ -64,7 +69,7 @@ def render_sql(text: str, file: str, *, is_table: Callable[[str], bool], is_sour
             raise _Halt(ValidationError(f"ref('{name}') names no dynamic table of this project", file=file,
                                         line=line, hint=suggest(name, table_names) or "add tables/" + name + ".sql"))
         out.refs.append(name)
-        return f"`{name}`"
+        return f"{quote}{name.lower()}{quote}"     # a table's name is its file's stem, lower-cased
 
     def source(name: str, table: str | None = None) -> str:
         key = table or name
@@ -73,7 +78,7 @@ def render_sql(text: str, file: str, *, is_table: Callable[[str], bool], is_sour
             hint = suggest(key, source_names) or "declare it under sources: in dt_project.yml"
             raise _Halt(ValidationError(f"source('{key}') is not declared", file=file, line=line, hint=hint))
         out.refs.append(key)
-        return f"`{key}`"
+        return f"{quote}{key}{quote}"
 
     def var(name: str, default: Any = None) -> Any:
         if name in variables:

@@ -242,3 +242,19 @@ def test_the_seed_rely_examples_pass_and_fail_as_in_snowflake(tmp_path):
     result = dt("validate", "-p", str(_project(tmp_path / "bad", RELY_FAILS)))
     assert result.code == 2 and "tables/dt_orders.sql:4" in result.err, result.err
     assert "column ORDER_STATUS is not part of any RELY constraint" in result.err
+
+
+def test_an_untyped_column_with_a_comment_and_comments_after_the_statement():
+    ddl = parse_ddl("CREATE DYNAMIC TABLE t (CUST COMMENT 'the customer', N)\n TARGET_LAG = '1 hour'\n"
+                    "AS SELECT a, b FROM s;\n-- a note; with a semicolon\n/* and a block */\n", "tables/t.sql")
+    assert ddl.config["columns"] == [{"name": "cust"}, {"name": "n"}]
+    assert ddl.body.strip().startswith("SELECT a, b FROM s")
+
+
+def test_ref_in_the_snowflake_dialect_names_the_table_as_snowflake_quotes(tmp_path):
+    root = _project(tmp_path, EQUIVALENT_SQL, EQUIVALENT_YML)
+    (root / "tables" / "big_orders.sql").write_text(
+        "SELECT order_id, line_total\nFROM {{ ref('DT_Orders') }}\nWHERE line_total > 5")
+    checked = api.check(root)
+    assert list(checked.graph.upstream["big_orders"]) == ["dt_orders"]
+    assert [c.name for c in checked.schemas["big_orders"]] == ["order_id", "line_total"]
