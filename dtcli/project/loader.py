@@ -91,9 +91,11 @@ def _load_table(sql_file: Path, files: dict[str, Path], settings: Settings) -> T
 
     text = sql_file.read_text(encoding="utf-8")
     table_names = list(files)
-    rendered = render_sql(text, file, is_table=lambda n: n.lower() in files,
+    # as in dbt, ref() names a model (here a DT) or a seed; source() names a declared source
+    seeds = {n for n, s in settings.sources.items() if s.origin == "seed"}
+    rendered = render_sql(text, file, is_table=lambda n: n.lower() in files or n.lower() in seeds,
                           is_source=lambda n: n.lower() in settings.sources,
-                          table_names=table_names, source_names=list(settings.sources),
+                          table_names=table_names + sorted(seeds), source_names=list(settings.sources),
                           variables=settings.vars, dialect=settings.dialect)
     config_line = next((i + 1 for i, line in enumerate(text.splitlines()) if "config(" in line), None)
     layers.append((rendered.config, file, {k: config_line for k in rendered.config}))

@@ -66,7 +66,7 @@ def render_sql(text: str, file: str, *, is_table: Callable[[str], bool], is_sour
     def ref(name: str, *_: Any) -> str:
         if not is_table(name):
             line = _line_of(text, f"'{name}'") or _line_of(text, f'"{name}"')
-            raise _Halt(ValidationError(f"ref('{name}') names no dynamic table of this project", file=file,
+            raise _Halt(ValidationError(f"ref('{name}') names no dynamic table or seed of this project", file=file,
                                         line=line, hint=suggest(name, table_names) or "add tables/" + name + ".sql"))
         out.refs.append(name)
         return f"{quote}{name.lower()}{quote}"     # a table's name is its file's stem, lower-cased

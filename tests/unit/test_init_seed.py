@@ -61,3 +61,19 @@ def test_the_new_project_points_only_to_files_it_has(tmp_path):
     missing = {m for m in mentioned - {"target/run_results.json"} if not (root / m).exists()}
     assert not missing, f"the template points to files the project does not have: {missing}"
     assert "docs/" not in "".join(texts.values())
+
+
+def test_ref_names_a_seed_as_in_dbt(tmp_path):
+    root = tmp_path / "shop"
+    assert dt("init", str(root)).code == 0 and dt("seed", "-p", str(root)).code == 0
+    (root / "tables" / "staging").mkdir()
+    (root / "tables" / "staging" / "stg_orders.sql").write_text(
+        "SELECT order_id, amount\nFROM {{ ref('orders') }}\n")
+    result = dt("validate", "-p", str(root))
+    assert result.code == 0, result.err
+    plan = dt("run", "-p", str(root), "--dry-run").json()
+    assert "stg_orders" in [s["name"] for s in plan["steps"]]
+
+    (root / "tables" / "staging" / "stg_orders.sql").write_text("SELECT order_id\nFROM {{ ref('orderz') }}\n")
+    result = dt("validate", "-p", str(root))
+    assert result.code == 2 and "stg_orders.sql:2" in result.err and "did you mean orders?" in result.err
