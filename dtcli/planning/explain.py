@@ -112,4 +112,8 @@ def _adaptive(checked: Checked, name: str, history: list[RefreshRecord]) -> dict
     info = checked.snapshot.tables.get(name)
     previous = info.frontier.source_versions if info and info.frontier else {}
     change, rows = input_sizes(checked, name, previous, {})
-    return adaptive.estimate(change, rows, adaptive.learn([r for r in history if r.name == name])).to_dict()
+    out = adaptive.estimate(change, rows, adaptive.learn([r for r in history if r.name == name])).to_dict()
+    if info is None or info.frontier is None:   # the first refresh creates it, whatever the estimate
+        out["action"] = "FULL"
+        out["reason"] = "creation (the table does not exist yet); ADAPTIVE chooses from the next refresh on"
+    return out

@@ -77,3 +77,10 @@ def test_ref_names_a_seed_as_in_dbt(tmp_path):
     (root / "tables" / "staging" / "stg_orders.sql").write_text("SELECT order_id\nFROM {{ ref('orderz') }}\n")
     result = dt("validate", "-p", str(root))
     assert result.code == 2 and "stg_orders.sql:2" in result.err and "did you mean orders?" in result.err
+
+
+def test_explain_says_a_new_adaptive_dt_is_created_by_a_full_refresh(tmp_path):
+    root = tmp_path / "shop"
+    assert dt("init", str(root)).code == 0 and dt("seed", "-p", str(root)).code == 0
+    adaptive = dt("explain", "recent_orders", "-p", str(root), "--format", "json").json()["adaptive"]
+    assert adaptive["action"] == "FULL" and adaptive["reason"].startswith("creation")
