@@ -1,8 +1,10 @@
 """Entry point that spark-submit runs: execute one plan, streaming progress as JSON lines.
 
-Usage (by the launcher): spark-submit ... driver.py PLAN.json
-                     or: spark-submit ... driver.py --serve HOST:PORT IDLE_SECONDS APP_NAME
+Usage (by the launcher): spark-submit ... driver.py PLAN.json [OWNER OPTIONS]
+                     or: spark-submit ... driver.py --serve HOST:PORT IDLE_SECONDS APP_NAME [...]
                          (plan paths from dt's socket, one per line: see serve.py)
+Owner options: --owner PID:START, --heartbeat PATH (see owner_watch.py): the application stops
+starting refreshes once the dt process that launched it is gone.
 Events go to stdout prefixed with EVENT_PREFIX; Spark's own logging goes to stderr.
 """
 
@@ -16,9 +18,54 @@ EVENT_PREFIX = "@@dt "
 STOP_FILE = "stop"   # created next to the plan by the launcher: finish the current refresh, then stop
 
 
+_silent = False      # set once dt is gone: nobody reads our stdout any more
+
+
 def emit(event: dict) -> None:
+    if _silent:
+        return      # a full pipe nobody drains would block the driver while it holds the lock
     sys.stdout.write(EVENT_PREFIX + json.dumps(event, default=str) + "\n")
     sys.stdout.flush()
+
+
+def owner_options(argv: list[str]) -> tuple[list[str], dict[str, str]]:
+    """Split `--owner X` / `--heartbeat Y` off the positional arguments."""
+    rest, options = [], {}
+    items = iter(argv)
+    for arg in items:
+        if arg in ("--owner", "--heartbeat"):
+            options[arg[2:]] = next(items, "")
+        else:
+            rest.append(arg)
+    return rest, options
+
+
+def watch_owner(options: dict[str, str], warehouse: str | None, closed=None):
+    """Start watching the dt process that launched us (and renewing the warehouse lock)."""
+    import os
+
+    from dtcli.engine.owner_watch import OwnerWatch
+    from dtcli.state import lock, owner
+
+    renew = lock.renewer(warehouse, {"owner": options.get("owner")}) if warehouse else (lambda: True)
+    return OwnerWatch(owner.parse(options.get("owner")), heartbeat=options.get("heartbeat") or None,
+                      closed=closed, renew=renew, parent=os.getppid(), on_gone=_go_silent).start()
+
+
+def _go_silent(reason: str) -> None:
+    global _silent
+    _silent = True
+
+
+def stop_check(watch, stop_file: Path | None = None):
+    """`should_stop` for the executor: the owner's death (a reason: the rest is FAILED), or the
+    user's stop request (True: the rest is SKIPPED)."""
+    def should_stop():
+        reason = watch.check()      # now, not at the watch thread's next poll
+        if reason:
+            return reason
+        return bool(stop_file is not None and stop_file.exists())
+    return should_stop
 
 
 def run_plan(spark, plan, should_stop) -> int:
@@ -40,26 +87,30 @@ def main(argv: list[str]) -> int:
     from dtcli.engine.session import build_session
     from dtcli.model import Plan
 
+    argv, options = owner_options(argv)
     if argv and argv[0] == "--serve":      # the warm application of `dt run --watch`
         from dtcli.engine.serve import PlanInbox, connect, serve
 
         address, idle, app_name = argv[1:4]
         inbox = PlanInbox(connect(address))     # first: dt waits for us before sending a plan
         emit({"event": "started"})
+        watch = watch_owner(options, None, closed=inbox.owner_gone)
         spark = build_session({}, app_name=app_name)
 
         def one(path: Path, should_stop) -> int:
-            return run_plan(spark, Plan.from_json(path.read_text(encoding="utf-8")), should_stop)
+            plan = Plan.from_json(path.read_text(encoding="utf-8"))
+            gone = stop_check(watch)
+            return run_plan(spark, plan, lambda: gone() or should_stop())
 
         code = serve(inbox, float(idle), emit, one)
         spark.stop()
         return code
     plan_path = Path(argv[0])
     plan = Plan.from_json(plan_path.read_text(encoding="utf-8"))
-    stop_file = plan_path.with_name(STOP_FILE)
+    watch = watch_owner(options, plan.warehouse)
     emit({"event": "started"})
     spark = build_session({}, app_name=f"dt:{plan.project}")
-    code = run_plan(spark, plan, stop_file.exists)
+    code = run_plan(spark, plan, stop_check(watch, plan_path.with_name(STOP_FILE)))
     spark.stop()
     return code
 

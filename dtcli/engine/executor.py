@@ -101,6 +101,7 @@ def error_condition(exc: BaseException) -> str | None:
     return None
 
 
+OWNER_GONE = "DT_PROCESS_GONE"      # state_code of refreshes a dead dt's application did not start
 # state_code of a record whose state says it all (a FAILED one carries the error's condition)
 STATE_CODES = {SUCCEEDED: "SUCCESS", UPSTREAM_FAILED: "UPSTREAM_FAILED", SKIPPED: "RUN_STOPPED",
                FAILED: "REFRESH_FAILED"}
@@ -155,8 +156,9 @@ def _align_deletion_vectors(spark, step: RefreshStep, result: RefreshResult) -> 
 
 def execute_plan(spark, plan: Plan, emit: Emit = lambda event: None,
                  write_history: bool = True,
-                 should_stop: Callable[[], bool] = lambda: False) -> list[RefreshRecord]:
-    """Run the plan's Spark steps; `should_stop` is asked between refreshes (a user's Ctrl-C)."""
+                 should_stop: Callable[[], bool | str] = lambda: False) -> list[RefreshRecord]:
+    """Run the plan's Spark steps; `should_stop` is asked between refreshes: True for a user's
+    Ctrl-C (the rest is SKIPPED), or why dt is gone (the rest is FAILED with that reason)."""
     produced: dict[str, int] = {}
     failed: set[str] = set()
     records: list[RefreshRecord] = []
@@ -164,12 +166,15 @@ def execute_plan(spark, plan: Plan, emit: Emit = lambda event: None,
     app = application_id(spark)
     query_id = f"{app}/{plan.run_id}" if app else plan.run_id
     emit({"event": "plan", "steps": [s.name for s in steps], "application_id": app})
-    stopping = False
+    stopping: bool | str = False
     for step in steps:
         start = now_iso()
         blocked = [u for u in step.upstream if u in failed]
         stopping = stopping or should_stop()
-        if stopping:
+        if isinstance(stopping, str):   # dt is gone: nobody will record this refresh but us
+            failed.add(step.name)
+            record = _record(plan, step, FAILED, start, message=stopping, code=OWNER_GONE)
+        elif stopping:
             failed.add(step.name)   # its downstream must not run on a stale input either
             record = _record(plan, step, SKIPPED, start, message="the run was stopped before this refresh")
         elif blocked:

@@ -1,4 +1,9 @@
-"""Run a plan in one spark-submit application and stream its progress back (no pyspark import)."""
+"""Run a plan in one spark-submit application and stream its progress back (no pyspark import).
+
+spark-submit inherits the warehouse lock's descriptor and learns who its owner is (dt's pid, a
+heartbeat in cluster mode): a killed dt leaves no application writing unlocked, and the
+application stops starting refreshes once dt is gone (see owner_watch.py).
+"""
 
 from __future__ import annotations
 
@@ -7,15 +12,19 @@ import os
 import subprocess
 import sys
 from collections.abc import Callable
+from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from dtcli.engine import jars as jarlib
 from dtcli.engine.driver import EVENT_PREFIX, STOP_FILE
+from dtcli.engine.owner_watch import Heartbeat
 from dtcli.engine.spark_conf import session_conf
 from dtcli.errors import ConfigError
-from dtcli.model import Plan, Project, RefreshRecord
+from dtcli.model import Plan, Project, RefreshRecord, join_path
+from dtcli.state import lock as locks
+from dtcli.state import owner
 
 
 @dataclass
@@ -33,7 +42,8 @@ def spark_home() -> Path:
 
 
 def submit_command(project: Project, plan_path: Path | None, *driver_args: str) -> list[str]:
-    """spark-submit running driver.py on one plan (or, with `plan_path` None, `driver_args`)."""
+    """spark-submit running driver.py on one plan (with `plan_path` None: the warm application's
+    `driver_args`), followed by the owner options (`owner_args`)."""
     submit = spark_home() / "bin" / "spark-submit"
     if not submit.exists():
         raise ConfigError(f"spark-submit not found at {submit}", hint="set SPARK_HOME or reinstall pyspark")
@@ -42,7 +52,7 @@ def submit_command(project: Project, plan_path: Path | None, *driver_args: str) 
     for key, value in sorted(conf.items()):
         cmd += ["--conf", f"{key}={value}"]
     driver = Path(__file__).with_name("driver.py")
-    return cmd + [str(driver), *([str(plan_path)] if plan_path is not None else driver_args)]
+    return cmd + [str(driver), *([str(plan_path)] if plan_path is not None else []), *driver_args]
 
 
 def submit_env() -> dict[str, str]:
@@ -62,18 +72,58 @@ def write_plan(project: Project, plan: Plan) -> Path:
     return plan_path
 
 
+def owner_args(project: Project, run_id: str) -> list[str]:
+    """How the driver recognises that this dt process is gone (see owner_watch.py): its pid and
+    start time; in cluster deploy mode, where the driver cannot see dt's processes, a heartbeat
+    file in the warehouse as well."""
+    args = ["--owner", owner.token()]
+    if cluster_mode(project):
+        args += ["--heartbeat", heartbeat_path(project, run_id)]
+    return args
+
+
+def cluster_mode(project: Project) -> bool:
+    return project.spark_conf.get("spark.submit.deployMode") == "cluster"
+
+
+def heartbeat_path(project: Project, run_id: str) -> str:
+    return join_path(project.warehouse, "_dt", "runs", run_id, "heartbeat")
+
+
+def lock_fds(project: Project) -> tuple[int, ...]:
+    """The warehouse lock's descriptor, for spark-submit to inherit: the lock then stays held
+    until the application exits, even when dt is killed first."""
+    held = locks.held(project)
+    return (held.fd,) if held is not None and held.fd is not None else ()
+
+
+def noting_application(project: Project, on_event: Callable[[dict[str, Any]], None]):
+    """Pass events on; write the application's id into the lock file once the driver says it."""
+    def seen(event: dict[str, Any]) -> None:
+        held = locks.held(project)
+        if event.get("event") == "plan" and held is not None:
+            held.note(application_id=event.get("application_id"))
+        on_event(event)
+    return seen
+
+
 def launch(project: Project, plan: Plan, on_event: Callable[[dict[str, Any]], None]) -> LaunchResult:
     plan_path = write_plan(project, plan)
     run_dir = plan_path.parent
     log_path = run_dir / "spark-submit.log"
     env = submit_env()
     result = LaunchResult(returncode=-1, log_path=log_path)
-    with open(log_path, "w", encoding="utf-8") as log:
+    on_event = noting_application(project, on_event)
+    beating = Heartbeat(heartbeat_path(project, plan.run_id)) if cluster_mode(project) else nullcontext()
+    with open(log_path, "w", encoding="utf-8") as log, beating:
         # Its own session: a terminal's Ctrl-C reaches dt only, which asks the driver to stop
         # between refreshes; a second Ctrl-C ends the application (commits stay atomic).
-        proc = subprocess.Popen(submit_command(project, plan_path), stdout=subprocess.PIPE, stderr=log,
-                                stdin=subprocess.DEVNULL, text=True, env=env, cwd=project.root,
-                                start_new_session=True)
+        proc = subprocess.Popen(submit_command(project, plan_path, *owner_args(project, plan.run_id)),
+                                stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL, text=True,
+                                env=env, cwd=project.root, start_new_session=True,
+                                pass_fds=lock_fds(project))
+        if locks.held(project) is not None:
+            locks.held(project).note(spark_submit_pid=proc.pid)
         assert proc.stdout is not None
         interrupted = False
         while True:

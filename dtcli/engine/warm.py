@@ -29,9 +29,20 @@ from pathlib import Path
 from typing import Any
 
 from dtcli.engine.driver import STOP_FILE
-from dtcli.engine.launcher import LaunchResult, handle, launch, submit_command, submit_env, write_plan
+from dtcli.engine.launcher import (
+    LaunchResult,
+    handle,
+    launch,
+    lock_fds,
+    noting_application,
+    owner_args,
+    submit_command,
+    submit_env,
+    write_plan,
+)
 from dtcli.engine.serve import TOKEN_ENV
 from dtcli.model import Plan, Project
+from dtcli.state import lock as locks
 
 DEFAULT_IDLE_TIMEOUT = 300.0   # seconds: a few minutes, so a cluster is freed between sparse passes
 RESTART_MARGIN = 5.0           # restart ourselves this long before the driver's own idle exit
@@ -49,6 +60,8 @@ class WarmEngine:
         self._conn: socket.socket | None = None
         self._listener: socket.socket | None = None
         self._token = ""
+        self._project: Project | None = None
+        self._app_id: str | None = None
 
     def launch(self, project: Project, plan: Plan, on_event: Callable[[dict[str, Any]], None]) -> LaunchResult:
         if project.spark_conf.get("spark.submit.deployMode") == "cluster":
@@ -60,6 +73,10 @@ class WarmEngine:
         if not self._usable(settings):
             self.close()
             self._start(project, settings, plan_path.parent)
+        held = locks.held(project)
+        if held is not None:
+            held.note(spark_submit_pid=self._proc.pid, application_id=self._app_id)
+        on_event = self._noting(project, on_event)
         assert self._proc is not None and self._proc.stdout is not None
         result = LaunchResult(returncode=-1, log_path=self._log_path)
         try:
@@ -93,6 +110,15 @@ class WarmEngine:
             raise KeyboardInterrupt
         return result
 
+    def _noting(self, project: Project, on_event: Callable[[dict[str, Any]], None]):
+        noted = noting_application(project, on_event)
+
+        def seen(event: dict[str, Any]) -> None:
+            if event.get("event") == "plan":
+                self._app_id = event.get("application_id")
+            noted(event)
+        return seen
+
     def _usable(self, settings: list[str]) -> bool:
         if self._proc is None or self._proc.poll() is not None or settings != self._command:
             return False
@@ -103,13 +129,21 @@ class WarmEngine:
         self._listener = socket.create_server(("127.0.0.1", 0))
         self._token = secrets.token_hex(16)
         address = f"127.0.0.1:{self._listener.getsockname()[1]}"
-        command = settings + ["--serve", address, f"{self.idle_timeout:g}", f"dt:{project.name}"]
+        command = settings + ["--serve", address, f"{self.idle_timeout:g}", f"dt:{project.name}",
+                              *owner_args(project, "warm")]
         self._log_path = run_dir / "spark-submit.log"
         self._log = open(self._log_path, "w", encoding="utf-8")   # noqa: SIM115 (closed in close())
-        # Its own session, as in launcher.launch: Ctrl-C reaches dt only.
+        # Its own session, as in launcher.launch: Ctrl-C reaches dt only. It inherits the
+        # warehouse lock's description, which stays open (unlocked between passes) while the
+        # application lives, and is locked again by the next pass: a dt killed mid-pass leaves
+        # the lock held until the refresh in flight is over.
         self._proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                       stderr=self._log, text=True, cwd=project.root, start_new_session=True,
-                                      env={**submit_env(), TOKEN_ENV: self._token})
+                                      env={**submit_env(), TOKEN_ENV: self._token}, pass_fds=lock_fds(project))
+        held = locks.held(project)
+        if held is not None:
+            locks.share(held)
+        self._project, self._app_id = project, None
         self._command = settings
         self.starts += 1
 
@@ -159,3 +193,5 @@ class WarmEngine:
         if self._log is not None:
             self._log.close()
             self._log = None
+        if self._project is not None:
+            locks.unshare(self._project)     # the application is gone: nobody shares the lock

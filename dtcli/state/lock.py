@@ -1,28 +1,39 @@
-"""One writer per warehouse: an advisory `fcntl` lock on `<warehouse>/_dt/lock`.
+"""One writer per warehouse: an advisory `fcntl` lock on `<warehouse>/_dt/lock`, held until the
+last process that can commit to the warehouse has exited.
 
 Delta's optimistic concurrency is not guaranteed on a local file system, and two runs planning
 from the same frontier would refresh twice; so commands that write (run, refresh, drop, suspend,
-resume) hold this lock from planning to the last commit. The kernel releases it when the process
-dies, so a crash never leaves a stale lock behind. The file's content (pid, command, time) is
-only there to make the "busy" message useful.
+resume) hold this lock from planning to the last commit. A flock belongs to an open file
+description, not to a process: the launcher passes the locked descriptor on to spark-submit
+(`Held.fd`), so when dt is killed the lock stays held until its Spark application has exited
+too, and the next run waits for that application (`--wait`) or names it. The kernel releases
+the lock when the last holder dies, so a crash never leaves a stale lock behind. The file's
+content (who holds it: dt's pid, its spark-submit's pid, the application id) is only there to
+make the "busy" message useful.
 
 Warehouses on object stores (s3a://, abfss://) cannot be flock-ed; there the lock file lives in
-the project's `target/` folder, which serialises the runs started from one checkout.
+the project's `target/` folder, which serialises the runs started from one checkout. Another
+lock kind (a lease on the object store) plugs in by scheme with `register`; the driver renews
+whatever lock its run holds through `renewer` (a no-op for a flock).
 """
 
 from __future__ import annotations
 
 import fcntl
+import json
 import os
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 from dtcli.errors import LockTimeout
 from dtcli.model import Project
+from dtcli.state.owner import alive, start_time
 
 POLL_SECONDS = 0.2
 
@@ -33,15 +44,89 @@ def lock_path(project: Project) -> Path:
     return Path(project.warehouse) / "_dt" / "lock"
 
 
+@dataclass
+class Held:
+    """The lock as this process holds it: `fd` is what a child must inherit to keep holding it."""
+
+    path: Path
+    fd: int | None
+    holder: dict[str, Any] = field(default_factory=dict)
+
+    def note(self, **facts: Any) -> None:
+        """Add to what the lock file says about its holder (spark-submit's pid, the app id)."""
+        self.holder.update({k: v for k, v in facts.items() if v is not None})
+        if self.fd is not None:
+            text = json.dumps(self.holder, sort_keys=True) + "\n"
+            os.ftruncate(self.fd, 0)
+            os.pwrite(self.fd, text.encode(), 0)
+
+
+LockKind = Callable[[Project, str, float], "contextmanager[Held]"]
+_KINDS: dict[str, LockKind] = {}
+_held: dict[str, Held] = {}          # lock path -> the lock this process holds there now
+_shared: dict[str, int] = {}         # lock path -> a description a living child still shares
+
+
+def register(scheme: str, kind: LockKind) -> None:
+    """Use `kind` (a context manager yielding `Held`) for warehouses of this URI scheme."""
+    _KINDS[scheme] = kind
+
+
+def warehouse_lock(project: Project, command: str, wait_seconds: float = 0.0):
+    """Hold the warehouse lock; wait up to `wait_seconds` for another run (or the Spark
+    application of a run whose dt is gone) to finish. Yields a `Held`."""
+    scheme = project.warehouse.split("://", 1)[0] if "://" in project.warehouse else "file"
+    return _KINDS.get(scheme, _flock)(project, command, wait_seconds)
+
+
+def held(project: Project) -> Held | None:
+    """The lock this process holds on the project's warehouse (the launcher hands it on)."""
+    return _held.get(str(lock_path(project)))
+
+
+def share(lock: Held) -> None:
+    """Keep the lock's description open after the lock scope ends, unlocked: a long-lived child
+    (the warm application of `dt run --watch`) holds it, and the next scope locks the same
+    description again, so the child holds that lock too while it commits."""
+    if lock.fd is not None:
+        _shared[str(lock.path)] = lock.fd
+
+
+def unshare(project: Project) -> None:
+    fd = _shared.pop(str(lock_path(project)), None)
+    if fd is not None and str(lock_path(project)) not in _held:
+        os.close(fd)
+
+
+def renewer(warehouse: str, holder: dict[str, Any] | None = None) -> Callable[[], bool]:
+    """What the driver calls every few seconds while it runs: False means the lock is lost
+    and no further refresh may start. A flock needs no renewal; a lease kind overrides this
+    by registering `renew_<scheme>`."""
+    scheme = warehouse.split("://", 1)[0] if "://" in warehouse else "file"
+    renew = _RENEWERS.get(scheme)
+    return (lambda: True) if renew is None else renew(warehouse, holder or {})
+
+
+_RENEWERS: dict[str, Callable[[str, dict[str, Any]], Callable[[], bool]]] = {}
+
+
+def register_renewer(scheme: str, make: Callable[[str, dict[str, Any]], Callable[[], bool]]) -> None:
+    _RENEWERS[scheme] = make
+
+
 @contextmanager
-def warehouse_lock(project: Project, command: str, wait_seconds: float = 0.0) -> Iterator[None]:
-    """Hold the warehouse lock; wait up to `wait_seconds` for another dt process to finish."""
+def _flock(project: Project, command: str, wait_seconds: float) -> Iterator[Held]:
     path = lock_path(project)
+    key = str(path)
+    if key in _held and key in _shared:   # the shared description would lock twice
+        raise _busy(path, 0.0)
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    fd = _shared.get(key)
+    if fd is None:
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    deadline = time.monotonic() + max(0.0, wait_seconds)
+    told = False
     try:
-        deadline = time.monotonic() + max(0.0, wait_seconds)
-        told = False
         while True:
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
@@ -50,25 +135,60 @@ def warehouse_lock(project: Project, command: str, wait_seconds: float = 0.0) ->
                 if not told and wait_seconds > 0:
                     told = True   # a silent wait looks like a hang
                     sys.stderr.write(f"waiting up to {wait_seconds:g} s for the warehouse lock "
-                                     f"({_holder(path) or path})\n")
+                                     f"({describe(read_holder(path)) or path})\n")
                 if time.monotonic() >= deadline:
-                    holder = _holder(path)
-                    raise LockTimeout(
-                        f"another dt process holds the warehouse lock {path}"
-                        + (f" ({holder})" if holder else "")
-                        + (f"; waited {wait_seconds:g} s" if wait_seconds else ""),
-                        hint="wait for it to finish, or pass --wait SECONDS to queue behind it") from None
+                    raise _busy(path, wait_seconds) from None
                 time.sleep(POLL_SECONDS)
-        stamp = datetime.now(timezone.utc).isoformat(timespec="seconds")
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, f"pid {os.getpid()}, `dt {command}` since {stamp}\n".encode(), 0)
-        yield
-    finally:
-        os.close(fd)   # closing the descriptor releases the flock
-
-
-def _holder(path: Path) -> str:
+    except BaseException:
+        if key not in _shared:
+            os.close(fd)
+        raise
+    lock = Held(path, fd)
+    lock.note(dt_pid=os.getpid(), dt_start=start_time(os.getpid()), command=f"dt {command}",
+              since=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+    _held[key] = lock
     try:
-        return path.read_text(encoding="utf-8").strip()
+        yield lock
+    finally:
+        del _held[key]
+        if key in _shared:
+            fcntl.flock(fd, fcntl.LOCK_UN)   # the child keeps the description, not the lock
+        else:
+            os.close(fd)   # a child that inherited it keeps the lock until it exits
+
+
+def _busy(path: Path, waited: float) -> LockTimeout:
+    holder = describe(read_holder(path))
+    return LockTimeout(
+        f"another dt process holds the warehouse lock {path}" + (f" ({holder})" if holder else "")
+        + (f"; waited {waited:g} s" if waited else ""),
+        hint="wait for it to finish, or pass --wait SECONDS to queue behind it")
+
+
+def read_holder(path: Path) -> dict[str, Any]:
+    try:
+        text = path.read_text(encoding="utf-8").strip()
     except OSError:
+        return {}
+    try:
+        holder = json.loads(text)
+    except ValueError:
+        return {"text": text} if text else {}       # written by an older dt
+    return holder if isinstance(holder, dict) else {}
+
+
+def describe(holder: dict[str, Any]) -> str:
+    """Who holds the lock, in words: a dt process, or the application of a dt that is gone."""
+    if not holder:
         return ""
+    if "text" in holder:
+        return holder["text"]
+    pid = holder.get("dt_pid")
+    app = ", ".join(filter(None, [
+        f"spark-submit pid {holder['spark_submit_pid']}" if holder.get("spark_submit_pid") else "",
+        f"application {holder['application_id']}" if holder.get("application_id") else ""]))
+    since = f" since {holder['since']}" if holder.get("since") else ""
+    if pid and not alive(int(pid), holder.get("dt_start")):
+        return (f"`{holder.get('command', 'dt')}` (pid {pid}) is gone, but its Spark application"
+                f" ({app or 'still starting'}) is still finishing its refresh{since}")
+    return f"pid {pid}, `{holder.get('command', 'dt')}`{since}" + (f"; {app}" if app else "")
