@@ -46,8 +46,9 @@ def fake_dt(project: Project, name: str, data_timestamp: datetime, definition: s
     """A DT as dt would have left it, written without Spark: current with its inputs as of now."""
     table = project.tables[name]
     versions = {i: table_version(project.input_path(i)) for i in table.inputs}
+    # no run id: no dt run wrote it, so history reconciliation has no refresh to record for it
     frontier = Frontier(versions, definition or definition_hash(table), data_timestamp.isoformat(),
-                        "fake", "FULL", "FULL")
+                        None, "FULL", "FULL")
     write_deltalake(project.table_path(name), pa.table({"x": pa.array([1], pa.int64())}), mode="overwrite",
                     configuration={"delta.enableChangeDataFeed": "true"},
                     commit_properties=CommitProperties(custom_metadata={"userMetadata": frontier_metadata(frontier)}))

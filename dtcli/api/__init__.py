@@ -55,8 +55,9 @@ def check(project_dir: str | Path | Project = ".", target: str | None = None, *,
 
 
 def explain(checked: Checked, name: str) -> dict:
-    from dtcli.state import history
+    from dtcli.state import history, reconcile
 
+    reconcile.settle(checked.project, checked.snapshot.tables)
     return _explain(checked, name, history.read(checked.project.warehouse))
 
 

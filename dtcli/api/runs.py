@@ -17,7 +17,7 @@ from dtcli.model import FAILED, MANUAL, NO_DATA, SCHEDULED, SUCCEEDED, Plan, Ref
 from dtcli.planning import completion, on_demand, scheduler, selectors
 from dtcli.planning.checked import Checked
 from dtcli.planning.plan import build_plan
-from dtcli.state import history, scheduling
+from dtcli.state import history, reconcile, scheduling
 from dtcli.state.lock import warehouse_lock
 
 Events = Callable[[dict[str, Any]], None]
@@ -125,18 +125,21 @@ def execute(checked: Checked, plan: Plan, on_event: Events = lambda e: None,
     finished = {r.name for r in result.records}
     lost = [s for s in plan.spark_steps if s.name not in finished]
     if lost:
-        # The application died (killed, out of memory): those refreshes did not commit.
+        # The application died (killed, out of memory): those refreshes did not commit, unless
+        # it died between a commit and its history row.
         why = (f"spark-submit exited with code {launched.returncode} before this refresh finished; "
                f"see {launched.log_path}")
         stamp = _now()
-        records = [RefreshRecord(name=s.name, state=FAILED, refresh_action=s.action, refresh_trigger=s.trigger,
-                                 data_timestamp=None, refresh_start_time=stamp, refresh_end_time=stamp,
-                                 run_id=plan.run_id, state_message=why, definition_hash=s.definition_hash,
-                                 state_code="SPARK_APPLICATION_EXITED", **_targets(s))
+        records = [reconcile.committed_in_run(s.name, s.path, plan.run_id, s.trigger)
+                   or RefreshRecord(name=s.name, state=FAILED, refresh_action=s.action, refresh_trigger=s.trigger,
+                                    data_timestamp=None, refresh_start_time=stamp, refresh_end_time=stamp,
+                                    run_id=plan.run_id, state_message=why, definition_hash=s.definition_hash,
+                                    state_code="SPARK_APPLICATION_EXITED", **_targets(s))
                    for s in lost]
         history.append(project.warehouse, records)
         for record in records:
             _announce(record, result, on_event)
+    reconcile.mark_recorded(project, plan.run_id)
     if result.failed:
         result.suspended = _auto_suspend(checked, on_event)
     return result
@@ -174,6 +177,8 @@ def run(checked: Checked, names: list[str] | None = None, *, full_refresh: bool 
     with warehouse_lock(project, "run" if trigger != MANUAL else "refresh", wait):
         waited = time.monotonic() - asked > _WAITED
         checked.snapshot.refresh(project, datetime.now(timezone.utc) if waited else checked.now)
+        # a run killed before it recorded everything: its rows first, then plan from them
+        reconcile.reconcile(project, checked.snapshot.tables)
         if trigger == MANUAL:
             plan, decision = plan_run(checked, names, trigger=trigger, full_refresh=full_refresh), None
         else:

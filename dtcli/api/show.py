@@ -11,7 +11,7 @@ from dtcli.planning import on_demand, scheduler
 from dtcli.planning.checked import Checked
 from dtcli.planning.lag import parse_target_lag
 from dtcli.planning.schedule import period_seconds
-from dtcli.state import history, orphans, scheduling
+from dtcli.state import history, orphans, reconcile, scheduling
 from dtcli.state.delta_log import TableInfo, table_info
 
 DISABLED, ORPHANED = "DISABLED", "ORPHANED"
@@ -25,6 +25,7 @@ def show_tables(checked: Checked, like: str | None = None) -> list[dict[str, Any
     """One row per DT of the project, then its disabled DTs, then one per orphan (a DT in the
     warehouse whose file is gone)."""
     project, snapshot, now = checked.project, checked.snapshot, checked.now
+    reconcile.settle(project, snapshot.tables)
     rows_history = history.read(project.warehouse)
     last = history.latest_per_table(rows_history)
     events = scheduling.read_events(project.warehouse)
@@ -130,6 +131,7 @@ def show_history(checked: Checked, name: str | None = None, limit: int | None = 
     if key and key not in project.tables and key not in project.disabled \
             and key not in orphans.orphans(project):
         raise UsageError(f"no dynamic table named '{name}'", hint=suggest(key, project.tables))
+    reconcile.settle(project, checked.snapshot.tables)
     return [r.to_row() for r in history.read(project.warehouse, key, limit)]
 
 

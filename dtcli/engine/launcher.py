@@ -24,7 +24,7 @@ from dtcli.engine.spark_conf import session_conf
 from dtcli.errors import ConfigError
 from dtcli.model import Plan, Project, RefreshRecord, join_path
 from dtcli.state import lock as locks
-from dtcli.state import owner
+from dtcli.state import owner, reconcile
 
 
 @dataclass
@@ -69,6 +69,7 @@ def write_plan(project: Project, plan: Plan) -> Path:
     run_dir.mkdir(parents=True, exist_ok=True)
     plan_path = run_dir / "plan.json"
     plan_path.write_text(plan.to_json(), encoding="utf-8")
+    reconcile.note_owner(run_dir)     # who to ask whether the run is still alive (reconcile.py)
     return plan_path
 
 
