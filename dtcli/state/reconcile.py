@@ -48,14 +48,14 @@ def frontier_commits(path: str, after: int, newest: int) -> list[Commit]:
     if table is None or newest <= after:
         return []
     out = []
-    for info in table.history(min(newest - after, HISTORY_DEPTH)):
+    for info in table.history(min(table.version() - after, HISTORY_DEPTH)):   # newest first
         version = info.get("version")
         try:
             payload = json.loads(info.get("userMetadata") or "{}")
         except ValueError:
             continue
         frontier = Frontier.from_dict(payload.get(FRONTIER_KEY)) if isinstance(payload, dict) else None
-        if frontier is None or not frontier.run_id or version is None or version <= after:
+        if frontier is None or not frontier.run_id or version is None or not after < version <= newest:
             continue      # (a frontier naming no run was not written by a dt run: no refresh to record)
         stamp = datetime.fromtimestamp(int(info.get("timestamp") or 0) / 1000, tz=timezone.utc).isoformat()
         metrics = {k: str(v) for k, v in (info.get("operationMetrics") or {}).items()}
@@ -80,8 +80,9 @@ def record_for_commit(name: str, commits: list[Commit], previous: Frontier | Non
         refresh_end_time=last.timestamp, run_id=frontier.run_id or "",
         state_message=(f"committed at version {last.version} by run {frontier.run_id}, which was interrupted "
                        "before it recorded this refresh (recorded later from the table's commit)"),
-        num_inserted_rows=updated + sum(_metric(c.metrics, "numTargetRowsInserted", "numOutputRows")
-                                        for c in commits),
+        # Spark's metric names, and delta-rs's for a commit it wrote
+        num_inserted_rows=updated + sum(_metric(c.metrics, "numTargetRowsInserted", "numOutputRows",
+                                                "num_added_rows") for c in commits),
         num_deleted_rows=updated + sum(_metric(c.metrics, "numTargetRowsDeleted", "numDeletedRows")
                                        for c in commits),
         num_copied_rows=sum(_metric(c.metrics, "numTargetRowsCopied", "numCopiedRows") for c in commits),
