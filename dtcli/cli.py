@@ -91,7 +91,8 @@ def validate(project_dir: ProjectDir = Path("."), target: Target = None) -> None
     typer.echo(f"ok: {len(checked.graph.order)} dynamic tables")
 
 
-Wait = Annotated[float, typer.Option("--wait", help="Seconds to wait for another dt process holding the "
+Wait = Annotated[float, typer.Option("--wait", help="Seconds to wait for another dt process, or the Spark "
+                                                     "application of a dt that was killed, holding the "
                                                      "warehouse lock (default: fail at once).")]
 
 

@@ -68,7 +68,7 @@ def stop_check(watch, stop_file: Path | None = None):
     return should_stop
 
 
-def run_plan(spark, plan, should_stop) -> int:
+def run_plan(spark, plan, should_stop, before_write=lambda: None) -> int:
     """Execute one plan in `spark`, streaming its events; 1 when a refresh failed."""
     from dtcli.engine.executor import execute_plan
     from dtcli.engine.progress import SparkProgress
@@ -76,7 +76,7 @@ def run_plan(spark, plan, should_stop) -> int:
 
     progress = SparkProgress(spark, emit)      # "progress" events while a refresh runs
     try:
-        records = execute_plan(spark, plan, progress.emit, should_stop=should_stop)
+        records = execute_plan(spark, plan, progress.emit, should_stop=should_stop, before_write=before_write)
     finally:
         progress.close()
     emit({"event": "done", "run_id": plan.run_id})
@@ -100,7 +100,7 @@ def main(argv: list[str]) -> int:
         def one(path: Path, should_stop) -> int:
             plan = Plan.from_json(path.read_text(encoding="utf-8"))
             gone = stop_check(watch)
-            return run_plan(spark, plan, lambda: gone() or should_stop())
+            return run_plan(spark, plan, lambda: gone() or should_stop(), watch.check)
 
         code = serve(inbox, float(idle), emit, one)
         spark.stop()
@@ -110,7 +110,7 @@ def main(argv: list[str]) -> int:
     watch = watch_owner(options, plan.warehouse)
     emit({"event": "started"})
     spark = build_session({}, app_name=f"dt:{plan.project}")
-    code = run_plan(spark, plan, stop_check(watch, plan_path.with_name(STOP_FILE)))
+    code = run_plan(spark, plan, stop_check(watch, plan_path.with_name(STOP_FILE)), watch.check)
     spark.stop()
     return code
 

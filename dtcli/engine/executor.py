@@ -156,7 +156,8 @@ def _align_deletion_vectors(spark, step: RefreshStep, result: RefreshResult) -> 
 
 def execute_plan(spark, plan: Plan, emit: Emit = lambda event: None,
                  write_history: bool = True,
-                 should_stop: Callable[[], bool | str] = lambda: False) -> list[RefreshRecord]:
+                 should_stop: Callable[[], bool | str] = lambda: False,
+                 before_write: Callable[[], object] = lambda: None) -> list[RefreshRecord]:
     """Run the plan's Spark steps; `should_stop` is asked between refreshes: True for a user's
     Ctrl-C (the rest is SKIPPED), or why dt is gone (the rest is FAILED with that reason)."""
     produced: dict[str, int] = {}
@@ -209,6 +210,7 @@ def execute_plan(spark, plan: Plan, emit: Emit = lambda event: None,
             finally:
                 unbind_inputs(spark, step)
         if write_history:
+            before_write()      # the driver exits here if its JVM (holding the lock) is gone
             history.append(plan.warehouse, [record])
         records.append(record)
         emit({"event": "finished", "record": record.to_dict()})

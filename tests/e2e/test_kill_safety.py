@@ -10,19 +10,32 @@ row per committed refresh.
 from __future__ import annotations
 
 import os
+import random
 import signal
 import subprocess
 import time
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
 from dtcli.project import load_project
 from dtcli.state import history
-from tests.e2e.kill_helpers import commits_by_run, committed_refreshes
+from tests.e2e import fault_dag
+from tests.e2e.kill_helpers import commits_by_run, committed_refreshes, descendants, is_java, pids_gone
 from tests.helpers import DT_BIN, assert_matches_recompute, dt_process, write_project
 
 pytestmark = [pytest.mark.e2e, pytest.mark.spark]
+
+# The random-moments fault test: how many kill points, from which seed, checking every DT
+# against its recompute every N points (and after the last). `make test` runs a few; the long
+# mode is e.g. DT_FAULT_KILLS=50.
+KILLS = int(os.environ.get("DT_FAULT_KILLS", "3"))
+SEED = int(os.environ.get("DT_FAULT_SEED", str(random.randrange(1 << 30))))
+CHECK_EVERY = max(1, int(os.environ.get("DT_FAULT_CHECK_EVERY", "1")))
+KILL_MODES = ("dt", "group", "jvm", "everything")
+# a FAILED refresh a kill may leave (the application gone, or dt gone); never a write conflict
+KILL_CODES = {"DT_PROCESS_GONE", "SPARK_APPLICATION_EXITED"}
 
 TABLES = {
     "paid": "SELECT order_id, customer_id, amount FROM orders WHERE status = 'paid'",
@@ -93,3 +106,130 @@ def test_sigkill_of_dt_process_group_leaves_no_second_writer(tmp_path, spark):
     for name in TABLES:
         if name != "nap":          # nap's sleeping column is not typed like its recompute's
             assert_matches_recompute(spark, project, name)
+
+
+def kill_run(root: Path, mode: str, delay: float, log: Path) -> tuple[bool, list[int]]:
+    """Start `dt run --all`, and after `delay` s kill: dt alone, its process group, its
+    spark-submit JVM, or everything it started. Returns whether the run was still going, and
+    the processes it had then (every one of them must end on its own)."""
+    with open(log, "a") as out:
+        proc = subprocess.Popen([str(DT_BIN), "run", "--all", "-p", str(root)], stdout=out, stderr=out,
+                                env=dict(os.environ, COLUMNS="200"), start_new_session=True)
+    deadline = time.monotonic() + delay
+    while time.monotonic() < deadline and proc.poll() is None:
+        time.sleep(0.05)
+    jvms: list[int] = []
+    while mode == "jvm" and proc.poll() is None and not jvms:
+        jvms = [p for p in descendants(proc.pid) if is_java(p) and "SparkSubmit" in _cmdline(p)]
+        time.sleep(0.05)
+    if proc.poll() is not None:
+        return False, []
+    tree = descendants(proc.pid)
+    if mode == "dt":
+        os.kill(proc.pid, signal.SIGKILL)
+    elif mode == "group":
+        os.killpg(proc.pid, signal.SIGKILL)
+    elif mode == "jvm":
+        for pid in jvms:
+            os.kill(pid, signal.SIGKILL)
+    else:
+        os.killpg(proc.pid, signal.SIGKILL)
+        for pid in tree:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+    proc.wait(timeout=600)
+    return True, tree
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
+    except OSError:
+        return ""
+
+
+def check_history(project, names) -> None:
+    rows = history.read(project.warehouse)
+    for r in rows:
+        if r.state == "FAILED":
+            assert r.state_code in KILL_CODES, f"{r.name} failed for another reason: {r.state_message}"
+        assert "CONCURRENT" not in (r.state_message or "").upper(), r.state_message
+        if r.state == "SUCCEEDED" and r.refresh_trigger != "CREATION":
+            # incremental mode: FULL or REINITIALIZE after creation would be a fallback
+            assert r.refresh_action in ("INCREMENTAL", "NO_DATA"), \
+                f"{r.name} refreshed {r.refresh_action} in run {r.run_id}: {r.state_message}"
+    committed = Counter(committed_refreshes(project, names))
+    recorded = Counter((r.name, r.run_id) for r in rows if r.state == "SUCCEEDED" and r.refresh_action != "NO_DATA")
+    assert recorded == committed, f"history rows {recorded - committed} / commits {committed - recorded}"
+    runs = commits_by_run(project, names)
+    for (a, before), (b, after) in zip(runs, runs[1:]):
+        assert max(c.timestamp for c in before) <= min(c.timestamp for c in after), \
+            f"runs {a} and {b} wrote at the same time"
+
+
+def test_random_kills_never_leave_a_writer_behind(tmp_path, spark):
+    rng = random.Random(SEED)
+    print(f"\nDT_FAULT_SEED={SEED} DT_FAULT_KILLS={KILLS} DT_FAULT_CHECK_EVERY={CHECK_EVERY}")
+    root = fault_dag.make_project(tmp_path / "shop")
+    names = list(fault_dag.TABLES)
+    changes = fault_dag.Changes(root, rng)
+    started = time.monotonic()
+    created = dt_process("run", "-p", str(root))
+    assert created.returncode == 0, created.stdout + created.stderr
+    took = time.monotonic() - started
+    project = load_project(root)
+    interrupted = Counter()
+    for point in range(1, KILLS + 1):
+        batch = changes.batch()
+        mode, delay = rng.choice(KILL_MODES), rng.uniform(0.0, took * 1.1)
+        hit, tree = kill_run(root, mode, delay, tmp_path / "killed.log")
+        interrupted[mode if hit else "finished first"] += 1
+        if rng.random() < 0.5:
+            batch += changes.batch()          # sources move on while the orphan finishes
+        again = dt_process("run", "--all", "--wait", "900", "-p", str(root))
+        assert again.returncode == 0, (point, mode, batch, again.stdout + again.stderr)
+        assert pids_gone(tree, 120), f"point {point}: a process of the killed run is still running"
+        check_history(project, names)
+        if point % CHECK_EVERY == 0 or point == KILLS:
+            for name in names:
+                assert_matches_recompute(spark, project, name)
+        print(f"point {point}: kill {mode} at {delay:.1f}s ({'hit' if hit else 'after the run ended'}); "
+              f"{', '.join(batch)}")
+    print(f"kill points: {KILLS}; {dict(interrupted)}; {time.monotonic() - started:.0f}s")
+
+
+@pytest.mark.parametrize("presses", [1, 2])
+def test_ctrl_c_once_lets_the_refresh_commit_twice_ends_the_application(tmp_path, presses):
+    """Today's Ctrl-C, through the real process: once, the refresh in flight (`nap`) commits and
+    the rest is skipped; twice, the application ends at once and `nap` does not commit. Either
+    way nothing of the run is left running and the lock is free when dt has exited."""
+    from dtcli.state.delta_log import table_info
+    from dtcli.state.lock import warehouse_lock
+
+    root = write_project(tmp_path / "shop", TABLES, seeds=SEEDS)
+    assert dt_process("seed", "-p", str(root)).returncode == 0
+    run = start_dt(root)
+    tree: list[int] = []
+    for line in run.stdout:
+        if line.startswith("paid: SUCCEEDED"):
+            tree = descendants(run.pid)
+            for _ in range(presses):
+                os.kill(run.pid, signal.SIGINT)          # what a terminal sends dt's group
+                time.sleep(0.3)
+            break
+    out = run.stdout.read()
+    assert run.wait(timeout=600) == 130 and "interrupted" in out, out
+    assert tree and pids_gone(tree, 30), "a process of the interrupted run is still running"
+    project = load_project(root)
+    with warehouse_lock(project, "test"):           # free at once: no application holds it
+        pass
+    nap = table_info(project.table_path("nap"))
+    if presses == 1:
+        assert nap is not None and nap.frontier is not None
+        states = {r.name: r.state for r in history.read(project.warehouse)}
+        assert states == {"paid": "SUCCEEDED", "nap": "SUCCEEDED", "per_customer": "SKIPPED",
+                          "ranked": "SKIPPED"}, states
+    else:
+        assert nap is None
