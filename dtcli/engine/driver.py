@@ -98,9 +98,15 @@ def main(argv: list[str]) -> int:
         spark = build_session({}, app_name=app_name)
 
         def one(path: Path, should_stop) -> int:
+            from dtcli.state import lock
+
             plan = Plan.from_json(path.read_text(encoding="utf-8"))
             gone = stop_check(watch)
-            return run_plan(spark, plan, lambda: gone() or should_stop(), watch.check)
+            watch.renew = lock.renewer(plan.warehouse, {"owner": options.get("owner")})
+            try:        # the lock is renewed while a pass runs: between passes dt holds none
+                return run_plan(spark, plan, lambda: gone() or should_stop(), watch.check)
+            finally:
+                watch.renew = lambda: True
 
         code = serve(inbox, float(idle), emit, one)
         spark.stop()

@@ -13,8 +13,11 @@ make the "busy" message useful.
 
 Warehouses on object stores (s3a://, abfss://) cannot be flock-ed; there the lock file lives in
 the project's `target/` folder, which serialises the runs started from one checkout. Another
-lock kind (a lease on the object store) plugs in by scheme with `register`; the driver renews
-whatever lock its run holds through `renewer` (a no-op for a flock).
+lock kind (a lease on the object store) plugs in by scheme: a module `dtcli.state.lease`, when
+present, is imported for an object-store warehouse and registers itself with `register` (the
+lock: a context manager yielding `Held`, `fd` None) and `register_renewer` (what the driver
+calls every few seconds while it runs, so that the lease expires once the application stops).
+For a flock there is nothing to renew.
 """
 
 from __future__ import annotations
@@ -28,6 +31,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from importlib import import_module
 from pathlib import Path
 from typing import Any
 
@@ -75,8 +79,19 @@ def register(scheme: str, kind: LockKind) -> None:
 def warehouse_lock(project: Project, command: str, wait_seconds: float = 0.0):
     """Hold the warehouse lock; wait up to `wait_seconds` for another run (or the Spark
     application of a run whose dt is gone) to finish. Yields a `Held`."""
-    scheme = project.warehouse.split("://", 1)[0] if "://" in project.warehouse else "file"
-    return _KINDS.get(scheme, _flock)(project, command, wait_seconds)
+    return _KINDS.get(_scheme(project.warehouse), _flock)(project, command, wait_seconds)
+
+
+def _scheme(warehouse: str) -> str:
+    if "://" not in warehouse:
+        return "file"
+    scheme = warehouse.split("://", 1)[0]
+    if scheme not in _KINDS and scheme not in _RENEWERS:
+        try:   # the object-store lease registers its kinds on import (when it exists)
+            import_module("dtcli.state.lease")
+        except ImportError:
+            pass
+    return scheme
 
 
 def held(project: Project) -> Held | None:
@@ -101,9 +116,8 @@ def unshare(project: Project) -> None:
 def renewer(warehouse: str, holder: dict[str, Any] | None = None) -> Callable[[], bool]:
     """What the driver calls every few seconds while it runs: False means the lock is lost
     and no further refresh may start. A flock needs no renewal; a lease kind overrides this
-    by registering `renew_<scheme>`."""
-    scheme = warehouse.split("://", 1)[0] if "://" in warehouse else "file"
-    renew = _RENEWERS.get(scheme)
+    with `register_renewer`."""
+    renew = _RENEWERS.get(_scheme(warehouse))
     return (lambda: True) if renew is None else renew(warehouse, holder or {})
 
 
