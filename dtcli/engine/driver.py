@@ -36,6 +36,17 @@ def run_plan(spark, plan, should_stop) -> int:
     return 1 if any_failed(records) else 0
 
 
+def configure_storage(spark) -> None:
+    """History appends go through deltalake here too: same object-store settings as Spark's;
+    and error messages sent back must not quote their keys."""
+    from dtcli import redact
+    from dtcli.state import storage
+
+    conf = dict(spark.sparkContext.getConf().getAll())
+    storage.configure(conf)
+    redact.remember(conf)
+
+
 def main(argv: list[str]) -> int:
     from dtcli.engine.session import build_session
     from dtcli.model import Plan
@@ -47,6 +58,7 @@ def main(argv: list[str]) -> int:
         inbox = PlanInbox(connect(address))     # first: dt waits for us before sending a plan
         emit({"event": "started"})
         spark = build_session({}, app_name=app_name)
+        configure_storage(spark)
 
         def one(path: Path, should_stop) -> int:
             return run_plan(spark, Plan.from_json(path.read_text(encoding="utf-8")), should_stop)
@@ -59,6 +71,7 @@ def main(argv: list[str]) -> int:
     stop_file = plan_path.with_name(STOP_FILE)
     emit({"event": "started"})
     spark = build_session({}, app_name=f"dt:{plan.project}")
+    configure_storage(spark)
     code = run_plan(spark, plan, stop_file.exists)
     spark.stop()
     return code
