@@ -2,6 +2,7 @@
 
 import os
 import stat
+from pathlib import Path
 
 from dtcli import redact
 from dtcli.engine import s3_jars, secret_conf
@@ -50,7 +51,7 @@ def test_secrets_go_to_a_private_properties_file_not_the_command_line():
     assert args[0] == "--properties-file" and "--load-spark-defaults" in args
     path = args[1]
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
-    assert "s3cr3t-value-xyz" in open(path).read()
+    assert "s3cr3t-value-xyz" in Path(path).read_text()
     assert "spark.hadoop.fs.s3a.secret.key" not in secret_conf.public(CONF)
     assert secret_conf.properties_args(CONF) == args          # same settings, same command
     secret_conf.forget()
