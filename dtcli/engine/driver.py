@@ -45,6 +45,9 @@ def configure_storage(spark) -> None:
     conf = dict(spark.sparkContext.getConf().getAll())
     storage.configure(conf)
     redact.remember(conf)
+    from dtcli.state.lease import renew_in_driver
+
+    renew_in_driver()   # the warehouse lease dt holds for this application (S3 warehouses)
 
 
 def main(argv: list[str]) -> int:

@@ -6,8 +6,9 @@ resume) hold this lock from planning to the last commit. The kernel releases it 
 dies, so a crash never leaves a stale lock behind. The file's content (pid, command, time) is
 only there to make the "busy" message useful.
 
-Warehouses on object stores (s3a://, abfss://) cannot be flock-ed; there the lock file lives in
-the project's `target/` folder, which serialises the runs started from one checkout.
+Warehouses on S3 cannot be flock-ed: there the lock is a lease object in the warehouse
+(lease.py). Other object stores (abfss://, gs://) keep the lock file in the project's `target/`
+folder, which serialises the runs started from one checkout.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from pathlib import Path
 
 from dtcli.errors import LockTimeout
 from dtcli.model import Project
+from dtcli.state import lease
 
 POLL_SECONDS = 0.2
 
@@ -36,6 +38,10 @@ def lock_path(project: Project) -> Path:
 @contextmanager
 def warehouse_lock(project: Project, command: str, wait_seconds: float = 0.0) -> Iterator[None]:
     """Hold the warehouse lock; wait up to `wait_seconds` for another dt process to finish."""
+    if lease.supports(project.warehouse):
+        with lease.warehouse_lease(project.warehouse, command, wait_seconds):
+            yield
+        return
     path = lock_path(project)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
