@@ -30,9 +30,9 @@ def s3():
 def test_one_holder_at_a_time_and_released(s3):
     with lease.warehouse_lease(s3, "run") as held:
         assert held.renew()
-        with pytest.raises(LockTimeout, match="holds the warehouse lease.*`dt run`"):
-            with lease.warehouse_lease(s3, "refresh x"):
-                pass
+        with pytest.raises(LockTimeout, match="holds the warehouse lease.*`dt run`"), \
+                lease.warehouse_lease(s3, "refresh x"):
+            pass
         assert lease.LEASE_ENV in os.environ           # spark-submit inherits it
     with lease.warehouse_lease(s3, "run again"):     # released: free again
         pass
