@@ -47,21 +47,6 @@ def lease_uri(warehouse: str) -> str:
     return join_path(warehouse, "_dt", "lease.json")
 
 
-def _client(uri: str):
-    """A boto3 S3 client configured like deltalake (endpoint, keys from spark.conf or env)."""
-    import boto3
-    from botocore.config import Config
-
-    opts = storage.options(uri) or {}
-    path_style = opts.get("AWS_VIRTUAL_HOSTED_STYLE_REQUEST") == "false" or "AWS_ENDPOINT_URL" in opts
-    return boto3.client("s3", endpoint_url=opts.get("AWS_ENDPOINT_URL"),
-                        aws_access_key_id=opts.get("AWS_ACCESS_KEY_ID"),
-                        aws_secret_access_key=opts.get("AWS_SECRET_ACCESS_KEY"),
-                        aws_session_token=opts.get("AWS_SESSION_TOKEN"), region_name=opts.get("AWS_REGION"),
-                        config=Config(s3={"addressing_style": "path" if path_style else "auto"},
-                                      retries={"max_attempts": 3}))
-
-
 def _refused(err: Exception) -> bool:
     code = str(getattr(err, "response", {}).get("Error", {}).get("Code", ""))
     return code in _PRECONDITION
@@ -79,7 +64,7 @@ class Lease:
         self.uri, self.bucket, self.key = uri, parsed.netloc, parsed.path.lstrip("/")
         self.owner = owner or uuid.uuid4().hex
         self.holder = holder          # who, for the "busy" message: pid, host, command, since
-        self.client = _client(uri)
+        self.client = storage.s3_client(uri)
         self.lost = False
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None

@@ -80,6 +80,41 @@ def s3_options(bucket: str) -> dict[str, str]:
     return out
 
 
+def s3_client(path: str):
+    """A boto3 S3 client configured as deltalake is for `path` (endpoint, keys, region)."""
+    import boto3
+    from botocore.config import Config
+
+    opts = options(path) or {}
+    path_style = opts.get("AWS_VIRTUAL_HOSTED_STYLE_REQUEST") == "false" or "AWS_ENDPOINT_URL" in opts
+    return boto3.client("s3", endpoint_url=opts.get("AWS_ENDPOINT_URL"),
+                        aws_access_key_id=opts.get("AWS_ACCESS_KEY_ID"),
+                        aws_secret_access_key=opts.get("AWS_SECRET_ACCESS_KEY"),
+                        aws_session_token=opts.get("AWS_SESSION_TOKEN"), region_name=opts.get("AWS_REGION"),
+                        config=Config(s3={"addressing_style": "path" if path_style else "auto"},
+                                      retries={"max_attempts": 3}))
+
+
+def remove_tree(path: str) -> None:
+    """Delete a table's folder (`dt drop`): locally, or every object under the prefix on S3."""
+    if not is_remote(path):
+        import shutil
+
+        shutil.rmtree(path)
+        return
+    parsed = urlparse(path)
+    if parsed.scheme not in ("s3a", "s3"):
+        from dtcli.errors import UsageError
+
+        raise UsageError(f"dt cannot delete {path}: only local and S3 warehouses are supported by `dt drop`",
+                         hint="its history and scheduling state are gone; delete the folder with your store's tools")
+    client, prefix = s3_client(path), parsed.path.strip("/") + "/"
+    for page in client.get_paginator("list_objects_v2").paginate(Bucket=parsed.netloc, Prefix=prefix):
+        keys = [{"Key": item["Key"]} for item in page.get("Contents", [])]
+        if keys:
+            client.delete_objects(Bucket=parsed.netloc, Delete={"Objects": keys, "Quiet": True})
+
+
 def _azure_options(netloc: str) -> dict[str, str] | None:
     """abfss://container@account.dfs.core.windows.net: the account key Hadoop's ABFS reads."""
     host = netloc.rsplit("@", 1)[-1]

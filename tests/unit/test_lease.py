@@ -51,3 +51,17 @@ def test_a_stale_lease_is_taken_over_by_one_process(s3, monkeypatch):
     first.release()
     assert second.try_acquire() is None
     second.release()
+
+
+def test_deltalake_reads_and_writes_s3_with_options_from_spark_conf_and_drop_removes_a_table(s3):
+    import pyarrow as pa
+    from deltalake import write_deltalake
+
+    from dtcli.state.delta_log import open_table
+
+    path = f"{s3}/t"
+    write_deltalake(storage.uri(path), pa.table({"x": [1, 2]}), storage_options=storage.options(path))
+    write_deltalake(storage.uri(path), pa.table({"x": [3]}), mode="append", storage_options=storage.options(path))
+    assert open_table(path).version() == 1
+    storage.remove_tree(path)
+    assert open_table(path) is None
