@@ -484,7 +484,9 @@ def main() -> None:
     except DtError as err:
         if _state["debug"]:
             raise
-        err_console.print(f"error: {err}", highlight=False, markup=False, soft_wrap=True)
+        from dtcli.redact import scrub
+
+        err_console.print(scrub(f"error: {err}"), highlight=False, markup=False, soft_wrap=True)
         sys.exit(err.exit_code)
     except KeyboardInterrupt:
         err_console.print("interrupted")

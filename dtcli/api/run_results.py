@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from dtcli.model import SKIPPED, SUCCEEDED, Project, RefreshRecord
+from dtcli.redact import scrub
 
 FILE_NAME = "run_results.json"
 SCHEMA_VERSION = 1
@@ -84,6 +85,6 @@ def write(project: Project, doc: dict[str, Any]) -> Path:
     path = project.target_dir / FILE_NAME
     path.parent.mkdir(parents=True, exist_ok=True)
     aside = path.with_name(f".{FILE_NAME}.{os.getpid()}")
-    aside.write_text(json.dumps(doc, indent=2, default=str) + "\n", encoding="utf-8")
+    aside.write_text(scrub(json.dumps(doc, indent=2, default=str)) + "\n", encoding="utf-8")
     os.replace(aside, path)
     return path

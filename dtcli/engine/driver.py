@@ -83,6 +83,23 @@ def run_plan(spark, plan, should_stop, before_write=lambda: None) -> int:
     return 1 if any_failed(records) else 0
 
 
+def configure_storage(spark, renew_lease: bool = True) -> None:
+    """History appends go through deltalake here too: same object-store settings as Spark's;
+    and error messages sent back must not quote their keys. A plain run's driver renews dt's
+    warehouse lease (S3) until it ends; the warm application does not, since dt takes and
+    releases the lease pass by pass (a pass's lease is dt's own)."""
+    from dtcli import redact
+    from dtcli.state import storage
+
+    conf = dict(spark.sparkContext.getConf().getAll())
+    storage.configure(conf)
+    redact.remember(conf)
+    from dtcli.state.lease import renew_in_driver
+
+    if renew_lease:
+        renew_in_driver()   # the warehouse lease dt holds for this application (S3 warehouses)
+
+
 def main(argv: list[str]) -> int:
     from dtcli.engine.session import build_session
     from dtcli.model import Plan
@@ -96,6 +113,7 @@ def main(argv: list[str]) -> int:
         emit({"event": "started"})
         watch = watch_owner(options, None, closed=inbox.owner_gone)
         spark = build_session({}, app_name=app_name)
+        configure_storage(spark, renew_lease=False)
 
         def one(path: Path, should_stop) -> int:
             from dtcli.state import lock
@@ -116,6 +134,7 @@ def main(argv: list[str]) -> int:
     watch = watch_owner(options, plan.warehouse)
     emit({"event": "started"})
     spark = build_session({}, app_name=f"dt:{plan.project}")
+    configure_storage(spark)
     code = run_plan(spark, plan, stop_check(watch, plan_path.with_name(STOP_FILE)), watch.check)
     spark.stop()
     return code

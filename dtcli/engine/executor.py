@@ -17,6 +17,7 @@ from dtcli.engine import commit, deletion_vectors
 from dtcli.engine.context import RefreshContext, RefreshResult
 from dtcli.engine.strategies import strategy_for
 from dtcli.model import FAILED, SKIPPED, SUCCEEDED, UPSTREAM_FAILED, Frontier, Plan, RefreshRecord, RefreshStep
+from dtcli.redact import scrub
 from dtcli.state import history
 
 Emit = Callable[[dict[str, Any]], None]
@@ -68,7 +69,7 @@ def error_message(exc: BaseException) -> str:
                 lines = roots[-1:] or lines
     text = lines[0] if lines else text
     condition = error_condition(exc)
-    first = text[:500]
+    first = scrub(text[:500])
     return f"[{condition}] {first}" if condition and condition not in first else first
 
 

@@ -18,13 +18,16 @@ from pathlib import Path
 from typing import Any
 
 from dtcli.engine import jars as jarlib
+from dtcli.engine import secret_conf
 from dtcli.engine.driver import EVENT_PREFIX, STOP_FILE
 from dtcli.engine.owner_watch import Heartbeat
 from dtcli.engine.spark_conf import session_conf
 from dtcli.errors import ConfigError
 from dtcli.model import Plan, Project, RefreshRecord, join_path
+from dtcli.redact import scrub, scrub_file
 from dtcli.state import lock as locks
 from dtcli.state import owner, reconcile
+from dtcli.state.storage import uses_s3a
 
 
 @dataclass
@@ -47,9 +50,11 @@ def submit_command(project: Project, plan_path: Path | None, *driver_args: str) 
     submit = spark_home() / "bin" / "spark-submit"
     if not submit.exists():
         raise ConfigError(f"spark-submit not found at {submit}", hint="set SPARK_HOME or reinstall pyspark")
-    conf = session_conf(project.spark_conf, jarlib.resolve(project.jars))
+    conf = session_conf(project.spark_conf, jarlib.resolve(project.jars, s3=uses_s3a(project)))
     cmd = [str(submit), "--master", project.spark_master, "--name", f"dt:{project.name}"]
-    for key, value in sorted(conf.items()):
+    # secrets go in a private properties file: a command line is visible to every user (ps)
+    cmd += secret_conf.properties_args(conf)
+    for key, value in sorted(secret_conf.public(conf).items()):
         cmd += ["--conf", f"{key}={value}"]
     driver = Path(__file__).with_name("driver.py")
     return cmd + [str(driver), *([str(plan_path)] if plan_path is not None else []), *driver_args]
@@ -141,6 +146,8 @@ def launch(project: Project, plan: Plan, on_event: Callable[[dict[str, Any]], No
                 (run_dir / STOP_FILE).write_text("stop requested\n")
                 on_event({"event": "stopping"})
         result.returncode = proc.wait()
+    secret_conf.forget()
+    scrub_file(log_path)     # Spark's stderr went straight to the file
     if interrupted:
         raise KeyboardInterrupt
     return result
@@ -148,7 +155,7 @@ def launch(project: Project, plan: Plan, on_event: Callable[[dict[str, Any]], No
 
 def handle(line: str, result: LaunchResult, log, on_event: Callable[[dict[str, Any]], None]) -> None:
     if not line.startswith(EVENT_PREFIX):
-        log.write(line)
+        log.write(scrub(line))
         return
     event = json.loads(line[len(EVENT_PREFIX):])
     if event.get("event") == "finished":

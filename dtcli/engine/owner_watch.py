@@ -22,7 +22,9 @@ import os
 import threading
 import time
 from collections.abc import Callable
+from urllib.parse import urlparse
 
+from dtcli.state import storage
 from dtcli.state.owner import alive
 
 POLL_SECONDS = 0.5
@@ -109,9 +111,12 @@ def read_heartbeat(path: str) -> str | None:
         if "://" not in path:
             with open(path, encoding="utf-8") as f:
                 return f.read()
+        if path.startswith(("s3a://", "s3://")):
+            bucket, key = _bucket_key(path)
+            return storage.s3_client(path).get_object(Bucket=bucket, Key=key)["Body"].read().decode()
         from pyarrow import fs
 
-        filesystem, inner = fs.FileSystem.from_uri(_pyarrow_uri(path))
+        filesystem, inner = fs.FileSystem.from_uri(path)
         with filesystem.open_input_stream(inner) as f:
             return f.read().decode()
     except Exception:
@@ -126,15 +131,20 @@ def write_heartbeat(path: str, text: str) -> None:
             f.write(text)
         os.replace(tmp, path)       # a reader never sees a half-written beat
         return
+    if path.startswith(("s3a://", "s3://")):    # with the endpoint and keys deltalake uses
+        bucket, key = _bucket_key(path)
+        storage.s3_client(path).put_object(Bucket=bucket, Key=key, Body=text.encode())
+        return
     from pyarrow import fs
 
-    filesystem, inner = fs.FileSystem.from_uri(_pyarrow_uri(path))
+    filesystem, inner = fs.FileSystem.from_uri(path)
     with filesystem.open_output_stream(inner) as f:
         f.write(text.encode())
 
 
-def _pyarrow_uri(path: str) -> str:
-    return "s3://" + path[len("s3a://"):] if path.startswith("s3a://") else path
+def _bucket_key(path: str) -> tuple[str, str]:
+    parsed = urlparse(path)
+    return parsed.netloc, parsed.path.lstrip("/")
 
 
 class Heartbeat:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from dtcli import redact
 from dtcli.errors import ConfigError, ValidationError, suggest
 from dtcli.model import Project, TableDef
 from dtcli.project.settings import Settings, load_settings
@@ -18,6 +19,7 @@ from dtcli.project.table_config import folder_layers, merge_layers, normalise
 from dtcli.project.templating import render_sql
 from dtcli.project.yamlio import expect_mapping, load_yaml_file
 from dtcli.sql.parse import parse_sql, rename_tables, statement_kind, table_refs, the_query, to_spark
+from dtcli.state import storage
 
 TABLES_DIR = "tables"
 # Dialects whose quoted identifiers are case-sensitive: input names are left unquoted there.
@@ -28,6 +30,8 @@ def load_project(project_dir: str | Path = ".", target: str | None = None, *,
                  check_sources: bool = False) -> Project:
     root = Path(project_dir).resolve()
     settings = load_settings(root, target)
+    storage.configure(settings.spark_conf)   # deltalake reaches object stores as Spark does
+    redact.remember(settings.spark_conf)     # ... and no key of it is printed or written
     files = table_files(root)
     clash = sorted(set(files) & set(settings.sources))
     if clash:

@@ -13,7 +13,7 @@ from pathlib import Path
 from dtcli.errors import ConfigError
 from dtcli.model import Project
 from dtcli.project.yamlio import expect_mapping, load_yaml_file
-from dtcli.state.delta_log import storage_uri
+from dtcli.state import storage
 
 _DECIMAL = re.compile(r"^decimal\s*\(\s*(\d+)\s*,\s*(\d+)\s*\)$")
 
@@ -87,7 +87,8 @@ def seed(project: Project, names: list[str] | None = None) -> list[Seeded]:
             raw = expect_mapping(load_yaml_file(yml), str(yml), yml.name)
             types = dict(expect_mapping(raw.get("columns"), str(yml), "columns", raw.line_of("columns")))
         table = read_csv(csv, types)
-        write_deltalake(storage_uri(src.path), table, mode="overwrite", schema_mode="overwrite",
+        write_deltalake(storage.uri(src.path), table, mode="overwrite", schema_mode="overwrite",
+                        storage_options=storage.options(src.path),
                         configuration={"delta.enableChangeDataFeed": "true"})
         done.append(Seeded(src.name, src.path, table.num_rows, table.column_names))
     return done

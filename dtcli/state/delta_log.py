@@ -12,15 +12,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from dtcli.model import Column, Frontier
+from dtcli.state import storage
 from dtcli.state.delta_types import columns_from_delta_schema
 
 FRONTIER_KEY = "dt_frontier"
 HISTORY_DEPTH = 50   # commits searched back for the last frontier (maintenance commits carry none)
 
 
-def storage_uri(path: str) -> str:
-    # delta-rs spells Hadoop's s3a:// as s3://
-    return "s3://" + path[len("s3a://"):] if path.startswith("s3a://") else path
 
 
 def open_table(path: str):
@@ -31,7 +29,7 @@ def open_table(path: str):
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
-            return DeltaTable(storage_uri(path))
+            return DeltaTable(storage.uri(path), storage_options=storage.options(path))
     except TableNotFoundError:
         return None
     except OSError:

@@ -10,7 +10,9 @@ import json
 from typing import Any
 
 from dtcli.model import RefreshRecord, join_path
-from dtcli.state.delta_log import open_table, read_rows, storage_uri
+from dtcli.redact import scrub
+from dtcli.state import storage
+from dtcli.state.delta_log import open_table, read_rows
 
 _JSON_FIELDS = ("inputs_with_changed_data", "source_versions")
 _INT_FIELDS = ("num_inserted_rows", "num_deleted_rows", "num_copied_rows", "table_version", "change_rows",
@@ -44,18 +46,19 @@ def append(warehouse: str, records: list[RefreshRecord]) -> None:
     schema = _schema()
     rows = []
     for record in records:
-        row = record.to_dict()
+        row = {k: (scrub(v) if isinstance(v, str) else v) for k, v in record.to_dict().items()}
         for key in _JSON_FIELDS:
             row[key] = json.dumps(row[key], sort_keys=True)
         rows.append(row)
     table = pa.Table.from_pylist(rows, schema=schema)
     path = history_path(warehouse)
-    if "://" not in path:
+    if not storage.is_remote(path):
         import os
 
         os.makedirs(path, exist_ok=True)
     # merge: a history written before a field existed gains the column (older rows: null)
-    write_deltalake(storage_uri(path), table, mode="append", schema_mode="merge")
+    write_deltalake(storage.uri(path), table, mode="append", schema_mode="merge",
+                    storage_options=storage.options(path))
     _compact_now_and_then(path)
 
 

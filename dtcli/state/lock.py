@@ -11,13 +11,11 @@ the lock when the last holder dies, so a crash never leaves a stale lock behind.
 content (who holds it: dt's pid, its spark-submit's pid, the application id) is only there to
 make the "busy" message useful.
 
-Warehouses on object stores (s3a://, abfss://) cannot be flock-ed; there the lock file lives in
-the project's `target/` folder, which serialises the runs started from one checkout. Another
-lock kind (a lease on the object store) plugs in by scheme: a module `dtcli.state.lease`, when
-present, is imported for an object-store warehouse and registers itself with `register` (the
-lock: a context manager yielding `Held`, `fd` None) and `register_renewer` (what the driver
-calls every few seconds while it runs, so that the lease expires once the application stops).
-For a flock there is nothing to renew.
+Warehouses on S3 cannot be flock-ed: there the lock is a lease object in the warehouse
+(lease.py) that dt renews, and the Spark driver it launched renews too until the application
+ends, so a killed dt's application stays covered until it stops and the lease then expires.
+Other object stores (abfss://, gs://) keep the lock file in the project's `target/` folder,
+which serialises the runs started from one checkout.
 """
 
 from __future__ import annotations
@@ -31,12 +29,12 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from importlib import import_module
 from pathlib import Path
 from typing import Any
 
 from dtcli.errors import LockTimeout
 from dtcli.model import Project
+from dtcli.state import lease
 from dtcli.state.owner import alive, start_time
 
 POLL_SECONDS = 0.2
@@ -65,33 +63,29 @@ class Held:
             os.pwrite(self.fd, text.encode(), 0)
 
 
-LockKind = Callable[[Project, str, float], "contextmanager[Held]"]
-_KINDS: dict[str, LockKind] = {}
 _held: dict[str, Held] = {}          # lock path -> the lock this process holds there now
 _shared: dict[str, int] = {}         # lock path -> a description a living child still shares
-
-
-def register(scheme: str, kind: LockKind) -> None:
-    """Use `kind` (a context manager yielding `Held`) for warehouses of this URI scheme."""
-    _KINDS[scheme] = kind
 
 
 def warehouse_lock(project: Project, command: str, wait_seconds: float = 0.0):
     """Hold the warehouse lock; wait up to `wait_seconds` for another run (or the Spark
     application of a run whose dt is gone) to finish. Yields a `Held`."""
-    return _KINDS.get(_scheme(project.warehouse), _flock)(project, command, wait_seconds)
+    if lease.supports(project.warehouse):
+        return _leased(project, command, wait_seconds)
+    return _flock(project, command, wait_seconds)
 
 
-def _scheme(warehouse: str) -> str:
-    if "://" not in warehouse:
-        return "file"
-    scheme = warehouse.split("://", 1)[0]
-    if scheme not in _KINDS and scheme not in _RENEWERS:
-        try:   # the object-store lease registers its kinds on import (when it exists)
-            import_module("dtcli.state.lease")
-        except ImportError:
-            pass
-    return scheme
+@contextmanager
+def _leased(project: Project, command: str, wait_seconds: float) -> Iterator[Held]:
+    """The S3 lease, seen as a `Held` with nothing for a child to inherit: the driver renews
+    the lease itself (lease.renew_in_driver)."""
+    key = str(lock_path(project))
+    with lease.warehouse_lease(project.warehouse, command, wait_seconds) as taken:
+        _held[key] = Held(lock_path(project), None, {"lease": taken.uri, "command": f"dt {command}"})
+        try:
+            yield _held[key]
+        finally:
+            del _held[key]
 
 
 def held(project: Project) -> Held | None:
@@ -115,17 +109,11 @@ def unshare(project: Project) -> None:
 
 def renewer(warehouse: str, holder: dict[str, Any] | None = None) -> Callable[[], bool]:
     """What the driver calls every few seconds while it runs: False means the lock is lost
-    and no further refresh may start. A flock needs no renewal; a lease kind overrides this
-    with `register_renewer`."""
-    renew = _RENEWERS.get(_scheme(warehouse))
-    return (lambda: True) if renew is None else renew(warehouse, holder or {})
-
-
-_RENEWERS: dict[str, Callable[[str, dict[str, Any]], Callable[[], bool]]] = {}
-
-
-def register_renewer(scheme: str, make: Callable[[str, dict[str, Any]], Callable[[], bool]]) -> None:
-    _RENEWERS[scheme] = make
+    and no further refresh may start. A flock needs no renewal; an S3 lease is renewed by the
+    driver's own lease thread, which this asks."""
+    if lease.supports(warehouse):
+        return lambda: not lease.driver_lease_lost()
+    return lambda: True
 
 
 @contextmanager

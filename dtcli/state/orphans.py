@@ -8,12 +8,11 @@ itself; `dt drop NAME` does, after confirmation; it also drops a DT still define
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 from dtcli.errors import UsageError, suggest
 from dtcli.model import Project
-from dtcli.state import history, scheduling
+from dtcli.state import history, scheduling, storage
 from dtcli.state.delta_log import open_table, read_frontier
 
 
@@ -46,8 +45,8 @@ def drop(project: Project, name: str) -> str:
     if not defined and key not in found:
         raise UsageError(f"no dynamic table named '{name}' in {project.warehouse}",
                          hint=suggest(key, [*found, *project.tables]) or "see `dt show dynamic tables`")
-    path = Path(project.table_path(key))
-    if defined and not (path / "_delta_log").is_dir():
+    path = project.table_path(key)
+    if defined and open_table(path) is None:
         raise UsageError(f"{key} has not been created yet: there is nothing to drop")
     # Metadata first: if we crash in between, the table is still found as an orphan and a second
     # `dt drop` finishes the job; the reverse order could leave history of a table that is gone.
@@ -55,5 +54,5 @@ def drop(project: Project, name: str) -> str:
     if hist is not None:
         hist.delete(f"name = '{key}'")
     scheduling.forget(project.warehouse, key)
-    shutil.rmtree(path)
-    return str(path)
+    storage.remove_tree(path)
+    return path

@@ -14,7 +14,8 @@ from datetime import datetime, timezone
 from typing import Any
 
 from dtcli.model import join_path
-from dtcli.state.delta_log import open_table, read_rows, storage_uri
+from dtcli.state import storage
+from dtcli.state.delta_log import open_table, read_rows
 
 ACTIVE, SUSPENDED = "ACTIVE", "SUSPENDED"
 REGISTERED, RESUMED = "REGISTERED", "RESUMED"   # event kinds besides SUSPENDED
@@ -59,9 +60,10 @@ def append(warehouse: str, events: list[Event]) -> None:
     schema = pa.schema([pa.field(f, pa.string()) for f in _FIELDS])
     rows = [{**e.to_dict(), "at": e.at or now_iso()} for e in events]
     path = events_path(warehouse)
-    if "://" not in path:
+    if not storage.is_remote(path):
         os.makedirs(path, exist_ok=True)
-    write_deltalake(storage_uri(path), pa.Table.from_pylist(rows, schema=schema), mode="append")
+    write_deltalake(storage.uri(path), pa.Table.from_pylist(rows, schema=schema), mode="append",
+                    storage_options=storage.options(path))
 
 
 def read_events(warehouse: str) -> list[dict[str, Any]]:

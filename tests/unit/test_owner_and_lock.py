@@ -144,27 +144,12 @@ def test_a_closed_connection_or_a_lost_lease_stop_it_and_a_dead_parent_ends_it()
     assert ended == [True]
 
 
-def test_another_lock_kind_plugs_in_by_scheme_and_the_driver_renews_it(tmp_path):
-    from contextlib import contextmanager
+def test_a_lost_s3_lease_stops_the_driver_starting_refreshes(tmp_path, monkeypatch):
+    from dtcli.state import lease, lock
 
-    from dtcli.state import lock
-
-    taken, renewals = [], []
-
-    @contextmanager
-    def lease(project, command, wait_seconds):
-        taken.append(command)
-        yield lock.Held(tmp_path / "lease", None)
-
-    lock.register("mem", lease)
-    lock.register_renewer("mem", lambda warehouse, holder: lambda: renewals.append(warehouse) or len(renewals) < 2)
-    try:
-        with warehouse_lock(SimpleNamespace(warehouse="mem://lake/wh", target_dir=tmp_path), "run") as held:
-            assert held.fd is None
-        assert taken == ["run"]
-        watch = OwnerWatch(renew=lock.renewer("mem://lake/wh"), renew_every=0)
-        assert watch.check() is None and "could not be renewed" in watch.check()
-        assert lock.renewer(str(tmp_path))() is True           # a flock: nothing to renew
-    finally:
-        lock._KINDS.pop("mem")
-        lock._RENEWERS.pop("mem")
+    renew = lock.renewer("s3a://lake/wh")
+    assert renew() is True                                     # no lease taken in this driver
+    monkeypatch.setattr(lease, "_driver_lease", SimpleNamespace(lost=True))
+    watch = OwnerWatch(renew=renew, renew_every=0)
+    assert "could not be renewed" in watch.check()
+    assert lock.renewer(str(tmp_path))() is True               # a flock: nothing to renew
