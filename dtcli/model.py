@@ -16,6 +16,8 @@ from typing import Any
 NO_DATA, INCREMENTAL, FULL, REINITIALIZE = "NO_DATA", "INCREMENTAL", "FULL", "REINITIALIZE"
 # A resolved refresh mode besides INCREMENTAL and FULL: each refresh picks the cheaper of the two.
 ADAPTIVE = "ADAPTIVE"
+# The refresh mode of a REFRESH USING table: its own statement applies the changes.
+CUSTOM_INCREMENTAL = "CUSTOM_INCREMENTAL"
 CREATION, SCHEDULED, MANUAL = "CREATION", "SCHEDULED", "MANUAL"
 SUCCEEDED, FAILED, SKIPPED, UPSTREAM_FAILED = "SUCCEEDED", "FAILED", "SKIPPED", "UPSTREAM_FAILED"
 # The one definition of a refresh that failed: it, or the upstream refresh it needed, broke.
@@ -67,6 +69,7 @@ class TableDef:
     parsed: Any = None            # the file's one parse (dtcli.sql.parse.ParsedSQL)
     query: Any = None             # its query, inputs renamed to logical names (sqlglot tree)
     ignored: tuple[dict[str, Any], ...] = ()   # CREATE DYNAMIC TABLE properties dt does not use
+    custom: Any = None            # kind "custom": its statement (dtcli.sql.custom.CustomStatement)
 
     @property
     def enabled(self) -> bool:

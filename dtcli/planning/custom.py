@@ -1,0 +1,198 @@
+"""Checking a custom incremental table (REFRESH USING) before Spark runs.
+
+Its columns are declared (`columns:`, required: a statement has no output to derive them from);
+its statement may only write the declared columns; `frozen_where` does not combine with it;
+`backfill` and `start_at` are creation-only. Its refresh mode is CUSTOM_INCREMENTAL: `auto`
+resolves to it, `incremental` / `full` / `adaptive` are errors. Its table's history cannot be
+recomputed, so a changed statement keeps the data and continues from the frontier, a nullable
+column added at the end of `columns` is added to the table, and any other change of the columns
+is an error that says how to recreate the table.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from sqlglot import exp
+from sqlglot.optimizer.qualify import qualify
+from sqlglot.schema import MappingSchema
+
+from dtcli.errors import ValidationError
+from dtcli.model import Column, Project, TableDef
+from dtcli.sql.analysis.result import OperatorInfo, QueryAnalysis
+from dtcli.sql.custom import ACTION, ISUPDATE, SELF_VIEW, CustomStatement
+from dtcli.sql.parse import line_of
+from dtcli.sql.types import to_sqlglot
+from dtcli.state.delta_log import TableInfo
+
+MODES_ALLOWED = ("auto", "custom_incremental")
+META_COLUMNS = (Column(ACTION, "STRING"), Column(ISUPDATE, "BOOLEAN"))
+
+
+@dataclass
+class CustomCheck:
+    columns: tuple[Column, ...]
+    spark_sql: str                          # the statement as Spark SQL, target SELF
+    add_columns: list[Column] = field(default_factory=list)   # to add to the table before refreshing
+    warnings: list[str] = field(default_factory=list)
+
+
+def _where(table: TableDef, key: str) -> dict[str, Any]:
+    origin = table.config_origin.get(key)
+    return {"file": origin.file if origin and origin.file else table.file,
+            "line": origin.line if origin else None}
+
+
+def check_config(table: TableDef) -> None:
+    """Config that only a custom table may have, and what it may not."""
+    if table.kind != "custom":
+        if table.config.get("start_at") is not None:
+            raise ValidationError("start_at is for custom incremental tables (REFRESH USING)",
+                                  **_where(table, "start_at"),
+                                  hint="a query table's copy is set by backfill alone; remove start_at")
+        if table.refresh_mode == "custom_incremental":
+            raise ValidationError("refresh_mode custom_incremental needs a REFRESH USING statement",
+                                  **_where(table, "refresh_mode"), hint="use refresh_mode: auto")
+        return
+    if table.refresh_mode not in MODES_ALLOWED:
+        raise ValidationError(f"refresh_mode is {table.refresh_mode}, but {table.name} is a custom incremental "
+                              "table (REFRESH USING): its statement applies the changes",
+                              **_where(table, "refresh_mode"),
+                              hint="use refresh_mode: auto (it resolves to CUSTOM_INCREMENTAL), or remove it")
+    if table.config.get("frozen_where") is not None:
+        raise ValidationError("frozen_where cannot be combined with REFRESH USING", **_where(table, "frozen_where"),
+                              hint="remove frozen_where; the statement decides which rows change")
+    if table.config.get("start_at") is not None and table.config.get("backfill") is None:
+        raise ValidationError("start_at needs backfill: without it the first refresh reads every row of the "
+                              "sources", **_where(table, "start_at"),
+                              hint="add backfill: {from: TABLE}, or remove start_at")
+
+
+def declared_columns(table: TableDef) -> tuple[Column, ...]:
+    declared = table.config.get("columns")
+    if not declared:
+        raise ValidationError(f"{table.name} is a custom incremental table and needs columns: its statement "
+                              "has no output to derive them from", file=table.file, line=1,
+                              hint=f"list them in tables/{table.name}.yml, e.g. columns: [{{name: id, type: BIGINT}}]")
+    out = []
+    for spec in declared:
+        kind = spec.get("type")
+        if not kind or to_sqlglot(kind).is_type("unknown"):
+            raise ValidationError(f"column {spec['name']} of {table.name} needs a Spark SQL type"
+                                  + (f" ('{kind}' is unknown)" if kind else ""), **_where(table, "columns"),
+                                  hint="e.g. {name: id, type: BIGINT}; a custom table is created with them")
+        out.append(Column(spec["name"], kind.upper()))
+    return tuple(out)
+
+
+def check_table(project: Project, table: TableDef, schemas: dict[str, tuple[Column, ...]],
+                info: TableInfo | None) -> CustomCheck:
+    check_config(table)
+    columns = declared_columns(table)
+    statement: CustomStatement = table.custom
+    _check_targets(table, statement, columns)
+    add = _evolution(table, columns, info)
+    sql = _spark_sql(project, table, statement, columns, schemas)
+    return CustomCheck(columns, sql, add)
+
+
+def _check_targets(table: TableDef, statement: CustomStatement, columns: tuple[Column, ...]) -> None:
+    names = {c.name.lower() for c in columns}
+    tree = statement.tree
+    written: list[exp.Expression] = []
+    if isinstance(tree, exp.Insert) and isinstance(tree.this, exp.Schema):
+        written += tree.this.expressions
+    for when in tree.find_all(exp.When):
+        then = when.args.get("then")
+        if isinstance(then, exp.Update):
+            written += [e.this for e in then.expressions if isinstance(e, exp.EQ)]
+        elif isinstance(then, exp.Insert) and isinstance(then.this, exp.Tuple):
+            written += then.this.expressions
+    for node in written:
+        name = node.name if isinstance(node, (exp.Column, exp.Identifier)) else node.sql()
+        if name.lower() not in names:
+            from dtcli.errors import suggest
+
+            raise ValidationError(f"{statement.kind} writes column {name}, which is not in {table.name}'s columns",
+                                  file=table.file, line=line_of(node) or line_of(tree),
+                                  hint=suggest(name.lower(), names) or
+                                  f"columns are: {', '.join(c.name for c in columns)}")
+    select = tree.expression if isinstance(tree, exp.Insert) and not isinstance(tree.this, exp.Schema) else None
+    if isinstance(select, exp.Select) and not any(_is_star(e) for e in select.expressions) \
+            and len(select.expressions) != len(columns):
+        raise ValidationError(f"INSERT INTO SELF gives {len(select.expressions)} values but {table.name} has "
+                              f"{len(columns)} columns", file=table.file, line=line_of(tree),
+                              hint="select one value per column, in the order of columns:, "
+                                   "or name them: INSERT INTO SELF (a, b) SELECT ...")
+
+
+def _is_star(node: exp.Expression) -> bool:
+    return isinstance(node, exp.Star) or (isinstance(node, exp.Column) and isinstance(node.this, exp.Star))
+
+
+def _evolution(table: TableDef, columns: tuple[Column, ...], info: TableInfo | None) -> list[Column]:
+    """Columns to add to an existing table; an error for any other change of its columns."""
+    if info is None or not info.schema:
+        return []
+    have = [(c.name.lower(), _spelt(c.type)) for c in info.schema]
+    want = [(c.name.lower(), _spelt(c.type)) for c in columns]
+    if want[:len(have)] == have:
+        return list(columns[len(have):])
+    raise ValidationError(f"the columns of {table.name} changed from ({_list(info.schema)}) to ({_list(columns)}); "
+                          "a custom incremental table can only gain nullable columns at the end",
+                          **_where(table, "columns"),
+                          hint=f"its history cannot be recomputed: to recreate it, run `dt drop {table.name} --yes` "
+                               "and then `dt run` (it is filled again from its sources), or undo the change")
+
+
+def _spelt(kind: str | None) -> str:
+    return (kind or "").replace(" ", "").upper()
+
+
+def _list(columns) -> str:
+    return ", ".join(f"{c.name} {c.type}" for c in columns)
+
+
+def _spark_sql(project: Project, table: TableDef, statement: CustomStatement, columns: tuple[Column, ...],
+               schemas: dict[str, tuple[Column, ...]]) -> str:
+    """The statement in Spark SQL. Stars (`* EXCLUDE (...)`) are expanded against the inputs'
+    columns, as Spark has no EXCLUDE."""
+    tree = statement.tree.copy()
+    if any(True for _ in tree.find_all(exp.Star)):
+        mapping: dict[str, dict[str, Any]] = {SELF_VIEW: {c.name: to_sqlglot(c.type) for c in columns}}
+        for name in statement.snapshot_inputs:
+            mapping[name] = {c.name: to_sqlglot(c.type or "unknown") for c in schemas.get(name, ())}
+        for view, (name, _) in statement.change_views.items():
+            mapping[view] = {c.name: to_sqlglot(c.type or "unknown")
+                             for c in (*schemas.get(name, ()), *META_COLUMNS)}
+        if all(mapping.values()):
+            schema = MappingSchema(mapping, dialect=project.dialect)
+            selects = [tree.expression] if isinstance(tree, exp.Insert) else [tree.args["using"].this]
+            for select in selects:
+                if isinstance(select, exp.Query):
+                    try:
+                        select.replace(qualify(select.copy(), dialect=project.dialect, schema=schema,
+                                               validate_qualify_columns=False, identify=False))
+                    except Exception:
+                        pass      # left to Spark, which names what it cannot resolve
+    return tree.sql(dialect="spark", pretty=True)
+
+
+def analysis(table: TableDef) -> QueryAnalysis:
+    """explain's operator table for a custom table: the statement, each CHANGES() input, SELF."""
+    statement: CustomStatement = table.custom
+    ops = [OperatorInfo(f"{statement.kind} INTO SELF", "custom: the statement runs once per refresh over the "
+                        "changes since the last one, in one commit with the frontier", (),
+                        line_of(statement.tree), True)]
+    for name, mode, line in statement.change_inputs:
+        what = ("inserted rows only" if mode == "APPEND_ONLY" else
+                "inserted, deleted and updated rows (an update is a DELETE + INSERT pair)")
+        ops.append(OperatorInfo(f"{name} CHANGES(INFORMATION => {mode})",
+                                f"the change data feed since the last refresh: {what}", (), line, True))
+    for line in statement.self_lines:
+        ops.append(OperatorInfo("SELF", "read as it is before this refresh", (), line, True))
+    for name in statement.snapshot_inputs:
+        ops.append(OperatorInfo(f"FROM {name}", "read whole at the run's snapshot (not incrementally)", (),
+                                table.input_lines.get(name), True))
+    return QueryAnalysis(True, None, tuple(ops), ())
