@@ -50,6 +50,7 @@ class SourceDef:
     origin: str = "declared"      # declared in dt_project.yml, or a seed
     file: str | None = None
     line: int | None = None
+    rely: bool = False            # the primary key holds: CHANGES() of it are compacted per key
 
 
 @dataclass
@@ -232,6 +233,7 @@ class RefreshRecord:
     num_inserted_rows: int = 0
     num_deleted_rows: int = 0
     num_copied_rows: int = 0
+    num_updated_rows: int = 0                  # rows a MERGE updated in place (custom tables)
     inputs_with_changed_data: list[str] = field(default_factory=list)
     source_versions: dict[str, int] = field(default_factory=dict)
     table_version: int | None = None

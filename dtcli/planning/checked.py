@@ -82,7 +82,7 @@ def check(project: Project, snapshot: Snapshot) -> Checked:
         table = project.tables[name]
         custom.check_config(table)
         if table.kind == "custom":
-            customs[name] = custom.check_table(project, table, schemas, snapshot.tables.get(name))
+            customs[name] = custom.check_table(project, table, schemas, snapshot)
             schemas[name] = customs[name].columns
             qualified[name] = None
             analyses[name] = custom.analysis(table)

@@ -35,6 +35,7 @@ class CustomCheck:
     columns: tuple[Column, ...]
     spark_sql: str                          # the statement as Spark SQL, target SELF
     add_columns: list[Column] = field(default_factory=list)   # to add to the table before refreshing
+    start_versions: dict[str, int] | None = None   # with backfill, at creation: where CHANGES() begin
     warnings: list[str] = field(default_factory=list)
 
 
@@ -87,14 +88,51 @@ def declared_columns(table: TableDef) -> tuple[Column, ...]:
 
 
 def check_table(project: Project, table: TableDef, schemas: dict[str, tuple[Column, ...]],
-                info: TableInfo | None) -> CustomCheck:
+                snapshot) -> CustomCheck:
     check_config(table)
+    info = snapshot.tables.get(table.name)
     columns = declared_columns(table)
     statement: CustomStatement = table.custom
     _check_targets(table, statement, columns)
     add = _evolution(table, columns, info)
     sql = _spark_sql(project, table, statement, columns, schemas)
-    return CustomCheck(columns, sql, add)
+    starts = _start_versions(project, table, snapshot) if table.config.get("backfill") and info is None else None
+    return CustomCheck(columns, sql, add, start_versions=starts)
+
+
+def _start_versions(project: Project, table: TableDef, snapshot) -> dict[str, int]:
+    """Where a backfilled table's CHANGES() begin: at creation (the pinned versions), or at
+    `start_at` (a version, or the last commit at or before a moment)."""
+    from datetime import datetime, timedelta
+
+    from dtcli.state.delta_log import open_table
+
+    start = table.config.get("start_at")
+    where = _where(table, "start_at")
+    out: dict[str, int] = {}
+    for name in change_inputs(table):
+        info = snapshot.sources.get(name) or snapshot.tables.get(name)
+        if info is None:
+            raise ValidationError(f"{name} has no table yet, so {table.name} cannot be backfilled with its changes "
+                                  "read from now", file=table.file, line=table.input_lines.get(name),
+                                  hint=f"create {name} first (dt run --select {name})")
+        if start is None:
+            out[name] = info.version
+        elif "version" in start:
+            if start["version"] > info.version:
+                raise ValidationError(f"start_at version {start['version']} is after {name}'s latest version "
+                                      f"{info.version}", **where)
+            out[name] = start["version"]
+        else:
+            moment = (datetime.fromisoformat(start["timestamp"]) if "timestamp" in start
+                      else snapshot.taken_at + timedelta(seconds=start["offset"]))
+            commits = open_table(project.input_path(name)).history()
+            eligible = [c["version"] for c in commits if c["timestamp"] <= moment.timestamp() * 1000]
+            if not eligible:
+                raise ValidationError(f"{name} has no version at or before {moment.isoformat()} "
+                                      "(its first commit is later)", **where)
+            out[name] = max(eligible)
+    return out
 
 
 def _check_targets(table: TableDef, statement: CustomStatement, columns: tuple[Column, ...]) -> None:
@@ -196,3 +234,52 @@ def analysis(table: TableDef) -> QueryAnalysis:
         ops.append(OperatorInfo(f"FROM {name}", "read whole at the run's snapshot (not incrementally)", (),
                                 table.input_lines.get(name), True))
     return QueryAnalysis(True, None, tuple(ops), ())
+
+
+def change_inputs(table: TableDef) -> list[str]:
+    return [name for name, _, _ in table.custom.change_inputs]
+
+
+def action(check: CustomCheck, changed: list[str], full_refresh: bool) -> tuple[str, str | None]:
+    """INCREMENTAL when a CHANGES() input moved (or a column is to be added), else NO_DATA."""
+    from dtcli.model import INCREMENTAL, NO_DATA
+
+    note = ("; --full-refresh does not apply: a custom incremental table's history cannot be recomputed"
+            if full_refresh else "")
+    if check.add_columns:
+        return INCREMENTAL, f"columns added: {', '.join(c.name for c in check.add_columns)}{note}"
+    if changed:
+        return INCREMENTAL, f"CHANGES() of {', '.join(changed)}{note}"
+    return NO_DATA, None
+
+
+def source_key(project: Project, name: str) -> list[str] | None:
+    """The RELY primary key of an input, if it has one: its changes are then compacted per key."""
+    if name in project.sources:
+        source = project.sources[name]
+        return list(source.primary_key) if source.primary_key and source.rely else None
+    table = project.tables.get(name)
+    for constraint in (table.config.get("constraints") or ()) if table else ():
+        if constraint["kind"] == "primary_key" and constraint.get("rely"):
+            return list(constraint["columns"])
+    return None
+
+
+def step_options(checked, name: str) -> dict[str, Any]:
+    """What the engine needs to run the statement (JSON: it travels in the plan)."""
+    project = checked.project
+    table = project.tables[name]
+    statement: CustomStatement = table.custom
+    check: CustomCheck = checked.customs[name]
+    tree = statement.tree
+    on = tree.args.get("on")
+    return {
+        "kind": statement.kind,
+        "columns": [c.to_dict() for c in check.columns],
+        "add_columns": [c.to_dict() for c in check.add_columns],
+        "target_alias": statement.target_alias,
+        "on": on.sql(dialect=project.dialect) if on is not None else None,
+        "changes": [{"name": n, "mode": m, "path": project.input_path(n), "key": source_key(project, n)}
+                    for n, m, _ in statement.change_inputs],
+        "start_versions": checked.customs[name].start_versions,
+    }

@@ -14,7 +14,7 @@ PROJECT_FILE = "dt_project.yml"
 PROJECT_KEYS = {"name", "dialect", "warehouse", "spark", "targets", "defaults", "sources", "vars",
                 "default_target", "version", "folders"}
 TARGET_KEYS = {"warehouse", "spark", "dialect", "vars", "defaults"}
-SOURCE_KEYS = {"path", "primary_key", "description", "columns"}
+SOURCE_KEYS = {"path", "primary_key", "rely", "description", "columns"}
 SPARK_KEYS = {"master", "conf", "jars"}
 DIALECTS = {"spark", "spark2", "databricks", "snowflake", "hive", "duckdb", "postgres", "bigquery", "trino"}
 
@@ -138,6 +138,11 @@ def _load_sources(root: Path, file: Path, raw: LineDict, warehouse: str) -> dict
                               hint="add `path: data/<table>` (a Delta table)")
         pk = spec.get("primary_key") or []
         pk = [pk] if isinstance(pk, str) else list(pk)
+        rely = spec.get("rely", False)
+        if not isinstance(rely, bool) or (rely and not pk):
+            raise ConfigError(f"source '{name}': rely must be true or false, with a primary_key to rely on",
+                              file=file, line=spec.line_of("rely") or line,
+                              hint="e.g. {path: data/users, primary_key: [id], rely: true}")
         sources[str(name).lower()] = SourceDef(str(name).lower(), _resolve_path(root, str(spec["path"])),
-                                               tuple(pk), "declared", str(file), line)
+                                               tuple(pk), "declared", str(file), line, rely)
     return sources
