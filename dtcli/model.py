@@ -147,6 +147,7 @@ class Frontier:
     refresh_mode: str | None = None
     frozen_where: str | None = None     # the predicate this refresh froze rows with
     backfill: dict[str, Any] | None = None   # what the DT was copied from at creation
+    input_ids: dict[str, str] | None = None  # custom tables: Delta table id of each CHANGES() input
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

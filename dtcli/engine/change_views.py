@@ -15,6 +15,8 @@ from dtcli.engine.changes import ChangesUnavailable, is_unavailable, quote
 from dtcli.sql.custom import ACTION, APPEND_ONLY, ISUPDATE
 
 _CDF = ("_change_type", "_commit_version", "_commit_timestamp")
+# Touched keys up to this many are pushed into the reads of a RELY-keyed input as literals.
+KEY_LITERALS = 10_000
 
 
 def _with_meta(df, action, isupdate):
@@ -40,6 +42,16 @@ def _fix(name: str, path: str) -> str:
             f"rows, run `dt drop` on it and `dt run` (or create it with backfill and start_at)")
 
 
+def unavailable(what: str, exc: BaseException) -> ChangesUnavailable:
+    """The change data is gone (vacuumed, or the feed was off): the reason and the fix."""
+    first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
+    return ChangesUnavailable(f"the change data of {what} is no longer available (vacuumed, or the change "
+                              f"data feed was off): {first}. A custom table's history cannot be recomputed: "
+                              "to start it again from its sources' current rows, run `dt drop` on it and "
+                              "`dt run`; keep the sources' history longer than the longest gap between "
+                              "refreshes (delta.logRetentionDuration, delta.deletedFileRetentionDuration)")
+
+
 def read(spark, name: str, path: str, mode: str, start: int, end: int, current, key: list[str] | None):
     """The change rows of `name` committed after version `start` up to `end` (both pinned);
     `current`: the input at `end`."""
@@ -51,62 +63,74 @@ def read(spark, name: str, path: str, mode: str, start: int, end: int, current, 
     if start == end:
         return none(current)
     try:
-        old = spark.read.format("delta").option("versionAsOf", start).load(path)
-        if [(f.name, f.dataType) for f in old.schema.fields] != [(f.name, f.dataType) for f in current.schema.fields]:
-            raise ChangesUnavailable(f"the columns of input {name} changed after version {start}; "
-                                     "edit the statement if it must read them differently. "
-                                     f"{_fix(name, path)}")
         feed = (spark.read.format("delta").option("readChangeFeed", "true")
                 .option("startingVersion", start + 1).option("endingVersion", end).load(path))
         data = [c for c in feed.columns if c not in _CDF]
+        if data != current.columns:
+            raise ChangesUnavailable(f"the columns of input {name} changed after version {start} "
+                                     f"(now {', '.join(current.columns)}); {_fix(name, path)}")
         kind = F.col("_change_type")
         if key:
+            old = spark.read.format("delta").option("versionAsOf", start).load(path)
             rows = _compacted(feed, old, current, data, key, name)
         else:
+            # the range is pinned at both ends: the statement may read it several times
             rows = feed.select(*[F.col(quote(c)) for c in data],
                                F.when(kind.isin("insert", "update_postimage"), F.lit("INSERT"))
                                .otherwise(F.lit("DELETE")).alias(ACTION),
                                kind.isin("update_preimage", "update_postimage").alias(ISUPDATE))
         if mode == APPEND_ONLY:
             rows = rows.filter((F.col(quote(ACTION)) == "INSERT") & ~F.col(quote(ISUPDATE)))
-        # read once: the statement may scan it several times, and the range must not move
-        rows = rows.localCheckpoint(eager=True)
     except ChangesUnavailable:
         raise
     except Exception as exc:
         if is_unavailable(exc):
-            first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
-            raise ChangesUnavailable(f"the change data of input {name} for versions {start + 1}..{end} is no longer "
-                                     f"available (vacuumed, or the change data feed was off): {first}. "
-                                     f"{_fix(name, path)}; keep the source's history longer than the longest gap "
-                                     "between refreshes (delta.logRetentionDuration, "
-                                     "delta.deletedFileRetentionDuration)") from exc
+            raise unavailable(f"input {name} for versions {start + 1}..{end}", exc) from exc
         raise
     return rows
 
 
 def _compacted(feed, old, new, data: list[str], key: list[str], name: str):
-    """Per key touched in the range: its row before (at `start`) against its row after (at `end`)."""
+    """Per key touched in the range: its row before (at `start`) against its row after (at `end`).
+    The touched keys, when few, are pushed into both reads as literals (Delta skips files)."""
     from functools import reduce
 
     from pyspark.sql import functions as F
 
-    keys = feed.select(*[F.col(quote(k)) for k in key]).distinct()
+    from dtcli.engine import literals as lit
 
-    def side(df, mark):
-        picked = df.join(keys, on=reduce(lambda a, b: a & b, [df[quote(k)].eqNullSafe(keys[quote(k)]) for k in key]),
-                         how="left_semi")
-        return picked.select(*[F.col(quote(c)).alias(f"{mark}{i}") for i, c in enumerate(data)],
-                             F.lit(True).alias(f"{mark}_here"))
+    keys = feed.select(*[F.col(quote(k)) for k in key]).distinct().localCheckpoint(eager=True)
+    try:
+        fields = {f.name: f.dataType for f in feed.schema.fields}
+        found = keys.limit(KEY_LITERALS + 1).collect()
+        predicate = None
+        if len(found) <= KEY_LITERALS:
+            rendered = [tuple(lit.literal(r[k], fields[k]) for k in key) for r in found]
+            if all(v is not None for row in rendered for v in row):
+                predicate = lit.key_predicate(key, rendered) if rendered else "false"
 
-    before, after = side(old, "o"), side(new, "n")
+        def side(df, mark):
+            if predicate is not None:
+                picked = df.filter(predicate)
+            else:
+                on = reduce(lambda a, b: a & b, [df[quote(k)].eqNullSafe(keys[quote(k)]) for k in key])
+                picked = df.join(keys, on=on, how="left_semi")
+            return picked.select(*[F.col(quote(c)) for c in data], F.lit(mark).alias("__dt_side"))
+
+        both = side(old, "o").unionByName(side(new, "n")).localCheckpoint(eager=True)
+    finally:
+        keys.unpersist()
+    dup = both.groupBy("__dt_side", *[F.col(quote(k)) for k in key]).count().filter("count > 1").limit(1).collect()
+    if dup:
+        when = "before" if dup[0]["__dt_side"] == "o" else "after"
+        raise ValueError(f"the RELY primary key ({', '.join(key)}) of {name} is not unique {when} this range: "
+                         f"several rows have the key {tuple(dup[0])[1:-1]}; fix the data, or remove rely so "
+                         "that its changes are passed on as recorded")
+    before = both.filter("__dt_side = 'o'").select(*[F.col(quote(c)).alias(f"o{i}") for i, c in enumerate(data)],
+                                                   F.lit(True).alias("o_here"))
+    after = both.filter("__dt_side = 'n'").select(*[F.col(quote(c)).alias(f"n{i}") for i, c in enumerate(data)],
+                                                  F.lit(True).alias("n_here"))
     index = [data.index(k) for k in key]
-    for df, mark, when in ((before, "o", "before"), (after, "n", "after")):
-        dup = df.groupBy(*[F.col(f"{mark}{i}") for i in index]).count().filter("count > 1").limit(1).collect()
-        if dup:
-            raise ValueError(f"the RELY primary key ({', '.join(key)}) of {name} is not unique {when} this range: "
-                             f"several rows have the key {tuple(dup[0])[:-1]}; fix the data, or remove rely so "
-                             "that its changes are passed on as recorded")
     joined = before.join(after, on=reduce(lambda a, b: a & b, [F.col(f"o{i}").eqNullSafe(F.col(f"n{i}"))
                                                                 for i in index]), how="full_outer")
     same = reduce(lambda a, b: a & b, [F.col(f"o{i}").eqNullSafe(F.col(f"n{i}")) for i in range(len(data))])

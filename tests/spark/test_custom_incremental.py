@@ -324,3 +324,73 @@ def _versions(root) -> dict[str, int]:
     from dtcli.state.delta_log import table_version
 
     return {n: table_version(str(root / "warehouse" / n)) for n in COLUMNS}
+
+
+MERGE_LOG = """MERGE INTO SELF AS t
+USING (SELECT id, v FROM events CHANGES() WHERE METADATA$ACTION = 'INSERT'{dedupe}) AS s
+ON t.id = s.id
+WHEN MATCHED THEN UPDATE SET t.v = s.v
+WHEN NOT MATCHED THEN INSERT (id, v) VALUES (s.id, s.v)"""
+
+
+def test_run_time_errors_fail_with_the_reason_and_change_nothing(spark, tmp_path):
+    from dtcli.model import FAILED
+    from dtcli.state.delta_log import table_version
+
+    data = tmp_path / "data" / "events"
+    root = write_project(tmp_path / "p", {"latest": MERGE_LOG.format(dedupe="")},
+                         config="sources:\n  events: {path: ../data/events}\n",
+                         table_yml={"latest": "columns: [{name: id, type: INT}, {name: v, type: INT}]\n"})
+    events = f"delta.`{data}`"
+
+    def create_events():
+        spark.sql(f"CREATE TABLE {events} (id INT, v INT) USING delta TBLPROPERTIES (delta.enableChangeDataFeed = true)")
+        spark.sql(f"INSERT INTO {events} VALUES (1, 1), (2, 2)")
+
+    def run():
+        result = api.run(api.check(root), all_tables=True, launcher=in_process(spark))
+        return {r.name: r for r in result.records}["latest"]
+
+    def rows():
+        return sorted(tuple(r) for r in spark.read.format("delta").load(str(root / "warehouse" / "latest")).collect())
+
+    create_events()
+    assert run().state == SUCCEEDED and rows() == [(1, 1), (2, 2)]
+    # several source rows for one target row: the refresh fails, names the ON condition, writes nothing
+    spark.sql(f"INSERT INTO {events} VALUES (1, 10), (1, 11)")
+    version = table_version(str(root / "warehouse" / "latest"))
+    failed = run()
+    assert failed.state == FAILED and failed.state_code == "DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE"
+    assert "t.id = s.id" in failed.state_message and "QUALIFY ROW_NUMBER()" in failed.state_message
+    assert table_version(str(root / "warehouse" / "latest")) == version and rows() == [(1, 1), (2, 2)]
+    # the statement edited (CREATE OR ALTER) and a nullable column added at the end: the data is
+    # kept and the same changes are read again
+    (root / "tables" / "latest.sql").write_text(
+        MERGE_LOG.format(dedupe="\n  QUALIFY ROW_NUMBER() OVER (PARTITION BY id ORDER BY v DESC) = 1"))
+    (root / "tables" / "latest.yml").write_text(
+        "columns: [{name: id, type: INT}, {name: v, type: INT}, {name: note, type: STRING}]\n")
+    fixed = run()
+    assert (fixed.state, fixed.refresh_action) == (SUCCEEDED, INCREMENTAL), fixed.state_message
+    assert rows() == [(1, 11, None), (2, 2, None)]
+    # change data vacuumed away: fails with the reason and the fix, no silent reinitialization
+    spark.sql(f"UPDATE {events} SET v = 5 WHERE id = 2")
+    spark.conf.set("spark.databricks.delta.retentionDurationCheck.enabled", "false")
+    try:
+        spark.sql(f"VACUUM {events} RETAIN 0 HOURS")
+    finally:
+        spark.conf.unset("spark.databricks.delta.retentionDurationCheck.enabled")
+    version = table_version(str(root / "warehouse" / "latest"))
+    gone = run()
+    assert gone.state == FAILED and "no longer available" in gone.state_message, gone.state_message
+    assert "dt drop" in gone.state_message and "logRetentionDuration" in gone.state_message
+    assert table_version(str(root / "warehouse" / "latest")) == version
+    # the source recreated: fails, says so
+    import shutil
+
+    shutil.rmtree(data)
+    create_events()
+    spark.sql(f"INSERT INTO {events} VALUES (3, 3)")
+    spark.sql(f"INSERT INTO {events} VALUES (4, 4)")
+    recreated = run()
+    assert recreated.state == FAILED and "recreated" in recreated.state_message, recreated.state_message
+    assert rows() == [(1, 11, None), (2, 2, None)]

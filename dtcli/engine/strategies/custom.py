@@ -18,7 +18,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from dtcli.engine import apply, change_views, commit
-from dtcli.engine.changes import ChangesUnavailable, quote
+from dtcli.engine.changes import ChangesUnavailable, is_unavailable, quote
 from dtcli.engine.context import RefreshContext, RefreshResult
 from dtcli.engine.deletion_vectors import table_property
 from dtcli.engine.strategies import register
@@ -59,8 +59,16 @@ def _run(ctx: RefreshContext, views: list[str]) -> RefreshResult:
     spark.read.format("delta").option("versionAsOf", before).load(step.path).createOrReplaceTempView(SELF_VIEW)
     views.append(SELF_VIEW)
     previous = step.previous.source_versions if step.previous and not creating else {}
+    known_ids = (step.previous.input_ids or {}) if step.previous and not creating else {}
+    ctx.frontier.input_ids = {}
     for change in opts["changes"]:
         name, mode = change["name"], change["mode"]
+        ctx.frontier.input_ids[name] = table_id = _table_id(change["path"])
+        if known_ids.get(name) not in (None, table_id):
+            raise ChangesUnavailable(f"input {name} was recreated since the last refresh (its Delta table id "
+                                     f"changed), so its changes since then cannot be read; the table's history "
+                                     f"cannot be recomputed: recreate it with `dt drop {step.name} --yes` and "
+                                     "`dt run`")
         current = spark.table(quote(name))        # bound by the executor at the pinned version
         if creating:
             rows = change_views.all_rows(current)
@@ -85,6 +93,9 @@ def _run(ctx: RefreshContext, views: list[str]) -> RefreshResult:
                 f"[{MULTIPLE_MATCHES}] several rows of the MERGE source match one row of {step.name} on "
                 f"{opts.get('on')}; nothing was written. Deduplicate the USING query on the ON keys, e.g. "
                 "QUALIFY ROW_NUMBER() OVER (PARTITION BY <keys> ORDER BY ...) = 1, or aggregate per key") from exc
+        if is_unavailable(exc):       # the change rows are read lazily, by the statement
+            names = ", ".join(c["name"] for c in opts["changes"])
+            raise change_views.unavailable(f"{names} since the last refresh", exc) from exc
         raise
     last = commit.last_commit(step.path)
     if last["version"] == before:           # Delta wrote nothing (no source rows): record the frontier
@@ -96,6 +107,13 @@ def _run(ctx: RefreshContext, views: list[str]) -> RefreshResult:
                              table_version=last["version"],
                              extra={"updated": int(metrics.get("numTargetRowsUpdated", 0))})
     return RefreshResult(inserted=int(metrics.get("numOutputRows", 0)), table_version=last["version"])
+
+
+def _table_id(path: str) -> str | None:
+    from dtcli.state.delta_log import open_table
+
+    table = open_table(path)
+    return table.metadata().id if table is not None else None
 
 
 def _condition(exc: BaseException) -> str:
@@ -147,6 +165,7 @@ def _backfilled(ctx: RefreshContext, opts: dict) -> RefreshResult:
     copied = copied.select(*[F.col(quote(c)).cast(spec["type"]).alias(spec["name"])
                              for c, spec in zip(copied.columns, opts["columns"])])
     ctx.frontier.source_versions.update(opts["start_versions"])
+    ctx.frontier.input_ids = {c["name"]: _table_id(c["path"]) for c in opts["changes"]}
     options = ctx.step.options
     commit.replace_table(ctx.spark, copied, ctx.step.path, ctx.frontier,
                          partition_by=options.get("partition_by"), cluster_by=options.get("cluster_by"),
