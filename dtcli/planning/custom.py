@@ -283,3 +283,92 @@ def step_options(checked, name: str) -> dict[str, Any]:
                     for n, m, _ in statement.change_inputs],
         "start_versions": checked.customs[name].start_versions,
     }
+
+
+def explain(checked, name: str) -> tuple[dict[str, Any], list[str]]:
+    """explain's section for a custom table, and the warnings a user can act on."""
+    project = checked.project
+    table = project.tables[name]
+    statement: CustomStatement = table.custom
+    warnings: list[str] = []
+    changes = []
+    for inp, mode, line in statement.change_inputs:
+        key = source_key(project, inp)
+        changes.append({"name": inp, "information": mode, "line": line, "rely_primary_key": key,
+                        "compacted_per_key": key is not None})
+        info = checked.snapshot.sources.get(inp)
+        if info is not None and not info.change_data_feed:
+            from dtcli.planning.refresh_mode import enable_cdf_sql
+
+            warnings.append(f"source {inp} has no change data feed, so reading CHANGES() of it fails; "
+                            f"enable it with: {enable_cdf_sql(project.input_path(inp))}")
+        if mode == "APPEND_ONLY":
+            rewrites = _rewrites(project.input_path(inp))
+            if rewrites:
+                warnings.append(f"{inp} is read with CHANGES(INFORMATION => APPEND_ONLY) but its history has "
+                                f"{', '.join(rewrites)} commits: their deleted and updated rows are not seen "
+                                "(use INFORMATION => DEFAULT to handle them)")
+    if statement.kind == "MERGE":
+        warning = _merge_uniqueness(statement)
+        if warning:
+            warnings.append(warning)
+    downstream = sorted(checked.graph.downstream.get(name, ()))
+    if downstream and source_key(project, name) is None:
+        warnings.append(f"{', '.join(downstream)} read{'s' if len(downstream) == 1 else ''} {name}, which has no "
+                        "RELY primary key: its changes reach them as Delta records them; declare one with "
+                        "constraints: [{primary_key: [...], rely: true}] so that CHANGES() of it compact per key")
+    out = {"statement": f"{statement.kind} INTO SELF", "changes": changes,
+           "self_reads": list(statement.self_lines),
+           "snapshot_tables": list(statement.snapshot_inputs),
+           "initial_population": ("copied from the backfill source; CHANGES() read from "
+                                  + ("start_at" if table.config.get("start_at") else "creation"))
+           if table.config.get("backfill") else "the statement over every existing source row as an INSERT"}
+    return out, warnings
+
+
+def _rewrites(path: str) -> list[str]:
+    """Operations in a table's (recent) history that delete or update rows."""
+    from dtcli.state.delta_log import open_table
+
+    table = open_table(path)
+    if table is None:
+        return []
+    found = []
+    for commit in table.history(100):
+        op = str(commit.get("operation", "")).upper()
+        mode = str((commit.get("operationParameters") or {}).get("mode", "")).lower()
+        if op in ("DELETE", "UPDATE", "MERGE") or (op in ("WRITE", "CREATE OR REPLACE TABLE AS SELECT")
+                                                   and mode == "overwrite"):
+            found.append(op)
+    return sorted(set(found))
+
+
+def _merge_uniqueness(statement: CustomStatement) -> str | None:
+    """A warning when the USING query is not provably unique on the ON keys (then several source
+    rows may match one target row, and the refresh fails)."""
+    tree = statement.tree
+    using, on = tree.args.get("using"), tree.args.get("on")
+    if on is None or not isinstance(using, exp.Subquery):
+        return None
+    alias = using.alias
+    keys = set()
+    for eq in on.find_all(exp.EQ, exp.NullSafeEQ):
+        for side in (eq.this, eq.expression):
+            if isinstance(side, exp.Column) and side.table == alias:
+                keys.add(side.name.lower())
+    select = using.this if isinstance(using.this, exp.Select) else exp.Select()
+    group = select.args.get("group")
+    if group is not None and group.expressions and \
+            {e.name.lower() for e in group.expressions if isinstance(e, exp.Column)} <= keys and \
+            all(isinstance(e, exp.Column) for e in group.expressions):
+        return None
+    qualify_ = select.args.get("qualify")
+    if qualify_ is not None:
+        for window in qualify_.find_all(exp.Window):
+            parts = window.args.get("partition_by") or []
+            if isinstance(window.this, exp.RowNumber) and parts and \
+                    all(isinstance(p, exp.Column) for p in parts) and {p.name.lower() for p in parts} <= keys:
+                return None
+    return (f"the MERGE source {alias} is not provably unique on the ON keys ({', '.join(sorted(keys)) or on.sql()}): "
+            "if several of its rows match one row of the table the refresh fails; deduplicate it with "
+            "QUALIFY ROW_NUMBER() OVER (PARTITION BY <keys> ORDER BY ...) = 1 or GROUP BY the keys")
