@@ -148,6 +148,7 @@ class Frontier:
     frozen_where: str | None = None     # the predicate this refresh froze rows with
     backfill: dict[str, Any] | None = None   # what the DT was copied from at creation
     input_ids: dict[str, str] | None = None  # custom tables: Delta table id of each CHANGES() input
+    start_at: dict[str, Any] | None = None   # custom tables: the start_at they were created with
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

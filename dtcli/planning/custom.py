@@ -95,6 +95,11 @@ def check_table(project: Project, table: TableDef, schemas: dict[str, tuple[Colu
     statement: CustomStatement = table.custom
     _check_targets(table, statement, columns)
     add = _evolution(table, columns, info)
+    if info is not None and info.frontier is not None and table.config.get("start_at") != info.frontier.start_at:
+        raise ValidationError(f"start_at is set at creation only, and was changed on {table.name}, which exists",
+                              **_where(table, "start_at"),
+                              hint=f"to recreate it, run `dt drop {table.name} --yes` and then `dt run`; "
+                                   "or undo the change")
     sql = _spark_sql(project, table, statement, columns, schemas)
     starts = _start_versions(project, table, snapshot) if table.config.get("backfill") and info is None else None
     return CustomCheck(columns, sql, add, start_versions=starts)
@@ -282,6 +287,7 @@ def step_options(checked, name: str) -> dict[str, Any]:
         "changes": [{"name": n, "mode": m, "path": project.input_path(n), "key": source_key(project, n)}
                     for n, m, _ in statement.change_inputs],
         "start_versions": checked.customs[name].start_versions,
+        "start_at": table.config.get("start_at"),
     }
 
 

@@ -48,6 +48,7 @@ def _run(ctx: RefreshContext, views: list[str]) -> RefreshResult:
     spark, step = ctx.spark, ctx.step
     opts = step.options["custom"]
     creating = step.action in (FULL, REINITIALIZE)
+    ctx.frontier.start_at = opts.get("start_at") if creating or step.previous is None else step.previous.start_at
     if creating:
         if opts.get("start_versions") is not None:
             return _backfilled(ctx, opts)
