@@ -197,3 +197,17 @@ def test_the_seed_examples_compile_alike_in_both_dialects(tmp_path):
                                      .replace(" nulls last", "").split()) for n, c in checked.customs.items()})
         assert {n: checked.modes[n].mode for n in project.tables} == {n: CUSTOM_INCREMENTAL for n in project.tables}
     assert compiled[0] == compiled[1]
+
+
+def test_rely_primary_keys_of_sources_and_seeds(tmp_path):
+    root = write_project(tmp_path / "p", {"t": "SELECT id FROM users"},
+                         config="sources:\n  users: {path: data/users, primary_key: [id], rely: true}\n",
+                         seeds={"orders": "order_id,amount\n1,2"})
+    (root / "seeds" / "orders.yml").write_text("primary_key: [order_id]\nrely: true\n")
+    project = load_project(root)
+    assert (project.sources["users"].primary_key, project.sources["users"].rely) == (("id",), True)
+    assert (project.sources["orders"].primary_key, project.sources["orders"].rely) == (("order_id",), True)
+    bad = write_project(tmp_path / "q", {"t": "SELECT id FROM users"},
+                        config="sources:\n  users: {path: data/users, rely: true}\n")
+    with pytest.raises(DtError, match="with a primary_key to rely on"):
+        load_project(bad)
