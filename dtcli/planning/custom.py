@@ -56,7 +56,11 @@ def check_config(table: TableDef) -> None:
             raise ValidationError("refresh_mode custom_incremental needs a REFRESH USING statement",
                                   **_where(table, "refresh_mode"), hint="use refresh_mode: auto")
         return
-    if table.refresh_mode not in MODES_ALLOWED:
+    origin = table.config_origin.get("refresh_mode")
+    # a project-wide default (defaults:, folders:) is meant for query tables: only the table's own
+    # setting can contradict its REFRESH USING statement
+    inherited = origin is None or (origin.file or "").endswith("dt_project.yml")
+    if table.refresh_mode not in MODES_ALLOWED and not inherited:
         raise ValidationError(f"refresh_mode is {table.refresh_mode}, but {table.name} is a custom incremental "
                               "table (REFRESH USING): its statement applies the changes",
                               **_where(table, "refresh_mode"),

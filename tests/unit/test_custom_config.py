@@ -211,3 +211,10 @@ def test_rely_primary_keys_of_sources_and_seeds(tmp_path):
                         config="sources:\n  users: {path: data/users, rely: true}\n")
     with pytest.raises(DtError, match="with a primary_key to rely on"):
         load_project(bad)
+
+
+def test_a_project_default_refresh_mode_is_for_query_tables(tmp_path):
+    root = write_project(tmp_path / "p", {"t": "INSERT INTO SELF SELECT id, name, email FROM users CHANGES()"},
+                         config=SOURCES + "defaults: {refresh_mode: incremental}\n", table_yml={"t": USER_COLUMNS})
+    project = load_project(root)
+    assert check(project, _snapshot(project)).modes["t"].mode == CUSTOM_INCREMENTAL
