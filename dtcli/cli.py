@@ -421,6 +421,15 @@ def explain(name: Annotated[str, typer.Argument(help="Dynamic table to explain."
                      for c in data["columns"]], ("column", "type"), title="columns")
     print_table(data["operators"], ("operator", "line", "strategy", "considerations"), title="operators")
     print_table(data["inputs"], ("name", "kind", "version", "change_data_feed", "path"), title="inputs")
+    if data["custom"]:
+        custom = data["custom"]
+        changes = ", ".join(f"{c['name']} ({c['information']}"
+                            + (f", compacted on RELY key {', '.join(c['rely_primary_key'])})" if c["compacted_per_key"]
+                               else ", as recorded: no RELY key)") for c in custom["changes"]) or "-"
+        console.print(f"{custom['statement']}; CHANGES() of: {changes}; reads SELF: "
+                      f"{'line ' + ', '.join(map(str, custom['self_reads'])) if custom['self_reads'] else 'no'}; "
+                      f"read at the run's snapshot: {', '.join(custom['snapshot_tables']) or '-'}; "
+                      f"first refresh: {custom['initial_population']}", highlight=False)
     if data["adaptive"]:
         console.print(f"next refresh: {data['adaptive']['action']} — {data['adaptive']['reason']}", highlight=False)
     if data["frozen"]:

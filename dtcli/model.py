@@ -16,6 +16,8 @@ from typing import Any
 NO_DATA, INCREMENTAL, FULL, REINITIALIZE = "NO_DATA", "INCREMENTAL", "FULL", "REINITIALIZE"
 # A resolved refresh mode besides INCREMENTAL and FULL: each refresh picks the cheaper of the two.
 ADAPTIVE = "ADAPTIVE"
+# The refresh mode of a REFRESH USING table: its own statement applies the changes.
+CUSTOM_INCREMENTAL = "CUSTOM_INCREMENTAL"
 CREATION, SCHEDULED, MANUAL = "CREATION", "SCHEDULED", "MANUAL"
 SUCCEEDED, FAILED, SKIPPED, UPSTREAM_FAILED = "SUCCEEDED", "FAILED", "SKIPPED", "UPSTREAM_FAILED"
 # The one definition of a refresh that failed: it, or the upstream refresh it needed, broke.
@@ -48,6 +50,7 @@ class SourceDef:
     origin: str = "declared"      # declared in dt_project.yml, or a seed
     file: str | None = None
     line: int | None = None
+    rely: bool = False            # the primary key holds: CHANGES() of it are compacted per key
 
 
 @dataclass
@@ -67,6 +70,7 @@ class TableDef:
     parsed: Any = None            # the file's one parse (dtcli.sql.parse.ParsedSQL)
     query: Any = None             # its query, inputs renamed to logical names (sqlglot tree)
     ignored: tuple[dict[str, Any], ...] = ()   # CREATE DYNAMIC TABLE properties dt does not use
+    custom: Any = None            # kind "custom": its statement (dtcli.sql.custom.CustomStatement)
 
     @property
     def enabled(self) -> bool:
@@ -143,6 +147,8 @@ class Frontier:
     refresh_mode: str | None = None
     frozen_where: str | None = None     # the predicate this refresh froze rows with
     backfill: dict[str, Any] | None = None   # what the DT was copied from at creation
+    input_ids: dict[str, str] | None = None  # custom tables: Delta table id of each CHANGES() input
+    start_at: dict[str, Any] | None = None   # custom tables: the start_at they were created with
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -229,6 +235,7 @@ class RefreshRecord:
     num_inserted_rows: int = 0
     num_deleted_rows: int = 0
     num_copied_rows: int = 0
+    num_updated_rows: int = 0                  # rows a MERGE updated in place (custom tables)
     inputs_with_changed_data: list[str] = field(default_factory=list)
     source_versions: dict[str, int] = field(default_factory=dict)
     table_version: int | None = None

@@ -17,5 +17,8 @@ step "dt run (scheduling pass: nothing is due within its target lag)"; $DT run -
 step "dt run --all (refreshes every DT from one snapshot)"; $DT run --all -p $P
 step "dt run --all (nothing changed: NO_DATA, no JVM)"; $DT run --all -p $P
 step "dt explain customer_revenue"; $DT explain customer_revenue -p $P
+step "dt explain order_status_log (a custom incremental table: REFRESH USING)"; $DT explain order_status_log -p $P
+step "dt show rows order_status_log (the seeds' orders, then the batch's inserts and updates)"
+$DT show rows order_status_log -p $P --limit 40
 step "dt show refresh-history --limit 14"; $DT show refresh-history -p $P --limit 14
 step "dt show dynamic tables (scheduling state, next due time)"; $DT show dynamic tables -p $P

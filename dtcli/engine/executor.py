@@ -16,7 +16,17 @@ from typing import Any
 from dtcli.engine import commit, deletion_vectors
 from dtcli.engine.context import RefreshContext, RefreshResult
 from dtcli.engine.strategies import strategy_for
-from dtcli.model import FAILED, SKIPPED, SUCCEEDED, UPSTREAM_FAILED, Frontier, Plan, RefreshRecord, RefreshStep
+from dtcli.model import (
+    CUSTOM_INCREMENTAL,
+    FAILED,
+    SKIPPED,
+    SUCCEEDED,
+    UPSTREAM_FAILED,
+    Frontier,
+    Plan,
+    RefreshRecord,
+    RefreshStep,
+)
 from dtcli.redact import scrub
 from dtcli.state import history
 
@@ -132,6 +142,7 @@ def _record(plan: Plan, step: RefreshStep, state: str, start: str, *, message: s
         num_inserted_rows=result.inserted if result else 0,
         num_deleted_rows=result.deleted if result else 0,
         num_copied_rows=result.copied if result else 0,
+        num_updated_rows=int(extra.get("updated", 0)),
         inputs_with_changed_data=changed, source_versions=versions,
         table_version=result.table_version if result else None,
         definition_hash=step.definition_hash,
@@ -192,7 +203,9 @@ def execute_plan(spark, plan: Plan, emit: Emit = lambda event: None,
                                     step.action, step.refresh_mode, step.options.get("frozen_where"),
                                     step.options.get("backfill_spec"))
                 ctx = RefreshContext(spark, plan, step, versions, frontier)
-                result = strategy_for(step.action)(ctx)
+                # a custom table's own statement does every refresh of it, creation included
+                result = strategy_for(step.refresh_mode if step.refresh_mode == CUSTOM_INCREMENTAL
+                                      else step.action)(ctx)
                 if step.options.get("comment_outdated") and not result.extra.get("table_replaced"):
                     commit.set_comment(spark, step.path, step.options.get("comment"))
                     result.table_version = commit.last_commit(step.path)["version"]

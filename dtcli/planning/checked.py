@@ -14,7 +14,7 @@ from typing import Any
 
 from dtcli.errors import ValidationError
 from dtcli.model import Column, Project
-from dtcli.planning import backfill, frozen
+from dtcli.planning import backfill, custom, frozen
 from dtcli.planning.backfill import BackfillSource
 from dtcli.planning.definition import definition_hash
 from dtcli.planning.graph import Graph
@@ -42,6 +42,7 @@ class Checked:
     hashes: dict[str, str] = field(default_factory=dict)   # DT -> definition hash
     frozen: dict[str, FrozenPredicate] = field(default_factory=dict)     # DTs with frozen_where
     backfills: dict[str, BackfillSource] = field(default_factory=dict)   # DTs about to be copied
+    customs: dict[str, custom.CustomCheck] = field(default_factory=dict)  # REFRESH USING tables
 
     @property
     def now(self) -> datetime:
@@ -76,8 +77,19 @@ def check(project: Project, snapshot: Snapshot) -> Checked:
     analyses: dict[str, QueryAnalysis] = {}
     predicates: dict[str, FrozenPredicate] = {}
     backfills: dict[str, BackfillSource] = {}
+    customs: dict[str, custom.CustomCheck] = {}
     for name in graph.order:
         table = project.tables[name]
+        custom.check_config(table)
+        if table.kind == "custom":
+            customs[name] = custom.check_table(project, table, schemas, snapshot)
+            schemas[name] = customs[name].columns
+            qualified[name] = None
+            analyses[name] = custom.analysis(table)
+            source = backfill.check_table(project, table, schemas[name], snapshot.tables.get(name))
+            if source is not None:
+                backfills[name] = source
+            continue
         inputs = {i: schemas.get(i, ()) for i in table.inputs}
         # an input whose columns are unknown (its query left to Spark) leaves this one to Spark too
         resolved = resolve(table.query, inputs, project.dialect, table.file) \
@@ -100,7 +112,7 @@ def check(project: Project, snapshot: Snapshot) -> Checked:
     cdf = {n: i.change_data_feed for n, i in snapshot.sources.items()}
     modes = resolve_modes(project, graph, cdf, analyses, qualified)
     return Checked(project, graph, snapshot, resolution, schemas, qualified, analyses, modes, hashes,
-                   predicates, backfills)
+                   predicates, backfills, customs)
 
 
 def _table_schema(project: Project, snapshot: Snapshot, name: str, digest: str,

@@ -26,7 +26,7 @@ def explain(checked: Checked, name: str, history: list[RefreshRecord] = ()) -> d
         if inp in project.sources:
             info = snapshot.sources[inp]
             cdf, version = info.change_data_feed, info.version
-            if not cdf:
+            if not cdf and table.kind != "custom":
                 warnings.append(f"source {inp} has no change data feed, so {key} refreshes FULL; "
                                 f"enable it with: {enable_cdf_sql(path)}")
         else:
@@ -40,9 +40,15 @@ def explain(checked: Checked, name: str, history: list[RefreshRecord] = ()) -> d
         if up is not None and up.mode == FULL and mode.mode == FULL and analysis.incremental:
             warnings.append(f"upstream dynamic table {inp} refreshes FULL, so {key} cannot refresh "
                             "incrementally; make the upstream incremental to fix it")
-    if checked.qualified.get(key) is None:
+    if checked.qualified.get(key) is None and table.kind != "custom":
         warnings.append(f"dt could not bind every column of {key} to its inputs before Spark runs "
                         "(a construct sqlglot does not resolve); Spark checks them at refresh time")
+    custom_section = None
+    if table.kind == "custom":
+        from dtcli.planning import custom
+
+        custom_section, more = custom.explain(checked, key)
+        warnings += more
     lag = parse_target_lag(table.target_lag)
     effective = checked.effective_lags.get(key)
     manual = is_on_demand(table)
@@ -62,6 +68,7 @@ def explain(checked: Checked, name: str, history: list[RefreshRecord] = ()) -> d
         "scheduler": scheduler_value(table),
         "period_seconds": period_seconds(effective) if effective else None,
         "adaptive": _adaptive(checked, key, history) if mode.mode == ADAPTIVE else None,
+        "custom": custom_section,
         "frozen_where": table.config.get("frozen_where"),
         "frozen": _frozen(checked, key),
         "cluster_by": table.config.get("cluster_by"), "partition_by": table.config.get("partition_by"),

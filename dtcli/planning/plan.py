@@ -25,7 +25,7 @@ from dtcli.model import (
     RefreshStep,
     StepInput,
 )
-from dtcli.planning import adaptive, frozen, on_demand
+from dtcli.planning import adaptive, custom, frozen, on_demand
 from dtcli.planning.checked import Checked
 from dtcli.planning.refresh_mode import ResolvedMode
 
@@ -59,6 +59,8 @@ def build_plan(checked: Checked, selected: set[str], trigger: str, *, full_refre
             if version is None or previous_versions.get(inp) != version:
                 changed.append(inp)
 
+        if table.kind == "custom":      # only CHANGES() inputs make a custom table refresh
+            changed = [c for c in changed if c in custom.change_inputs(table)]
         change_rows, input_rows = input_sizes(checked, name, previous_versions, refreshed)
         # an on-demand DT refreshes only because someone asked for it: MANUAL, as Snowflake records it
         step_trigger, reinit, why = (MANUAL if name in manual_only else trigger), None, None
@@ -71,6 +73,10 @@ def build_plan(checked: Checked, selected: set[str], trigger: str, *, full_refre
             action, step_trigger = FULL, (MANUAL if trigger == MANUAL else CREATION)
         elif frontier is None:
             action, reinit = REINITIALIZE, "the table has no dt frontier (created or rewritten outside dt)"
+            if table.kind == "custom":
+                reinit = "the table has no dt frontier (its creation did not finish): it is created again"
+        elif table.kind == "custom":
+            action, why = custom.action(checked.customs[name], changed, full_refresh)
         elif frontier.definition_hash != digest:
             action, reinit = REINITIALIZE, "the definition changed (query, columns or refresh mode)"
             if regions.keep_frozen and not _same_columns(checked, name):
@@ -123,7 +129,8 @@ def build_plan(checked: Checked, selected: set[str], trigger: str, *, full_refre
                      "backfill": checked.backfills[name].to_dict() if name in checked.backfills else None,
                      "backfill_spec": table.config.get("backfill"),
                      # why this action, and the sizes ADAPTIVE decides on (and learns from)
-                     "action_reason": why, "change_rows": change_rows, "input_rows": input_rows}))
+                     "action_reason": why, "change_rows": change_rows, "input_rows": input_rows,
+                     "custom": custom.step_options(checked, name) if table.kind == "custom" else None}))
     return Plan(run_id=run_id or uuid.uuid4().hex[:12], project=project.name,
                 warehouse=project.warehouse, data_timestamp=snapshot.taken_at.isoformat(),
                 source_versions=snapshot.source_versions, steps=steps)

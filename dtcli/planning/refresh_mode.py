@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from dtcli.errors import ValidationError
-from dtcli.model import ADAPTIVE, FULL, INCREMENTAL, Project
+from dtcli.model import ADAPTIVE, CUSTOM_INCREMENTAL, FULL, INCREMENTAL, Project
 from dtcli.planning.graph import Graph
 from dtcli.sql.analysis import QueryAnalysis
 from dtcli.sql.incremental_rewrite import unsupported_reason
@@ -26,7 +26,7 @@ class ResolvedMode:
     @property
     def incremental(self) -> bool:
         """A refresh of this DT may apply the change instead of recomputing."""
-        return self.mode in (INCREMENTAL, ADAPTIVE)
+        return self.mode in (INCREMENTAL, ADAPTIVE, CUSTOM_INCREMENTAL)
 
 
 def enable_cdf_sql(path: str) -> str:
@@ -41,6 +41,10 @@ def resolve_modes(project: Project, graph: Graph, source_cdf: dict[str, bool],
     modes: dict[str, ResolvedMode] = {}
     for name in graph.order:
         table = project.tables[name]
+        if table.kind == "custom":     # its own statement applies the changes (checked in custom.py)
+            modes[name] = ResolvedMode(CUSTOM_INCREMENTAL, "REFRESH USING: the table's statement applies "
+                                                           "the changes of its CHANGES() inputs")
+            continue
         reason = _blocker(project, name, analysed[name], qualified.get(name), source_cdf, modes)
         if table.refresh_mode == "full":
             modes[name] = ResolvedMode(FULL, "refresh_mode is full")

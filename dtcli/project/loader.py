@@ -13,6 +13,7 @@ from pathlib import Path
 from dtcli import redact
 from dtcli.errors import ConfigError, ValidationError, suggest
 from dtcli.model import Project, TableDef
+from dtcli.project.custom_table import load_custom
 from dtcli.project.settings import Settings, load_settings
 from dtcli.project.snowflake_ddl import Ddl, is_ddl, parse_ddl
 from dtcli.project.table_config import folder_layers, merge_layers, normalise
@@ -113,12 +114,15 @@ def _load_table(sql_file: Path, files: dict[str, Path], settings: Settings) -> T
     config = normalise(config, origin, file)
 
     kind = statement_kind(sql)
+    known = {**{n: n for n in table_names}, **{s: s for s in settings.sources}}
     if kind == "custom":
-        raise ValidationError("custom incremental tables (REFRESH USING / INSERT INTO SELF) are not supported yet",
-                              file=file, line=1, hint="write the table as a SELECT query for now")
+        statement, inputs, input_lines = load_custom(sql, name, file, settings.dialect, known)
+        return TableDef(name=name, file=file, sql=sql, spark_sql=to_spark(statement.tree), kind=kind,
+                        config=config, config_origin=origin, inputs=tuple(inputs), input_lines=input_lines,
+                        folder=folder, parsed=statement.parsed, query=statement.tree, ignored=ignored,
+                        custom=statement)
     parsed = parse_sql(sql, settings.dialect, file)
     query = the_query(parsed, file)
-    known = {**{n: n for n in table_names}, **{s: s for s in settings.sources}}
     inputs: list[str] = []
     input_lines: dict[str, int] = {}
     mapping: dict[str, str] = {}

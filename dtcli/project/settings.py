@@ -14,7 +14,7 @@ PROJECT_FILE = "dt_project.yml"
 PROJECT_KEYS = {"name", "dialect", "warehouse", "spark", "targets", "defaults", "sources", "vars",
                 "default_target", "version", "folders"}
 TARGET_KEYS = {"warehouse", "spark", "dialect", "vars", "defaults"}
-SOURCE_KEYS = {"path", "primary_key", "description", "columns"}
+SOURCE_KEYS = {"path", "primary_key", "rely", "description", "columns"}
 SPARK_KEYS = {"master", "conf", "jars"}
 DIALECTS = {"spark", "spark2", "databricks", "snowflake", "hive", "duckdb", "postgres", "bigquery", "trino"}
 
@@ -125,7 +125,8 @@ def _load_sources(root: Path, file: Path, raw: LineDict, warehouse: str) -> dict
     # Seeds become sources stored in the warehouse (`dt seed` writes them there).
     for csv in sorted((root / "seeds").glob("*.csv")):
         name = csv.stem.lower()
-        sources[name] = SourceDef(name, join_path(warehouse, name), origin="seed", file=str(csv))
+        pk, rely = _seed_key(csv.with_suffix(".yml"))
+        sources[name] = SourceDef(name, join_path(warehouse, name), pk, origin="seed", file=str(csv), rely=rely)
     declared = expect_mapping(raw.get("sources"), file, "sources", raw.line_of("sources"))
     for name, spec in declared.items():
         line = declared.line_of(name)
@@ -138,6 +139,25 @@ def _load_sources(root: Path, file: Path, raw: LineDict, warehouse: str) -> dict
                               hint="add `path: data/<table>` (a Delta table)")
         pk = spec.get("primary_key") or []
         pk = [pk] if isinstance(pk, str) else list(pk)
+        rely = spec.get("rely", False)
+        if not isinstance(rely, bool) or (rely and not pk):
+            raise ConfigError(f"source '{name}': rely must be true or false, with a primary_key to rely on",
+                              file=file, line=spec.line_of("rely") or line,
+                              hint="e.g. {path: data/users, primary_key: [id], rely: true}")
         sources[str(name).lower()] = SourceDef(str(name).lower(), _resolve_path(root, str(spec["path"])),
-                                               tuple(pk), "declared", str(file), line)
+                                               tuple(pk), "declared", str(file), line, rely)
     return sources
+
+
+def _seed_key(yml: Path) -> tuple[tuple[str, ...], bool]:
+    """A seed's `primary_key` (and `rely`) from `seeds/<name>.yml`, as a declared source's."""
+    if not yml.is_file():
+        return (), False
+    raw = expect_mapping(load_yaml_file(yml), yml, yml.name)
+    pk = raw.get("primary_key") or []
+    pk = [pk] if isinstance(pk, str) else list(pk)
+    rely = raw.get("rely", False)
+    if not isinstance(rely, bool) or (rely and not pk):
+        raise ConfigError("rely must be true or false, with a primary_key to rely on", file=yml,
+                          line=raw.line_of("rely"), hint="e.g. primary_key: [id] and rely: true")
+    return tuple(str(c) for c in pk), rely

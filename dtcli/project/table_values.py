@@ -97,3 +97,18 @@ def timestamp(value: Any, where: dict[str, Any]) -> str:
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=timezone.utc)
     return moment.astimezone(timezone.utc).isoformat()
+
+
+def start_at(value: Any, where: dict[str, Any]) -> dict[str, Any]:
+    """`start_at:` (custom incremental tables) as {version: N} | {timestamp: ISO} | {offset: -S}."""
+    if not isinstance(value, dict) or len(value) != 1 or set(value) - {"version", "timestamp", "offset"}:
+        raise ConfigError("start_at must be {version: N}, {timestamp: TS} or {offset: -SECONDS}", **where)
+    (kind, point), = value.items()
+    if kind == "timestamp":
+        return {"timestamp": timestamp(point, where)}
+    if isinstance(point, bool) or not isinstance(point, int) or (kind == "version" and point < 0) \
+            or (kind == "offset" and point >= 0):
+        raise ConfigError(f"start_at {kind} {point!r} is not "
+                          + ("a Delta version (0, 1, ...)" if kind == "version" else "a negative number of seconds"),
+                          **where)
+    return {kind: point}

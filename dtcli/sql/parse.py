@@ -17,7 +17,7 @@ from sqlglot.tokens import Token
 
 from dtcli.errors import ValidationError
 
-_CUSTOM = re.compile(r"^\s*(REFRESH\s+USING\b|INSERT\s+INTO\s+SELF\b|MERGE\s+INTO\s+SELF\b)", re.I)
+_CUSTOM = re.compile(r"^\s*(REFRESH\s+USING\b|INSERT\s+(INTO|OVERWRITE)\b|MERGE\s+INTO\b)", re.I)
 _COMMENTS = re.compile(r"--[^\n]*|/\*.*?\*/", re.S)
 _SAFE_NAME = re.compile(r"[a-z_][a-z0-9_]*")
 

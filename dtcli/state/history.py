@@ -15,10 +15,10 @@ from dtcli.state import storage
 from dtcli.state.delta_log import open_table, read_rows
 
 _JSON_FIELDS = ("inputs_with_changed_data", "source_versions")
-_INT_FIELDS = ("num_inserted_rows", "num_deleted_rows", "num_copied_rows", "table_version", "change_rows",
-               "input_rows", "target_lag_sec")
+_INT_FIELDS = ("num_inserted_rows", "num_deleted_rows", "num_copied_rows", "num_updated_rows", "table_version",
+               "change_rows", "input_rows", "target_lag_sec")
 # counts read back as 0 when absent; the other integers (added later, or not known) as None
-_COUNTS = ("num_inserted_rows", "num_deleted_rows", "num_copied_rows")
+_COUNTS = ("num_inserted_rows", "num_deleted_rows", "num_copied_rows", "num_updated_rows")
 
 
 def history_path(warehouse: str) -> str:

@@ -27,15 +27,6 @@ def test_config_precedence_defaults_then_yml_then_config_call(tmp_path):
     assert a.config_origin["refresh_mode"].file == "tables/a.sql"
 
 
-@pytest.mark.parametrize("key, value", [("start_at", "{version: 1}")])
-def test_features_not_built_yet_are_refused_not_ignored(tmp_path, key, value):
-    root = write_project(tmp_path, {"a": "SELECT * FROM orders"}, config=SOURCES,
-                         table_yml={"a": f"comment: x\n{key}: {value}\n"})
-    with pytest.raises(ConfigError, match=f"'{key}' is not supported yet") as err:
-        load_project(root)
-    assert (err.value.file, err.value.line) == ("tables/a.yml", 2)
-
-
 def test_multiline_config_keeps_sql_lines(tmp_path):
     root = write_project(tmp_path, {"a": """
         {{ config(

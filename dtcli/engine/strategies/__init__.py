@@ -28,7 +28,7 @@ def strategy_for(kind: str) -> Strategy:
 
 def _load() -> None:
     # Importing the modules registers them.
-    from dtcli.engine.strategies import full  # noqa: F401
+    from dtcli.engine.strategies import custom, full  # noqa: F401
     try:
         from dtcli.engine.strategies import incremental  # noqa: F401
     except ImportError:
