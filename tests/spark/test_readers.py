@@ -69,7 +69,8 @@ def test_deltalake_reads_every_dt_written_without_deletion_vectors(spark, tmp_pa
         path = project.table_path(name)
         assert "deletionVectors" not in (DeltaTable(path).protocol().reader_features or []), name
         assert _same_as_spark(spark, path), name
-        assert_matches_recompute(spark, project, name)
+        if project.tables[name].kind == "query":      # a custom table has no query to recompute
+            assert_matches_recompute(spark, project, name)
     # left on (dt's default): the incremental refresh marked removed rows with deletion vectors,
     # which this reader refuses
     items = project.table_path("order_items")
