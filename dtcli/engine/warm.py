@@ -42,6 +42,7 @@ from dtcli.engine.launcher import (
 )
 from dtcli.engine.serve import TOKEN_ENV
 from dtcli.model import Plan, Project
+from dtcli.redact import scrub_file
 from dtcli.state import lock as locks
 
 DEFAULT_IDLE_TIMEOUT = 300.0   # seconds: a few minutes, so a cluster is freed between sparse passes
@@ -193,5 +194,7 @@ class WarmEngine:
         if self._log is not None:
             self._log.close()
             self._log = None
+            if self._log_path is not None:
+                scrub_file(self._log_path)    # Spark's stderr went straight to the file
         if self._project is not None:
             locks.unshare(self._project)     # the application is gone: nobody shares the lock
