@@ -347,8 +347,12 @@ def _rewrites(path: str) -> list[str]:
     for commit in table.history(100):
         op = str(commit.get("operation", "")).upper()
         mode = str((commit.get("operationParameters") or {}).get("mode", "")).lower()
+        metrics = commit.get("operationMetrics") or {}
+        removed = metrics.get("numRemovedFiles", metrics.get("num_removed_files"))
+        # an overwrite that removed no file created the table (dt seed writes version 0 so)
+        created = commit.get("version") == 0 or str(removed) == "0"
         if op in ("DELETE", "UPDATE", "MERGE") or (op in ("WRITE", "CREATE OR REPLACE TABLE AS SELECT")
-                                                   and mode == "overwrite"):
+                                                   and mode == "overwrite" and not created):
             found.append(op)
     return sorted(set(found))
 

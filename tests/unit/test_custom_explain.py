@@ -75,3 +75,18 @@ def test_explain_grouped_merge_source_and_rely_keys(tmp_path):
     assert deleted["custom"]["changes"][0]["rely_primary_key"] == ["id"]
     assert deleted["custom"]["statement"] == "INSERT INTO SELF"
     assert any("after reads deleted, which has no RELY primary key" in w for w in deleted["warnings"])
+
+
+def test_an_append_only_source_created_by_an_overwrite_gets_no_warning(tmp_path):
+    """dt seed (and many loaders) create a table with an overwrite that removes nothing: that is
+    no deleted or updated row, so APPEND_ONLY loses nothing there; a later real overwrite does."""
+    root = write_project(tmp_path / "p", {"log": "INSERT INTO SELF SELECT id FROM clicks CHANGES(INFORMATION => APPEND_ONLY)"},
+                         config="sources:\n  clicks: data/clicks\n",
+                         table_yml={"log": "columns: [{name: id, type: INT}]\n"})
+    path, cdf = str(root / "data/clicks"), {"delta.enableChangeDataFeed": "true"}
+    write_deltalake(path, pa.table({"id": pa.array([1], pa.int32())}), mode="overwrite", configuration=cdf)
+    write_deltalake(path, pa.table({"id": pa.array([2], pa.int32())}), mode="append")
+    assert not dt("explain", "log", "-p", str(root), "--format", "json").json()["warnings"]
+    write_deltalake(path, pa.table({"id": pa.array([3], pa.int32())}), mode="overwrite")
+    warnings = dt("explain", "log", "-p", str(root), "--format", "json").json()["warnings"]
+    assert any("its history has WRITE commits" in w for w in warnings), warnings
