@@ -259,7 +259,7 @@ def action(check: CustomCheck, changed: list[str], full_refresh: bool) -> tuple[
         return INCREMENTAL, f"columns added: {', '.join(c.name for c in check.add_columns)}{note}"
     if changed:
         return INCREMENTAL, f"CHANGES() of {', '.join(changed)}{note}"
-    return NO_DATA, None
+    return NO_DATA, note[2:] or None     # the user asked for a rebuild: say why there is none
 
 
 def source_key(project: Project, name: str) -> list[str] | None:

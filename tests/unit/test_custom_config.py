@@ -218,3 +218,14 @@ def test_a_project_default_refresh_mode_is_for_query_tables(tmp_path):
                          config=SOURCES + "defaults: {refresh_mode: incremental}\n", table_yml={"t": USER_COLUMNS})
     project = load_project(root)
     assert check(project, _snapshot(project)).modes["t"].mode == CUSTOM_INCREMENTAL
+
+
+def test_full_refresh_of_a_custom_table_says_it_does_not_apply():
+    """dbt users reach for --full-refresh; a custom table's history cannot be recomputed from its
+    statement, so dt says so whether or not there is a change to apply."""
+    from dtcli.planning.custom import CustomCheck, action
+
+    check = CustomCheck(columns=(), spark_sql="")
+    assert action(check, [], False) == ("NO_DATA", None)
+    assert action(check, [], True)[0] == "NO_DATA" and "--full-refresh does not apply" in action(check, [], True)[1]
+    assert "--full-refresh does not apply" in action(check, ["clicks"], True)[1]
