@@ -76,7 +76,9 @@ def test_sigkill_of_dt_process_group_leaves_no_second_writer(tmp_path, spark):
 
     first = start_dt(root)
     for line in first.stdout:
-        if line.startswith("paid: SUCCEEDED"):     # `nap` is refreshing now
+        # `nap` has started (its "nap: FULL ..." line): it sleeps 4 s, so the kill lands inside
+        # it (killing at "paid: SUCCEEDED" raced the driver's check before starting nap)
+        if line.startswith("nap: ") and line.rstrip().endswith("..."):
             os.killpg(first.pid, signal.SIGKILL)    # as CI cancels a job, or the OOM killer
             break
     first.wait()
