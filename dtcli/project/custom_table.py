@@ -5,9 +5,9 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from dtcli.errors import ValidationError, suggest
+from dtcli.errors import ValidationError
 from dtcli.sql.custom import SELF_VIEW, CustomStatement, changes_view, parse_custom, split_changes_name
-from dtcli.sql.parse import is_cte_ref
+from dtcli.sql.parse import is_cte_ref, point_table_at, resolve_input
 
 
 def load_custom(sql: str, name: str, file: str, dialect: str, known: dict[str, str]
@@ -30,11 +30,7 @@ def load_custom(sql: str, name: str, file: str, dialect: str, known: dict[str, s
         if split:
             ref = next((c for c in statement.changes if c.name == full and c.mode == split[0]), None)
             line = ref.line if ref is not None else line
-        resolved = known.get(full) or known.get(full.split(".")[-1])
-        if resolved is None:
-            raise ValidationError(f"unknown table '{full}'", file=file, line=line,
-                                  hint=suggest(full.split(".")[-1], known) or
-                                  "declare it under sources: in dt_project.yml or add tables/<name>.sql")
+        resolved = resolve_input(known, full, file, line)
         if resolved == name:
             raise ValidationError(f"REFRESH USING names {name} itself", file=file, line=line,
                                   hint="inside REFRESH USING the table is SELF: write FROM SELF AS cur")
@@ -43,13 +39,7 @@ def load_custom(sql: str, name: str, file: str, dialect: str, known: dict[str, s
             lines[resolved] = line or 1
         alias = table.alias or (base if (table.db or base.lower() != resolved) or split else None)
         view = changes_view(resolved, split[0]) if split else resolved
-        ident = exp.to_identifier(view)
-        ident.meta.update(table.this.meta)
-        table.set("this", ident)
-        table.set("db", None)
-        table.set("catalog", None)
-        if alias and not table.alias:
-            table.set("alias", exp.TableAlias(this=exp.to_identifier(alias)))
+        point_table_at(table, exp.to_identifier(view), alias)
         if split:
             entry = (resolved, split[0], line or 1)
             if entry[:2] not in [c[:2] for c in statement.change_inputs]:

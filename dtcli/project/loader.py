@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from dtcli import redact
-from dtcli.errors import ConfigError, ValidationError, suggest
+from dtcli.errors import ConfigError, ValidationError
 from dtcli.model import Project, TableDef
 from dtcli.project.custom_table import load_custom
 from dtcli.project.settings import Settings, load_settings
@@ -19,7 +19,15 @@ from dtcli.project.snowflake_ddl import Ddl, is_ddl, parse_ddl
 from dtcli.project.table_config import folder_layers, merge_layers, normalise
 from dtcli.project.templating import render_sql
 from dtcli.project.yamlio import expect_mapping, load_yaml_file
-from dtcli.sql.parse import parse_sql, rename_tables, statement_kind, table_refs, the_query, to_spark
+from dtcli.sql.parse import (
+    parse_sql,
+    rename_tables,
+    resolve_input,
+    statement_kind,
+    table_refs,
+    the_query,
+    to_spark,
+)
 from dtcli.state import storage
 
 TABLES_DIR = "tables"
@@ -127,11 +135,7 @@ def _load_table(sql_file: Path, files: dict[str, Path], settings: Settings) -> T
     input_lines: dict[str, int] = {}
     mapping: dict[str, str] = {}
     for ref, line in table_refs(query):
-        resolved = known.get(ref) or known.get(ref.split(".")[-1])
-        if resolved is None:
-            raise ValidationError(f"unknown table '{ref}'", file=file, line=line,
-                                  hint=suggest(ref.split(".")[-1], known) or
-                                  "declare it under sources: in dt_project.yml or add tables/<name>.sql")
+        resolved = resolve_input(known, ref, file, line)
         if resolved == name:
             raise ValidationError(f"table '{name}' reads itself", file=file, line=line,
                                   hint="a dynamic table cannot read its own output")

@@ -146,12 +146,30 @@ def rename_tables(query: exp.Expression, mapping: dict[str, str], *, quote: bool
         if target is None:
             continue
         alias = table.alias or (table.name if (table.db or table.name.lower() != target) else None)
-        ident = exp.to_identifier(target, quoted=quote or not _SAFE_NAME.fullmatch(target))
-        ident.meta.update(table.this.meta)
-        # only the name changes: PIVOT, TABLESAMPLE, hints and the like stay on the table
-        table.set("this", ident)
-        table.set("db", None)
-        table.set("catalog", None)
-        if alias and not table.alias:
-            table.set("alias", exp.TableAlias(this=exp.to_identifier(alias)))
+        point_table_at(table, exp.to_identifier(target, quoted=quote or not _SAFE_NAME.fullmatch(target)), alias)
     return query
+
+
+def point_table_at(table: exp.Table, ident: exp.Identifier, alias: str | None) -> None:
+    """Rename a table reference in place, keeping its position (for lines) and, when given, the
+    name the query used for it as an alias. Only the name changes: PIVOT, TABLESAMPLE, hints
+    and the like stay on the table."""
+    ident.meta.update(table.this.meta)
+    table.set("this", ident)
+    table.set("db", None)
+    table.set("catalog", None)
+    if alias and not table.alias:
+        table.set("alias", exp.TableAlias(this=exp.to_identifier(alias)))
+
+
+def resolve_input(known: dict[str, str], ref: str, file: str, line: int | None) -> str:
+    """The project name (source, seed or DT) a table reference reads; unknown: an error at the
+    user's line with the closest name."""
+    from dtcli.errors import suggest
+
+    resolved = known.get(ref) or known.get(ref.split(".")[-1])
+    if resolved is None:
+        raise ValidationError(f"unknown table '{ref}'", file=file, line=line,
+                              hint=suggest(ref.split(".")[-1], known) or
+                              "declare it under sources: in dt_project.yml or add tables/<name>.sql")
+    return resolved

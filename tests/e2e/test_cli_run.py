@@ -16,6 +16,7 @@ from deltalake import DeltaTable, write_deltalake
 from dtcli.project import load_project
 from dtcli.state import history
 from dtcli.state.delta_log import table_info
+from tests.e2e.kill_helpers import descendants, is_java
 from tests.helpers import DT_BIN, assert_matches_recompute, dt_process, no_java_env, write_project
 
 pytestmark = [pytest.mark.e2e, pytest.mark.spark]
@@ -97,25 +98,7 @@ def test_run_then_no_data_without_java(tmp_path, spark):
 
 
 def _java_descendants(pid: int) -> list[int]:
-    children: dict[int, list[int]] = {}
-    for entry in Path("/proc").iterdir():
-        if not entry.name.isdigit():
-            continue
-        try:
-            ppid = int((entry / "stat").read_text().rsplit(")", 1)[1].split()[1])
-        except (OSError, IndexError, ValueError):
-            continue
-        children.setdefault(ppid, []).append(int(entry.name))
-    found, stack = [], [pid]
-    while stack:
-        for child in children.get(stack.pop(), []):
-            stack.append(child)
-            try:
-                if b"java" in (Path("/proc") / str(child) / "cmdline").read_bytes():
-                    found.append(child)
-            except OSError:
-                pass
-    return found
+    return [p for p in descendants(pid) if is_java(p)]
 
 
 # A custom incremental table (issue 10) in the killed run, an audit of every change of orders,
