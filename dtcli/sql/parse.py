@@ -26,6 +26,9 @@ _SAFE_NAME = re.compile(r"[a-z_][a-z0-9_]*")
 logging.getLogger("sqlglot").setLevel(logging.ERROR)
 
 
+_MISSING_PART = re.compile(r"Required keyword: '\w+' missing for <class")
+
+
 @dataclass
 class ParsedSQL:
     """One file's SQL: its text, tokens and statements, all in the file's own dialect."""
@@ -51,6 +54,9 @@ def parse_sql(text: str, dialect: str, file: str | None = None) -> ParsedSQL:
     except ParseError as err:
         first = err.errors[0] if err.errors else {}
         msg = first.get("description") or str(err).splitlines()[0]
+        if _MISSING_PART.match(msg):
+            # sqlglot's "Required keyword: 'expression' missing for <class ...GT>" names its classes
+            msg = "the expression is incomplete"
         near = (first.get("highlight") or "").strip()
         raise ValidationError(f"SQL syntax error: {msg}" + (f" near '{near}'" if near else ""),
                               file=file, line=first.get("line"),
