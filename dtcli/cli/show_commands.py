@@ -1,0 +1,125 @@
+"""The read-only commands (no Spark): show dynamic tables, refresh-history, rows, graph; explain."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Optional
+
+import typer
+
+from dtcli.cli.app import Format, ProjectDir, Target, Wide, app, check_format, show_app
+from dtcli.errors import UsageError
+
+
+@show_app.command("dynamic")
+def show_dynamic(what: Annotated[str, typer.Argument(metavar="tables", help="The word 'tables'.")],
+                 project_dir: ProjectDir = Path("."), target: Target = None,
+                 like: Annotated[Optional[str], typer.Option("--like", help="SQL LIKE or glob pattern on the name.")] = None,
+                 format: Format = "table", wide: Wide = False) -> None:
+    """One row per dynamic table: state, refresh mode, target lag, freshness, rows, last
+    refresh, next due, scheduler; as many as fit the terminal (--wide: every field).
+
+    Example: dt show dynamic tables --like 'customer%' --format json
+    """
+    from dtcli import api
+    from dtcli.api.watch import clock_from_env
+    from dtcli.ui.output import print_fitted, print_json
+    from dtcli.ui.show_view import table_columns, wide_columns
+
+    if what != "tables":
+        raise UsageError(f"unknown object '{what}'", hint="dt show dynamic tables")
+    checked = api.check(project_dir, target, now=clock_from_env().now(), with_stats=True)
+    rows = api.show_tables(checked, like)
+    if check_format(format) == "json":
+        print_json(rows)
+    else:
+        print_fitted(wide_columns(rows) if wide else table_columns(checked.now), rows, wide=wide)
+
+
+
+@show_app.command("refresh-history")
+def show_history(name: Annotated[Optional[str], typer.Argument(help="Only this table.")] = None,
+                 project_dir: ProjectDir = Path("."), target: Target = None,
+                 limit: Annotated[Optional[int], typer.Option("--limit", "-n", help="Newest N entries.")] = None,
+                 format: Format = "table", wide: Wide = False) -> None:
+    """Refresh history, newest first: state, action, trigger, when, how long, rows changed,
+    message (cut to the terminal; --wide or --format json for every field in full).
+
+    Example: dt show refresh-history customer_rank --limit 5
+    """
+    from dtcli import api
+    from dtcli.api.watch import clock_from_env
+    from dtcli.ui.output import print_fitted, print_json
+    from dtcli.ui.show_view import history_columns, wide_columns
+
+    checked = api.check(project_dir, target, now=clock_from_env().now())
+    rows = api.show_history(checked, name, limit)
+    if check_format(format) == "json":
+        print_json(rows)
+    else:
+        print_fitted(wide_columns(rows) if wide else history_columns(checked.now), rows, wide=wide)
+
+
+
+@show_app.command("rows")
+def show_rows(name: Annotated[str, typer.Argument(help="Dynamic table to preview.")],
+              project_dir: ProjectDir = Path("."), target: Target = None,
+              where: Annotated[Optional[str], typer.Option("--where", "-w", help="Only rows matching this SQL condition (the project's dialect).")] = None,
+              limit: Annotated[int, typer.Option("--limit", "-n", min=0, help="At most N rows (default 10).")] = 10,
+              count: Annotated[bool, typer.Option("--count", help="Print frozen_rows and active_rows instead of rows.")] = False,
+              format: Format = "table") -> None:
+    """Preview a dynamic table's rows, with is_frozen: whether the row is in its frozen region
+    (as of its last refresh). No Spark: the rows are read with deltalake's own engine.
+
+    Example: dt show rows dt_orders --where "order_date >= '2025-01-01'" --limit 5
+    """
+    from dtcli import api
+    from dtcli.ui.output import print_json, print_table
+
+    found = api.show_rows(api.check(project_dir, target), name, where=where, limit=limit, count=count)
+    if check_format(format) == "json":
+        print_json(found)
+    elif count:
+        print_table([found], ("frozen_rows", "active_rows"), title=f"{name.lower()}: frozen and active rows")
+    else:
+        print_table(found, list(found[0]) if found else ["is_frozen"], title=f"{name.lower()} ({len(found)} rows)")
+
+
+
+@show_app.command("graph")
+def show_graph(project_dir: ProjectDir = Path("."), target: Target = None,
+               format: Annotated[str, typer.Option("--format", "-f", help="tree, mermaid, dot or json.")] = "tree") -> None:
+    """The DAG of sources and dynamic tables.
+
+    Example: dt show graph --format mermaid
+    """
+    from dtcli import api
+    from dtcli.ui.graph_view import edges, render
+    from dtcli.ui.output import print_json
+
+    checked = api.check(project_dir, target)
+    project, graph = checked.project, checked.graph
+    fmt = check_format(format, ("tree", "mermaid", "dot", "json"))
+    if fmt == "json":
+        print_json({"nodes": graph.order, "edges": [list(e) for e in edges(project, graph)]})
+    else:
+        typer.echo(render(project, graph, fmt))
+
+
+
+@app.command()
+def explain(name: Annotated[str, typer.Argument(help="Dynamic table to explain.")],
+            project_dir: ProjectDir = Path("."), target: Target = None, format: Format = "table") -> None:
+    """How a table refreshes and why: mode, reason, per-operator strategy, inputs, lag. No Spark.
+
+    Example: dt explain customer_revenue --format json
+    """
+    from dtcli import api
+    from dtcli.ui.explain_view import print_explain
+    from dtcli.ui.output import print_json
+
+    data = api.explain(api.check(project_dir, target, check_sources=True), name)
+    if check_format(format) == "json":
+        print_json(data)
+        return
+    print_explain(data)

@@ -1,0 +1,52 @@
+"""What `dt explain NAME` prints in a terminal (the JSON output is api.explain's dict as is)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dtcli.ui.output import console, print_table
+
+
+def print_explain(data: dict[str, Any]) -> None:
+    """Mode and reason, schedule, columns, operators, inputs, then the sections a table has
+    (custom statement, adaptive choice, frozen region, ignored properties) and warnings."""
+    console.print(f"[bold]{data['name']}[/] ({data['file']}): refresh mode [bold]{data['refresh_mode']}[/]"
+                  + (f" — {data['refresh_mode_reason']}" if data["refresh_mode_reason"] else ""))
+    if data["scheduler"] != "ENABLE":
+        schedule = "scheduler: disable (refreshed only on demand: dt refresh NAME)"
+    elif data["effective_lag"] is None:     # downstream with no consumer that has a time lag
+        schedule = f"target lag {data['target_lag']}, not refreshed by schedule (no consumer with a time lag)"
+    else:
+        schedule = (f"target lag {data['target_lag']}, effective lag {data['effective_lag']} s, "
+                    f"period {data['period_seconds']} s")
+    console.print(f"{schedule}; upstream: {', '.join(data['upstream']) or '-'}; "
+                  f"downstream: {', '.join(data['downstream']) or '-'}", highlight=False)
+    if data["columns"]:
+        print_table([{"column": c["name"], "type": c["type"] or "(known when Spark runs)"}
+                     for c in data["columns"]], ("column", "type"), title="columns")
+    print_table(data["operators"], ("operator", "line", "strategy", "considerations"), title="operators")
+    print_table(data["inputs"], ("name", "kind", "version", "change_data_feed", "path"), title="inputs")
+    if data["custom"]:
+        custom = data["custom"]
+        changes = ", ".join(f"{c['name']} ({c['information']}"
+                            + (f", compacted on RELY key {', '.join(c['rely_primary_key'])})" if c["compacted_per_key"]
+                               else ", as recorded: no RELY key)") for c in custom["changes"]) or "-"
+        console.print(f"{custom['statement']}; CHANGES() of: {changes}; reads SELF: "
+                      f"{'line ' + ', '.join(map(str, custom['self_reads'])) if custom['self_reads'] else 'no'}; "
+                      f"read at the run's snapshot: {', '.join(custom['snapshot_tables']) or '-'}; "
+                      f"first refresh: {custom['initial_population']}", highlight=False)
+    if data["adaptive"]:
+        console.print(f"next refresh: {data['adaptive']['action']} — {data['adaptive']['reason']}", highlight=False)
+    if data["frozen"]:
+        frozen = data["frozen"]
+        counted = (f"; at the last refresh ({frozen['as_of'][:19]}) {frozen['frozen_rows']} rows frozen, "
+                   f"{frozen['active_rows']} active" if frozen["as_of"] else "")
+        console.print(f"frozen where {frozen['predicate']} (columns {', '.join(frozen['columns'])}); "
+                      f"{frozen['rely_check']}{counted}", highlight=False)
+    if data["ignored_properties"]:
+        console.print("ignored (Snowflake-only): " + ", ".join(
+            f"{p['property']}{' = ' + p['value'] if p['value'] else ''} (line {p['line']})"
+            for p in data["ignored_properties"]), highlight=False)
+    for warning in data["warnings"]:
+        console.print(f"[yellow]warning:[/] {warning}", highlight=False)
+
