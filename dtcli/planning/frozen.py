@@ -4,7 +4,7 @@ deciding how a refresh treats the frozen region.
 A refresh after the first touches only the active region. Its rows can be brought level with
 the query by applying the change (INCREMENTAL) exactly when every row the previous refresh
 froze is still frozen now; that is decided here, before Spark runs, by evaluating both
-predicates at their data timestamps (`dtcli.sql.frozen.implies`). When dt cannot show it, the
+predicates at their data timestamps (`dtcli.sql.frozen_implies.implies`). When dt cannot show it, the
 active region is recomputed (REINITIALIZE, rows the predicate freezes kept); when the predicate
 was removed, everything is.
 """
@@ -23,9 +23,9 @@ from dtcli.sql.frozen import (
     check_predicate,
     frozen_sql,
     has_time,
-    implies,
     parse_predicate,
 )
+from dtcli.sql.frozen_implies import implies
 
 
 def check_table(table: TableDef, columns: tuple[Column, ...], dialect: str) -> FrozenPredicate | None:

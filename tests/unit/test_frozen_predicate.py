@@ -7,7 +7,8 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from dtcli.sql.frozen import active_sql, at_time, folded, implies, parse_predicate
+from dtcli.sql.frozen import active_sql, at_time, folded, parse_predicate
+from dtcli.sql.frozen_implies import implies
 
 T1 = datetime(2025, 1, 16, 10, 0, tzinfo=timezone.utc)
 T2 = T1 + timedelta(days=1)
