@@ -142,6 +142,24 @@ def write_heartbeat(path: str, text: str) -> None:
         f.write(text.encode())
 
 
+def remove_heartbeat(path: str) -> None:
+    """Best effort: a run that ended leaves no heartbeat behind (a missing beat reads as stale)."""
+    try:
+        if "://" not in path:
+            os.remove(path)
+            os.rmdir(os.path.dirname(path))      # the run's folder, when nothing else is in it
+        elif path.startswith(("s3a://", "s3://")):
+            bucket, key = _bucket_key(path)
+            storage.s3_client(path).delete_object(Bucket=bucket, Key=key)
+        else:
+            from pyarrow import fs
+
+            filesystem, inner = fs.FileSystem.from_uri(path)
+            filesystem.delete_file(inner)
+    except Exception:
+        pass
+
+
 def _bucket_key(path: str) -> tuple[str, str]:
     parsed = urlparse(path)
     return parsed.netloc, parsed.path.lstrip("/")
@@ -162,6 +180,7 @@ class Heartbeat:
 
     def __exit__(self, *exc) -> None:
         self._stop.set()
+        remove_heartbeat(self.path)     # the application has exited: nobody reads it any more
 
     def _loop(self) -> None:
         beat = 0

@@ -126,6 +126,7 @@ def test_a_stale_heartbeat_means_the_owner_is_gone(tmp_path):
         watch = OwnerWatch(heartbeat=path, heartbeat_timeout=0.5, poll=0.05).start()
         time.sleep(1.0)
         assert watch.gone() is None             # beating: alive, however long it runs
+    assert not (tmp_path / "run").exists()      # a run that ended leaves no heartbeat behind
     reason = _until(watch.gone)                 # stopped beating (dt died)
     assert reason and "stopped renewing its heartbeat" in reason
     missing = OwnerWatch(heartbeat=str(tmp_path / "never"), heartbeat_timeout=0.2, poll=0.05).start()
