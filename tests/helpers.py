@@ -115,3 +115,10 @@ def assert_matches_recompute(spark, project, name: str) -> None:
     actual = spark.read.format("delta").option("versionAsOf", info.frontier_version).load(project.table_path(name))
     assert actual.columns == expected.columns, f"{name}: columns {actual.columns} != {expected.columns}"
     assert multiset(actual) == multiset(expected), f"{name} differs from its recompute at {versions}"
+
+
+def checkpoint_blocks(spark) -> int:
+    """How many RDDs of dt's own hold blocks in the session: a refresh must release its
+    checkpoints (Delta's cached log states, "Delta Table State ...", are Delta's to manage)."""
+    infos = spark.sparkContext._jsc.sc().getRDDStorageInfo()
+    return sum(not info.name().startswith("Delta Table State") for info in infos)

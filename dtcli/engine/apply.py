@@ -24,6 +24,7 @@ from typing import Any, NamedTuple
 from dtcli.engine import commit
 from dtcli.engine import literals as lit
 from dtcli.engine.changes import WEIGHT, quote
+from dtcli.engine.checkpoints import release
 from dtcli.model import Frontier
 
 OP = "__dt_op"
@@ -119,7 +120,7 @@ def apply_row_changes(spark, path: str, changes, frontier: Frontier, *,
         return _merge(spark, path, reduce(lambda a, b: a.unionByName(b), sources), cols,
                       frontier)
     finally:
-        counted.unpersist()
+        release(counted)
 
 
 def _locate(changes, cols: list[str]) -> tuple[str, int, int] | None:
@@ -175,7 +176,7 @@ def _replace_slice(spark, path: str, changes, cols: list[str], frontier: Frontie
         done = replace(spark, path, predicate, new_rows, frontier)
         return Applied(inserted, deleted, done.version, max(done.inserted - inserted, 0))
     finally:
-        slice_.unpersist()
+        release(slice_)
 
 
 def replace(spark, path: str, predicate: str, rows, frontier: Frontier) -> Applied:

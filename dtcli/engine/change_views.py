@@ -12,6 +12,7 @@ one DELETE + INSERT pair. APPEND_ONLY keeps the inserted rows only.
 from __future__ import annotations
 
 from dtcli.engine.changes import ChangesUnavailable, is_unavailable, quote
+from dtcli.engine.checkpoints import release
 from dtcli.sql.custom import ACTION, APPEND_ONLY, ISUPDATE
 
 _CDF = ("_change_type", "_commit_version", "_commit_timestamp")
@@ -52,7 +53,8 @@ def unavailable(what: str, exc: BaseException) -> ChangesUnavailable:
                               "refreshes (delta.logRetentionDuration, delta.deletedFileRetentionDuration)")
 
 
-def read(spark, name: str, path: str, mode: str, start: int, end: int, current, key: list[str] | None):
+def read(spark, name: str, path: str, mode: str, start: int, end: int, current, key: list[str] | None,
+         held: list | None = None):
     """The change rows of `name` committed after version `start` up to `end` (both pinned);
     `current`: the input at `end`."""
     from pyspark.sql import functions as F
@@ -72,7 +74,7 @@ def read(spark, name: str, path: str, mode: str, start: int, end: int, current, 
         kind = F.col("_change_type")
         if key:
             old = spark.read.format("delta").option("versionAsOf", start).load(path)
-            rows = _compacted(feed, old, current, data, key, name)
+            rows = _compacted(feed, old, current, data, key, name, held if held is not None else [])
         else:
             # the range is pinned at both ends: the statement may read it several times
             rows = feed.select(*[F.col(quote(c)) for c in data],
@@ -90,9 +92,11 @@ def read(spark, name: str, path: str, mode: str, start: int, end: int, current, 
     return rows
 
 
-def _compacted(feed, old, new, data: list[str], key: list[str], name: str):
+def _compacted(feed, old, new, data: list[str], key: list[str], name: str, held: list):
     """Per key touched in the range: its row before (at `start`) against its row after (at `end`).
-    The touched keys, when few, are pushed into both reads as literals (Delta skips files)."""
+    The touched keys, when few, are pushed into both reads as literals (Delta skips files).
+    The checkpointed rows are read lazily by the statement: they go to `held`, which the caller
+    releases once the statement ran (a warm application would otherwise keep them)."""
     from functools import reduce
 
     from pyspark.sql import functions as F
@@ -118,8 +122,9 @@ def _compacted(feed, old, new, data: list[str], key: list[str], name: str):
             return picked.select(*[F.col(quote(c)) for c in data], F.lit(mark).alias("__dt_side"))
 
         both = side(old, "o").unionByName(side(new, "n")).localCheckpoint(eager=True)
+        held.append(both)
     finally:
-        keys.unpersist()
+        release(keys)
     dup = both.groupBy("__dt_side", *[F.col(quote(k)) for k in key]).count().filter("count > 1").limit(1).collect()
     if dup:
         when = "before" if dup[0]["__dt_side"] == "o" else "after"

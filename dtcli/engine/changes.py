@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from dtcli.engine.checkpoints import release
+
 WEIGHT = "__dt_w"
 CDF_COLUMNS = ("_change_type", "_commit_version", "_commit_timestamp")
 # Error conditions (and Java exception names) that mean "the change data is not there".
@@ -60,7 +62,7 @@ class ChangeSet:
         return self.plus().unionAll(self.minus())
 
     def release(self) -> None:
-        self.weighted.unpersist()
+        release(self.weighted)
 
 
 def _expand(df, positive: bool):

@@ -16,7 +16,7 @@ import pytest
 
 from dtcli import api
 from dtcli.model import CREATION, FULL, INCREMENTAL, NO_DATA, SUCCEEDED
-from tests.helpers import write_project
+from tests.helpers import checkpoint_blocks, write_project
 from tests.sched_helpers import in_process
 
 pytestmark = pytest.mark.spark
@@ -240,7 +240,9 @@ def _rows(spark, root, name) -> list[tuple]:
 def _run(spark, roots, now, all_tables=True):
     out = []
     for root in roots:
+        blocks = checkpoint_blocks(spark)
         result = api.run(api.check(root, now=now), all_tables=all_tables, launcher=in_process(spark))
+        assert checkpoint_blocks(spark) == blocks, "a refresh left checkpointed change rows behind"
         records = {r.name: r for r in result.records}
         assert all(r.state == SUCCEEDED for r in records.values()), {n: r.state_message for n, r in records.items()}
         out.append(records)

@@ -19,6 +19,7 @@ from sqlglot import exp
 
 from dtcli.engine import apply, change_views, commit
 from dtcli.engine.changes import ChangesUnavailable, is_unavailable, quote
+from dtcli.engine.checkpoints import release
 from dtcli.engine.context import RefreshContext, RefreshResult
 from dtcli.engine.deletion_vectors import table_property
 from dtcli.engine.strategies import register
@@ -35,16 +36,19 @@ class CustomRefreshFailed(Exception):
 @register(CUSTOM_INCREMENTAL)
 def custom_refresh(ctx: RefreshContext) -> RefreshResult:
     views: list[str] = []
+    held: list = []       # checkpointed change rows, released with the views
     try:
-        return _run(ctx, views)
+        return _run(ctx, views, held)
     except ChangesUnavailable as err:
         raise CustomRefreshFailed(f"[CHANGES_UNAVAILABLE] {err}") from err
     finally:
         for view in views:
             ctx.spark.catalog.dropTempView(view)
+        for rows in held:
+            release(rows)
 
 
-def _run(ctx: RefreshContext, views: list[str]) -> RefreshResult:
+def _run(ctx: RefreshContext, views: list[str], held: list) -> RefreshResult:
     spark, step = ctx.spark, ctx.step
     opts = step.options["custom"]
     creating = step.action in (FULL, REINITIALIZE)
@@ -80,7 +84,7 @@ def _run(ctx: RefreshContext, views: list[str]) -> RefreshResult:
                                          "(CHANGES() of it was added to the statement?); to read it from now on, "
                                          f"recreate the table: `dt drop {step.name} --yes` and `dt run`")
             rows = change_views.read(spark, name, change["path"], mode, int(start), ctx.input_versions[name],
-                                     current, change.get("key"))
+                                     current, change.get("key"), held)
         view = changes_view(name, mode)
         rows.createOrReplaceTempView(view)
         views.append(view)

@@ -9,6 +9,7 @@ rows for the rest), made in one commit and never read again.
 from __future__ import annotations
 
 from dtcli.engine import apply, commit
+from dtcli.engine.checkpoints import release
 from dtcli.engine.context import RefreshContext, RefreshResult
 from dtcli.engine.deletion_vectors import table_property
 from dtcli.engine.strategies import register
@@ -67,7 +68,7 @@ def _backfilled(ctx: RefreshContext, computed) -> RefreshResult:
     _replace_table(ctx, rows)
     last = commit.last_commit(ctx.step.path)
     written = int(last["metrics"].get("numOutputRows", 0))
-    copied.unpersist()
+    release(copied)
     return RefreshResult(inserted=written - count, copied=count, table_version=last["version"],
                          extra={"table_replaced": True})
 

@@ -19,6 +19,7 @@ from sqlglot import exp
 from dtcli.engine import apply as applier
 from dtcli.engine import literals as lit
 from dtcli.engine.changes import WEIGHT, ChangeSet, ChangesUnavailable, quote, read_changes
+from dtcli.engine.checkpoints import release
 from dtcli.engine.context import RefreshContext, RefreshResult
 from dtcli.engine.strategies import register
 from dtcli.model import FULL, INCREMENTAL, REINITIALIZE
@@ -81,7 +82,7 @@ class _Refresh:
             for view in self.views:
                 self.spark.catalog.dropTempView(view)
             for df in self.cached:
-                df.unpersist()
+                release(df)
             for cs in self.changes.values():
                 cs.release()
 
@@ -209,6 +210,7 @@ class _Refresh:
         df = self.spark.sql(f"SELECT DISTINCT * FROM ({query.sql(dialect='spark')}) AS __dt_keys")
         # a checkpoint cuts the lineage: later queries do not re-analyse the time travel
         df = df.localCheckpoint(eager=True)
+        self.cached.append(df)
         self._view(name, df)
         literals, tuples = None, None
         rows = df.limit(LITERAL_KEYS + 1).collect()
