@@ -55,7 +55,8 @@ class Standalone:
 
     def _spawn(self, name: str, *args: str) -> None:
         env = dict(os.environ, SPARK_HOME=str(spark_home()), SPARK_LOCAL_IP="127.0.0.1",
-                   SPARK_DAEMON_MEMORY="384m", SPARK_NO_DAEMONIZE="1", SPARK_LOG_DIR=str(self.folder))
+                   SPARK_DAEMON_MEMORY="384m", SPARK_NO_DAEMONIZE="1", SPARK_LOG_DIR=str(self.folder),
+                   SPARK_DAEMON_JAVA_OPTS=os.environ.get("SPARK_SUBMIT_OPTS", ""))
         log = open(self.folder / f"{name}.log", "w")   # noqa: SIM115 (the child keeps it)
         self.procs.append(subprocess.Popen([str(spark_home() / "bin" / "spark-class"), *args],
                                            stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,

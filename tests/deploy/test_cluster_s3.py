@@ -43,7 +43,9 @@ def _target(master: str, s3: S3Server) -> str:
     conf = {**s3.conf(),
             # the executors reach the driver on loopback; a small executor fits the 1 GB worker
             "spark.driver.host": "127.0.0.1", "spark.driver.bindAddress": "127.0.0.1",
-            "spark.executor.memory": "512m", "spark.cores.max": "1"}
+            "spark.executor.memory": "512m", "spark.cores.max": "1",
+            # as every JVM of the tests (conftest.py): short-lived, tiny data, two cores
+            "spark.executor.extraJavaOptions": os.environ.get("SPARK_SUBMIT_OPTS", "")}
     lines = "".join(f"        {k}: \"{v}\"\n" for k, v in conf.items())
     return (f"targets:\n  cluster:\n    warehouse: {WAREHOUSE}\n    spark:\n"
             f"      master: {master}\n      conf:\n{lines}")

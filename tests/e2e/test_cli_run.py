@@ -1,4 +1,5 @@
-"""Through the real `dt` process and spark-submit: create, NO_DATA without Java, crash safety."""
+"""Through the real `dt` process and spark-submit: create, NO_DATA without Java, crash safety (one
+scenario, so that its Spark applications are three)."""
 
 from __future__ import annotations
 
@@ -59,44 +60,6 @@ def _change_sources(root: Path) -> None:
         "qty": pa.array([2, 2, 1], pa.int64())}), mode="append")
 
 
-def test_run_then_no_data_without_java(tmp_path, spark):
-    root = _project(tmp_path)
-    first = dt_process("run", "-p", str(root))
-    assert first.returncode == 0, first.stderr
-    project = load_project(root)
-    for name in TABLES:
-        assert_matches_recompute(spark, project, name)
-    assert table_info(project.table_path("paid")).columns == ("order_id", "customer_id", "amount")
-
-    results = json.loads((root / "target" / "run_results.json").read_text())
-    assert [(r["name"], r["state"], r["refresh_trigger"]) for r in results["results"]] == \
-        [(n, "SUCCEEDED", "CREATION") for n in TABLES]
-    assert all(r["query_id"].endswith("/" + results["run_id"]) for r in results["results"])
-
-    started = time.monotonic()
-    # --all: every DT is due now (ignoring lag), so each must be decided NO_DATA from the logs.
-    again = dt_process("run", "--all", "-p", str(root), "--format", "json", env=no_java_env())
-    took = time.monotonic() - started
-    assert again.returncode == 0, again.stderr
-    assert "(no Spark needed)" in again.stderr                  # the summary; stdout is the JSON
-    assert json.loads(again.stdout) == json.loads((root / "target" / "run_results.json").read_text())
-    assert {r["refresh_action"] for r in json.loads(again.stdout)["results"]} == {"NO_DATA"}
-    rows = history.read(project.warehouse)
-    latest = history.latest_per_table(rows)
-    assert {n: latest[n].refresh_action for n in TABLES} == dict.fromkeys(TABLES, "NO_DATA")
-    print(f"NO_DATA run without Java took {took:.2f}s wall")
-
-    _change_sources(root)
-    third = dt_process("run", "--all", "-p", str(root))
-    assert third.returncode == 0, third.stderr
-    project = load_project(root)
-    for name in TABLES:
-        assert_matches_recompute(spark, project, name)
-    latest = history.latest_per_table(history.read(project.warehouse))
-    assert latest["paid"].inputs_with_changed_data == ["orders"]
-    assert latest["paid"].source_versions["orders"] == table_info(str(root / "warehouse" / "orders")).version
-
-
 def _java_descendants(pid: int) -> list[int]:
     return [p for p in descendants(pid) if is_java(p)]
 
@@ -113,17 +76,43 @@ ORDER_LOG_YML = ("columns: [{name: order_id, type: BIGINT}, {name: status, type:
                  "{name: action, type: STRING}, {name: is_update, type: BOOLEAN}]\n")
 
 
-def test_sigkill_of_spark_submit_mid_run_loses_nothing(tmp_path, spark):
+def test_create_no_data_without_java_then_a_jvm_kill_loses_nothing(tmp_path, spark):
+    """One project through the real process: creation, a NO_DATA run that starts no JVM, then a
+    change whose run loses its spark-submit JVM (SIGKILL) after one DT committed; the next run
+    completes it, and the custom audit table saw each change of orders exactly once."""
     root = write_project(tmp_path / "shop", {**TABLES, "paid_audit": ORDER_LOG}, seeds=SEEDS,
                          table_yml={"paid_audit": ORDER_LOG_YML})
     (root / "seeds" / "orders.yml").write_text("columns:\n  amount: decimal(10,2)\n  customer_id: int\n"
                                                "primary_key: [order_id]\nrely: true\n")
     assert dt_process("seed", "-p", str(root)).returncode == 0
-    assert dt_process("run", "-p", str(root)).returncode == 0
+
+    # 1. creation, through spark-submit
+    first = dt_process("run", "-p", str(root))
+    assert first.returncode == 0, first.stderr
     project = load_project(root)
+    for name in TABLES:
+        assert_matches_recompute(spark, project, name)
+    assert table_info(project.table_path("paid")).columns == ("order_id", "customer_id", "amount")
+    results = json.loads((root / "target" / "run_results.json").read_text())
+    assert {r["name"]: (r["state"], r["refresh_trigger"]) for r in results["results"]} == \
+        dict.fromkeys([*TABLES, "paid_audit"], ("SUCCEEDED", "CREATION"))
+    assert all(r["query_id"].endswith("/" + results["run_id"]) for r in results["results"])
+
+    # 2. --all: every DT is due now (ignoring lag), so each must be decided NO_DATA from the logs
+    started = time.monotonic()
+    again = dt_process("run", "--all", "-p", str(root), "--format", "json", env=no_java_env())
+    took = time.monotonic() - started
+    assert again.returncode == 0, again.stderr
+    assert "(no Spark needed)" in again.stderr                  # the summary; stdout is the JSON
+    assert json.loads(again.stdout) == json.loads((root / "target" / "run_results.json").read_text())
+    assert {r["refresh_action"] for r in json.loads(again.stdout)["results"]} == {"NO_DATA"}
+    latest = history.latest_per_table(history.read(project.warehouse))
+    assert {n: latest[n].refresh_action for n in TABLES} == dict.fromkeys(TABLES, "NO_DATA")
+    print(f"NO_DATA run without Java took {took:.2f}s wall")
+
+    # 3. a change, and the run refreshing it loses its JVM once `paid` committed
     before = {n: table_info(project.table_path(n)).version for n in TABLES}
     _change_sources(root)
-
     proc = subprocess.Popen([str(DT_BIN), "run", "--all", "-p", str(root)], stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, env=dict(os.environ, COLUMNS="200"))
     killed = False
@@ -146,12 +135,16 @@ def test_sigkill_of_spark_submit_mid_run_loses_nothing(tmp_path, spark):
     unchanged = [n for n in TABLES if after[n].version == before[n]]
     assert unchanged, "the kill came too late to interrupt the run"
 
-    again = dt_process("run", "--all", "-p", str(root))
-    assert again.returncode == 0, again.stderr
+    # 4. the next run completes what the kill interrupted
+    final = dt_process("run", "--all", "-p", str(root))
+    assert final.returncode == 0, final.stderr
     orders_version = table_info(str(root / "warehouse" / "orders")).version
     for name in TABLES:
         assert_matches_recompute(spark, project, name)
     assert table_info(project.table_path("paid")).frontier.source_versions["orders"] == orders_version
+    paid = [r for r in history.read(project.warehouse)       # the killed run's refresh of paid
+            if r.name == "paid" and r.refresh_trigger != "CREATION" and r.refresh_action != "NO_DATA"]
+    assert [(r.inputs_with_changed_data, r.source_versions["orders"]) for r in paid] == [(["orders"], orders_version)]
 
     log = sorted(tuple(r) for r in spark.read.format("delta").load(project.table_path("paid_audit"))
                  .select("order_id", "status", "action", "is_update").collect())
