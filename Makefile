@@ -4,7 +4,8 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 JARS   := $(BIN)/python -m dtcli.engine.jars provision
-PYTEST_ARGS ?=
+# two workers: the suite waits on JVM starts, sleeps and subprocesses more than it computes
+PYTEST_ARGS ?= -n 2 --dist loadfile
 
 .PHONY: setup jars demo test lint unit bench clean
 
