@@ -54,9 +54,9 @@ def unavailable(what: str, exc: BaseException) -> ChangesUnavailable:
 
 
 def read(spark, name: str, path: str, mode: str, start: int, end: int, current, key: list[str] | None,
-         held: list | None = None):
+         held: list):
     """The change rows of `name` committed after version `start` up to `end` (both pinned);
-    `current`: the input at `end`."""
+    `current`: the input at `end`; checkpoints the rows need go to `held` (the caller releases them)."""
     from pyspark.sql import functions as F
 
     if start > end:
@@ -74,7 +74,7 @@ def read(spark, name: str, path: str, mode: str, start: int, end: int, current, 
         kind = F.col("_change_type")
         if key:
             old = spark.read.format("delta").option("versionAsOf", start).load(path)
-            rows = _compacted(feed, old, current, data, key, name, held if held is not None else [])
+            rows = _compacted(feed, old, current, data, key, name, held)
         else:
             # the range is pinned at both ends: the statement may read it several times
             rows = feed.select(*[F.col(quote(c)) for c in data],
