@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from dtcli.model import FAILED, MANUAL, SUCCEEDED, Project, RefreshRecord
+from dtcli.model import FAILED, MANUAL, SUCCEEDED, Frontier, Project, RefreshRecord
 from dtcli.planning import on_demand
 from dtcli.planning.checked import Checked
 from dtcli.planning.graph import Graph
@@ -104,7 +104,7 @@ def decide(checked: Checked, stamps: Mapping[str, datetime | None], states: Mapp
                 out.refresh.add(name)
             else:
                 out.skipped[name] = "initialize: on_schedule; waiting for its first scheduled tick"
-        elif info.frontier is None or info.frontier.definition_hash != checked.hashes[name]:
+        elif info.frontier is None or _rebuilds(checked, name, info.frontier):
             out.refresh.add(name)   # reconcile: a changed definition is applied now, due or not
         elif name in manual_only and not demanded:
             out.skipped[name] = (f"scheduler: disable; refreshed only on demand (`dt refresh {name}`, "
@@ -123,6 +123,16 @@ def decide(checked: Checked, stamps: Mapping[str, datetime | None], states: Mapp
         out.refresh.discard(name)
         out.skipped[name] = f"not refreshed: {on_demand.missing_reason(gone)}"
     return out
+
+
+def _rebuilds(checked: Checked, name: str, frontier: Frontier) -> bool:
+    """Whether a changed definition must be applied at once. A custom table's history is never
+    recomputed: an edited statement takes effect at its next change, on schedule (columns to
+    add are the exception: they are added now)."""
+    if frontier.definition_hash == checked.hashes[name]:
+        return False
+    custom = checked.customs.get(name)
+    return custom is None or bool(custom.add_columns)
 
 
 def next_due_at(project: Project, name: str, exists: bool, effective: Mapping[str, int | None],

@@ -7,6 +7,7 @@ from datetime import timedelta
 from dtcli.model import FAILED, MANUAL, SCHEDULED, SUCCEEDED, UPSTREAM_FAILED, RefreshRecord
 from dtcli.planning import scheduler
 from dtcli.planning.graph import Graph
+from dtcli.project import load_project
 from dtcli.state.scheduling import SUSPENDED, TableState
 from tests.helpers import dt
 from tests.sched_helpers import T0, chain_project, checked_at, effective_lags, info, simulate, write_source
@@ -149,3 +150,22 @@ def test_next_wake_is_the_earliest_due_time_and_never_now(tmp_path):
     late = T0 + timedelta(seconds=50)
     assert scheduler.next_wake(checked, stamps, {}, late) == T0 + timedelta(seconds=96)
     assert scheduler.next_wake(checked, stamps, {"b": TableState(SUSPENDED)}, now) is None
+
+
+def test_an_edited_custom_statement_waits_for_its_schedule_unless_it_adds_columns(tmp_path):
+    # A custom table's history is never recomputed, so an edit is no reason to refresh now: a
+    # pass that picked it anyway would record NO_DATA on every run until its input changed.
+    columns = "columns: [{name: x, type: BIGINT}]\n"
+    project = chain_project(tmp_path, {"c": "1 hour"}, {"c": "src"}, extra_yml={"c": columns})
+    (project.root / "tables" / "c.sql").write_text("INSERT INTO SELF SELECT x FROM src CHANGES()")
+    project = load_project(project.root)
+    edited = {"c": info(project, "c", definition="old")}
+    decision = _decide(project, snapshot_tables=edited)
+    assert decision.refresh == set() and decision.skipped["c"].startswith("not due until")
+    assert _decide(project, snapshot_tables=edited, now=T0 + timedelta(hours=1, seconds=10)).refresh == {"c"}
+
+    (project.root / "tables" / "c.sql").write_text("INSERT INTO SELF SELECT x, x + 1 AS y FROM src CHANGES()")
+    (project.root / "tables" / "c.yml").write_text(
+        "target_lag: 1 hour\ncolumns: [{name: x, type: BIGINT}, {name: y, type: BIGINT}]\n")
+    project = load_project(project.root)
+    assert _decide(project, snapshot_tables={"c": info(project, "c", definition="old")}).refresh == {"c"}
