@@ -5,7 +5,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 JARS   := $(BIN)/python -m dtcli.engine.jars provision
 # two workers: the suite waits on JVM starts, sleeps and subprocesses more than it computes
-PYTEST_ARGS ?= -n 2 --dist loadfile
+PYTEST_ARGS ?= -n 2 --dist loadfile --no-loadscope-reorder
 
 .PHONY: setup jars demo test lint unit bench clean
 

@@ -14,21 +14,35 @@ import pytest
 os.environ.setdefault("SPARK_SUBMIT_OPTS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
 
 
+# The in-process session (the differential harness and the other tests/spark modules) evaluates
+# expressions interpreted instead of generating and compiling Java for every stage: on rows by the
+# dozen, Janino compilation and its source formatting were a sixth of that JVM's CPU (the harness
+# test: 118 s against 140 s). Results do not depend on it; every application dt itself launches
+# (tests/e2e, tests/deploy) keeps Spark's code generation.
+INTERPRETED = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.factoryMode": "NO_CODEGEN"}
+
+
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory):
     from dtcli.engine.session import local_session
 
     session = local_session(extra={"spark.sql.shuffle.partitions": "2",
-                                   "spark.sql.warehouse.dir": str(tmp_path_factory.mktemp("spark-wh"))})
+                                   "spark.sql.warehouse.dir": str(tmp_path_factory.mktemp("spark-wh")),
+                                   **INTERPRETED})
     session.sparkContext.setLogLevel("ERROR")
     yield session
     session.stop()
 
 
-# With `-n 2` (make test): the longest modules first, so that neither worker is left with a long
-# one at the end (seconds measured on 2 cores); the rest after them, JVM-free tests last.
-LONGEST = ("tests/e2e/test_kill_safety.py", "tests/deploy/test_cluster_s3.py", "tests/e2e/test_cli_run.py",
-           "tests/e2e/test_watch_warm.py", "tests/e2e/test_concurrency.py")
+# With `-n 2` (make test, with --no-loadscope-reorder, else xdist orders modules by their number
+# of tests): the longest modules first, so that neither worker is left with a long one at the end
+# (ordered by seconds measured in a two-worker run); the rest after them, JVM-free tests last.
+LONGEST = ("tests/e2e/test_kill_safety.py", "tests/spark/test_frozen_regions.py",
+           "tests/spark/test_custom_incremental.py", "tests/spark/test_backfill.py",
+           "tests/spark/test_incremental_harness.py", "tests/deploy/test_cluster_s3.py",
+           "tests/e2e/test_cli_run.py", "tests/e2e/test_watch_warm.py", "tests/spark/test_readers.py",
+           "tests/spark/test_incremental_refresh.py", "tests/spark/test_lifecycle.py",
+           "tests/e2e/test_concurrency.py")
 
 
 def pytest_collection_modifyitems(config, items):
