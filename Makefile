@@ -4,7 +4,8 @@ VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
 JARS   := $(BIN)/python -m dtcli.engine.jars provision
-# two workers: the suite waits on JVM starts, sleeps and subprocesses more than it computes
+# two workers: one pytest process keeps two cores about two-thirds busy (one JVM's driver thread,
+# subprocesses, sleeps); two fill them. Longest modules first: tests/conftest.py
 PYTEST_ARGS ?= -n 2 --dist loadfile --no-loadscope-reorder
 
 .PHONY: setup jars demo test lint unit bench clean
