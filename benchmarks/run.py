@@ -49,12 +49,12 @@ HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
 WORK = HERE / "work"
 README = HERE / "README.md"
-BEGIN, END = "<!-- results:begin -->", "<!-- results:end -->"
 
 sys.path.insert(0, str(REPO))
 sys.path.insert(0, str(HERE))
 
 import tpch_data  # noqa: E402
+from batches import BATCHES, change_batch  # noqa: E402
 
 SF1_ORDERS = 1_500_000
 DEFAULT_CHANGE_ORDERS = SF1_ORDERS // 1000      # 0.1 % of SF1's orders (and, ~4 lines each, of its lines)
@@ -65,12 +65,15 @@ class BenchTable:
     key: str
     name: str
     what: str
-    target: float             # required speed-up of incremental over FULL at SF1
+    target: float             # required speed-up of incremental over FULL at SF10, recent batch
     sql: str
+    inputs: tuple[str, ...] = ()
+    floor_key: str = ""       # the DT column the floor's commit names the removed rows by
 
 
 TABLES = (
-    BenchTable("a", "shipped_lines", "filter/project over lineitem", 10.0, """
+    BenchTable("a", "shipped_lines", "filter/project over lineitem", 10.0, inputs=("lineitem",),
+               floor_key="l_orderkey", sql="""
         -- (a) Shipped (fulfilled) lines with their net revenue.
         SELECT l_orderkey, l_linenumber, l_partkey, l_suppkey, l_quantity, l_extendedprice,
                l_discount, l_extendedprice * (1 - l_discount) AS revenue,
@@ -78,7 +81,8 @@ TABLES = (
         FROM lineitem
         WHERE l_linestatus = 'F'
         """),
-    BenchTable("b", "customer_revenue", "lineitem ⋈ orders, GROUP BY o_custkey", 3.0, """
+    BenchTable("b", "customer_revenue", "lineitem ⋈ orders, GROUP BY o_custkey", 5.0,
+               inputs=("lineitem", "orders"), floor_key="o_custkey", sql="""
         -- (b) Revenue per customer.
         SELECT o.o_custkey,
                COUNT(*) AS line_count,
@@ -88,14 +92,14 @@ TABLES = (
         JOIN orders AS o ON l.l_orderkey = o.o_orderkey
         GROUP BY o.o_custkey
         """),
-    BenchTable("c", "order_rank", "RANK() OVER (PARTITION BY o_custkey ORDER BY o_totalprice DESC)", 3.0, """
+    BenchTable("c", "order_rank", "RANK() OVER (PARTITION BY o_custkey ORDER BY o_totalprice DESC)", 5.0,
+               inputs=("orders",), floor_key="o_custkey", sql="""
         -- (c) Each customer's orders ranked by value.
         SELECT o_custkey, o_orderkey, o_orderdate, o_totalprice,
                RANK() OVER (PARTITION BY o_custkey ORDER BY o_totalprice DESC) AS price_rank
         FROM orders
         """),
 )
-GROWTH_TARGET = 1.5
 
 
 def log(msg: str) -> None:
@@ -136,126 +140,6 @@ def clear_delta_cache(spark) -> None:
     spark.catalog.clearCache()
 
 
-def apply_change_batch(spark, paths: dict[str, str], n_orders: int, seed: int = 42) -> dict[str, Any]:
-    """One MERGE per source: n/3 new orders (copies of existing ones under new keys, with their
-    lines), n/3 deleted orders with their lines, n/3 orders whose lines and total get 5 % dearer."""
-    from pyspark.sql import functions as F
-
-    orders = spark.read.format("delta").load(paths["orders"])
-    lineitem = spark.read.format("delta").load(paths["lineitem"])
-    per = max(1, n_orders // 3)
-    picked = [r[0] for r in orders.select("o_orderkey")
-              .orderBy(F.xxhash64("o_orderkey", F.lit(seed))).limit(3 * per).collect()]
-    deleted, updated, templates = picked[:per], picked[per:2 * per], picked[2 * per:3 * per]
-    max_key = orders.agg(F.max("o_orderkey")).first()[0]
-    new_key = {old: max_key + 1 + i for i, old in enumerate(sorted(templates))}
-    remap = F.create_map(*[F.lit(x).cast("bigint") for kv in new_key.items() for x in kv])
-
-    def dearer(col: str, dtype: str):
-        return (F.col(col) * F.lit(1.05)).cast(dtype).alias(col)
-
-    def changes(df, key: str, price: str):
-        """The batch for one table: its deleted, repriced (op U) and copied (op I) rows."""
-        dtype = dict(df.dtypes)[price]
-        return (
-            df.where(F.col(key).isin(deleted)).withColumn("op", F.lit("D"))
-            .unionByName(df.where(F.col(key).isin(updated))
-                         .select(*[dearer(c, dtype) if c == price else F.col(c) for c in df.columns])
-                         .withColumn("op", F.lit("U")))
-            .unionByName(df.where(F.col(key).isin(templates))
-                         .withColumn(key, remap[F.col(key)]).withColumn("op", F.lit("I"))))
-
-    o_changes = changes(orders, "o_orderkey", "o_totalprice")
-    l_changes = changes(lineitem, "l_orderkey", "l_extendedprice")
-    # Materialize the batch before the first MERGE changes what its lineage would read.
-    o_changes = o_changes.localCheckpoint(eager=True)
-    l_changes = l_changes.localCheckpoint(eager=True)
-    o_changes.createOrReplaceTempView("bench_order_changes")
-    l_changes.createOrReplaceTempView("bench_line_changes")
-
-    def merge(path: str, view: str, on: str, price: str, cols: list[str]) -> dict[str, Any]:
-        spark.sql(f"""
-            MERGE INTO delta.`{path}` AS t USING {view} AS c ON {on}
-            WHEN MATCHED AND c.op = 'D' THEN DELETE
-            WHEN MATCHED AND c.op = 'U' THEN UPDATE SET t.{price} = c.{price}
-            WHEN NOT MATCHED AND c.op = 'I' THEN INSERT ({', '.join(cols)})
-                 VALUES ({', '.join('c.' + c for c in cols)})""")
-        from delta.tables import DeltaTable
-
-        row = DeltaTable.forPath(spark, path).history(1).select("version", "operationMetrics").first()
-        m = dict(row["operationMetrics"] or {})
-        return {"version": int(row["version"]),
-                "inserted": int(m.get("numTargetRowsInserted", 0)),
-                "updated": int(m.get("numTargetRowsUpdated", 0)),
-                "deleted": int(m.get("numTargetRowsDeleted", 0)),
-                "files_rewritten": int(m.get("numTargetFilesRemoved", 0))}
-
-    started = time.perf_counter()
-    result = {
-        "orders": merge(paths["orders"], "bench_order_changes", "t.o_orderkey = c.o_orderkey",
-                        "o_totalprice", orders.columns),
-        "lineitem": merge(paths["lineitem"], "bench_line_changes",
-                          "t.l_orderkey = c.l_orderkey AND t.l_linenumber = c.l_linenumber",
-                          "l_extendedprice", lineitem.columns),
-    }
-    spark.catalog.dropTempView("bench_order_changes")
-    spark.catalog.dropTempView("bench_line_changes")
-    result["orders_changed"] = 3 * per
-    result["seconds"] = round(time.perf_counter() - started, 1)
-    return result
-
-
-CHANGE_FORMAT = 1      # bump when apply_change_batch changes what it writes
-
-
-def _files(root: Path) -> set[str]:
-    return {str(f.relative_to(root)) for f in root.rglob("*") if f.is_file()}
-
-
-def change_batch(spark, sf: float, pristine: dict[str, str], sources: dict[str, Path],
-                 change_orders: int, seed: int = 42, say=log) -> dict[str, Any]:
-    """Commit the change batch to the working sources, replaying a cached copy when there is one.
-
-    The batch is deterministic, and rewriting lineitem through MERGE costs minutes (the changed
-    orders are spread over every file), so the first run keeps what the MERGE commits added (the
-    commit file, new data files, change data files) under `benchmarks/data/`, keyed by the
-    pristine tables' first commit. Later runs copy those files in, data first and the commit file
-    last: the source tables end up byte-for-byte as if the MERGE had run again."""
-    import hashlib
-
-    digest = hashlib.sha256(f"{CHANGE_FORMAT}/{change_orders}/{seed}".encode())
-    for table in sorted(pristine):
-        digest.update((Path(pristine[table]) / "_delta_log" / f"{0:020d}.json").read_bytes())
-    cache = tpch_data.sf_dir(sf) / "changes" / digest.hexdigest()[:16]
-    meta = cache / "batch.json"
-    if meta.exists():
-        for table, target in sources.items():
-            saved = cache / table
-            if not saved.exists():
-                continue
-            names = sorted(_files(saved), key=lambda n: (n.startswith("_delta_log"), n))
-            for name in names:
-                (target / name).parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(saved / name, target / name)
-        result = json.loads(meta.read_text())
-        result["replayed"] = True
-        say(f"{sf_label(sf)}: change batch replayed from {cache.relative_to(HERE)}")
-        return result
-    before = {t: _files(Path(p)) for t, p in pristine.items()}
-    result = apply_change_batch(spark, {t: str(p) for t, p in sources.items()}, change_orders, seed)
-    partial = cache.with_name(cache.name + ".partial")
-    shutil.rmtree(partial, ignore_errors=True)
-    for table, target in sources.items():
-        for name in sorted(_files(target) - before[table]):
-            (partial / table / name).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(target / name, partial / table / name)
-    (partial / "batch.json").write_text(json.dumps(result, indent=1))
-    shutil.rmtree(cache, ignore_errors=True)
-    partial.rename(cache)
-    result["replayed"] = False
-    return result
-
-
 # ---- refreshing ---------------------------------------------------------------------------
 
 def refresh(spark, project_dir: Path, name: str | None, *, full: bool) -> dict[str, dict[str, Any]]:
@@ -292,6 +176,7 @@ def refresh(spark, project_dir: Path, name: str | None, *, full: bool) -> dict[s
             "message": record.state_message,
             "seconds": done - planned, "plan_seconds": planned - started,
             "profile": engine_profile(profiler, done - planned) if profiler else [],
+            "strategy": record.refresh_strategy,
             "inserted": record.num_inserted_rows, "deleted": record.num_deleted_rows,
             "version": record.table_version, "source_versions": record.source_versions,
             "commit": {"operation": last.get("operation"),
@@ -353,6 +238,7 @@ def diff_rows(spark, path: str, v1: int, v2: int) -> tuple[int, int]:
 @dataclass
 class ScaleResult:
     sf: float
+    batch: str
     source_rows: dict[str, int]
     change: dict[str, Any]
     creation: dict[str, dict[str, Any]]
@@ -360,87 +246,128 @@ class ScaleResult:
     dt_rows: dict[str, int] = field(default_factory=dict)
 
 
-def run_scale(spark, sf: float, *, change_orders: int, repeat: int, verify: bool,
-              tables=TABLES, quiet: bool = False) -> ScaleResult:
-    say = (lambda m: None) if quiet else log
+@dataclass
+class Prepared:
+    """One scale factor's sources and DTs, created once and restored before every batch."""
+
+    sf: float
+    root: Path
+    pristine: dict[str, str]
+    sources: dict[str, Path]
+    project_dir: Path
+    creation: dict[str, dict[str, Any]]
+    rows: dict[str, int]
+
+    @property
+    def warehouse(self) -> Path:
+        return self.root / "warehouse"
+
+    @property
+    def created(self) -> Path:
+        return self.root / "warehouse.created"
+
+
+def prepare(spark, sf: float, tables=TABLES, say=log) -> Prepared:
     pristine = tpch_data.ensure(sf, log=say)
     root = WORK / f"sf{sf:g}"
-    sources = {}
+    sources = {table: root / "sources" / table for table in pristine}
     for table, path in pristine.items():
-        sources[table] = root / "sources" / table
         copy_tree(Path(path), sources[table])
     warehouse = root / "warehouse"
-    if warehouse.exists():
-        shutil.rmtree(warehouse)
+    shutil.rmtree(warehouse, ignore_errors=True)
     clear_delta_cache(spark)
     project_dir = write_project(root, sources, tables)
-    rows = {t: tpch_data.row_count(sf, t) for t in pristine}
-
     say(f"{sf_label(sf)}: creating {', '.join(t.name for t in tables)} (initial FULL)")
     creation = {}
     for t in tables:
         creation.update(refresh(spark, project_dir, t.name, full=False))
         say(f"  {t.name}: {creation[t.name]['action']} in {creation[t.name]['seconds']:.1f}s "
             f"({creation[t.name]['inserted']:,} rows)")
+    prepared = Prepared(sf, root, pristine, sources, project_dir, creation,
+                        {t: tpch_data.row_count(sf, t) for t in pristine})
+    copy_tree(warehouse, prepared.created)
+    return prepared
 
-    change = change_batch(spark, sf, pristine, sources, change_orders, say=say)
-    say(f"{sf_label(sf)}: change batch committed{'' if change['replayed'] else ' in ' + str(change['seconds']) + 's'}: "
+
+def restore_table(spark, snapshot: Path, warehouse: Path, name: str) -> None:
+    copy_tree(snapshot / name, warehouse / name)
+    clear_delta_cache(spark)
+
+
+def run_batch(spark, p: Prepared, kind: str, *, change_orders: int, repeat: int, verify: bool,
+              peers: bool, tables=TABLES, say=log) -> ScaleResult:
+    """One change batch at one scale factor: per DT, dt's refresh after it, FULL at the same
+    versions, and (with `peers`) the floor and the hand-written MERGE, each from the same
+    state of the DT."""
+    import floor
+    import handwritten
+
+    for table, path in p.pristine.items():
+        copy_tree(Path(path), p.sources[table])
+    copy_tree(p.created, p.warehouse)
+    clear_delta_cache(spark)
+    change = change_batch(spark, p.sf, p.pristine, p.sources, change_orders, say=say, kind=kind)
+    say(f"{sf_label(p.sf)}: {kind} change batch committed"
+        f"{'' if change['replayed'] else ' in ' + str(change['seconds']) + 's'}: "
         f"orders +{change['orders']['inserted']} -{change['orders']['deleted']} "
         f"~{change['orders']['updated']}, lineitem +{change['lineitem']['inserted']} "
         f"-{change['lineitem']['deleted']} ~{change['lineitem']['updated']}")
-    result = ScaleResult(sf, rows, change, creation)
-
-    snapshot = root / "warehouse.before-refresh"
-    copy_tree(warehouse, snapshot)
+    result = ScaleResult(p.sf, kind, p.rows, change, p.creation)
+    before = p.root / "warehouse.before-refresh"
+    copy_tree(p.warehouse, before)
+    paths = {t: str(path) for t, path in p.sources.items()}
+    v1 = {t: change[t]["version"] for t in ("orders", "lineitem")}
+    v0 = {t: v - 1 for t, v in v1.items()}
     for rep in range(repeat):
         if rep:
-            copy_tree(snapshot, warehouse)
+            copy_tree(before, p.warehouse)
             clear_delta_cache(spark)
         for t in tables:
-            after = refresh(spark, project_dir, t.name, full=False)[t.name]
-            full = refresh(spark, project_dir, t.name, full=True)[t.name]
+            dt_path = str(p.warehouse / t.name)
+            after = refresh(spark, p.project_dir, t.name, full=False)[t.name]
+            removed, written = floor.committed_rows(spark, dt_path, after["version"])
+            full = refresh(spark, p.project_dir, t.name, full=True)[t.name]
             if after["source_versions"] != full["source_versions"]:
                 raise RuntimeError(f"{t.name}: refreshes read different versions "
                                    f"{after['source_versions']} vs {full['source_versions']}")
             run = {"after_change": after, "full": full}
-            if verify and rep == 0:
-                path = str(warehouse / t.name)
-                a, b = fingerprint(spark, path, after["version"]), fingerprint(spark, path, full["version"])
-                run["rows"] = b[0]
-                run["equal"] = a == b
-                if a != b:
-                    run["diff"] = diff_rows(spark, path, after["version"], full["version"])
-                result.dt_rows[t.name] = b[0]
+            truth = fingerprint(spark, dt_path, full["version"]) if verify or peers else None
+            if verify:
+                mine = fingerprint(spark, dt_path, after["version"])
+                run["rows"], run["equal"] = truth[0], mine == truth
+                if mine != truth:
+                    run["diff"] = diff_rows(spark, dt_path, after["version"], full["version"])
+                result.dt_rows[t.name] = truth[0]
+            if peers:
+                restore_table(spark, before, p.warehouse, t.name)
+                changed = {i: (paths[i], v0[i], v1[i]) for i in t.inputs}
+                run["floor"] = floor.measure(spark, dt_path, changed, removed, written, t.floor_key)
+                restore_table(spark, before, p.warehouse, t.name)
+                started = time.perf_counter()
+                metrics = handwritten.JOBS[t.name](spark, dt_path, paths, v0, v1)
+                run["merge"] = {"seconds": time.perf_counter() - started, "metrics": metrics}
+                from delta.tables import DeltaTable
+
+                version = DeltaTable.forPath(spark, dt_path).history(1).select("version").first()[0]
+                run["merge"]["equal"] = fingerprint(spark, dt_path, version) == truth
+            for df in (removed, written):
+                release_checkpoint(df)
             result.runs.setdefault(t.name, []).append(run)
-            say(f"  {t.name} #{rep + 1}: {after['action']}"
+            say(f"  {t.name} #{rep + 1}: {after['action']} [{after.get('strategy')}]"
                 f"{' (' + after['message'] + ')' if after.get('message') else ''} {after['seconds']:.2f}s "
                 f"(+{after['inserted']:,} -{after['deleted']:,}) vs FULL {full['seconds']:.2f}s"
+                + (f", floor {run['floor']['seconds']:.2f}s, MERGE {run['merge']['seconds']:.2f}s"
+                   f" (MERGE {'equal' if run['merge']['equal'] else 'DIFFERS'})" if peers else "")
                 + (f"; results {'equal' if run['equal'] else 'DIFFER ' + str(run.get('diff'))}"
                    if "equal" in run else ""))
-    shutil.rmtree(snapshot, ignore_errors=True)
+    shutil.rmtree(before, ignore_errors=True)
     return result
 
 
-# ---- reporting ----------------------------------------------------------------------------
+def release_checkpoint(df) -> None:
+    from dtcli.engine.checkpoints import release
 
-def summarize(result: ScaleResult, t: BenchTable) -> dict[str, Any]:
-    runs = result.runs[t.name]
-    actions = sorted({r["after_change"]["action"] for r in runs})
-    after = min(r["after_change"]["seconds"] for r in runs)
-    full = min(r["full"]["seconds"] for r in runs)
-    first = runs[0]
-    return {"actions": actions, "after": after, "full": full, "ratio": full / after if after else None,
-            "mode": first["after_change"]["mode"], "mode_reason": first["after_change"]["mode_reason"],
-            "message": first["after_change"].get("message"),
-            "inserted": first["after_change"]["inserted"], "deleted": first["after_change"]["deleted"],
-            "equal": first.get("equal"), "diff": first.get("diff"),
-            "rows": result.dt_rows.get(t.name, result.creation[t.name]["inserted"]),
-            "samples_after": [round(r["after_change"]["seconds"], 2) for r in runs],
-            "samples_full": [round(r["full"]["seconds"], 2) for r in runs]}
-
-
-def verdict(ok: bool | None) -> str:
-    return "—" if ok is None else ("yes" if ok else "**no**")
+    release(df)
 
 
 def delta_floor(spark, repeat: int) -> dict[str, float]:
@@ -476,121 +403,6 @@ def delta_floor(spark, repeat: int) -> dict[str, float]:
     return best
 
 
-def table_head(out: list[str], title: str, columns: list[tuple[str, str]]) -> None:
-    """A bold title line, then a markdown table header; `columns`: (name, "l" or "r")."""
-    out += ["", title, "", "| " + " | ".join(name for name, _ in columns) + " |",
-            "|" + "|".join("---:" if align == "r" else "---" for _, align in columns) + "|"]
-
-
-def markdown(results: list[ScaleResult], meta: dict[str, Any], tables=TABLES) -> str:
-    out = []
-    out.append(f"Measured {meta['date']} — dtcli/ as of commit {meta['commit']}"
-               f"{', with uncommitted changes in dtcli/' if meta['dirty'] else ''}; "
-               f"{meta['repeat']} repetition(s); times are the best of them (the machine is shared, so "
-               f"the least-disturbed run is the best estimate of cost; every sample is listed below).")
-    out.append("")
-    out.append(f"Machine: {meta['machine']}. Spark session: {meta['session']}.")
-    out.append("")
-    for r in results:
-        c = r.change
-        out.append(f"- {sf_label(r.sf)}: lineitem {r.source_rows['lineitem']:,} rows, orders "
-                   f"{r.source_rows['orders']:,}, customer {r.source_rows['customer']:,}. Change batch: "
-                   f"orders +{c['orders']['inserted']:,} / −{c['orders']['deleted']:,} / "
-                   f"~{c['orders']['updated']:,}, lineitem +{c['lineitem']['inserted']:,} / "
-                   f"−{c['lineitem']['deleted']:,} / ~{c['lineitem']['updated']:,} "
-                   f"(inserted / deleted / updated; "
-                   f"{100 * c['orders_changed'] / r.source_rows['orders']:.3g} % of orders).")
-    table_head(out, "**Refresh after the change batch vs FULL refresh at the same source versions**",
-               [("DT", "l"), ("SF", "l"), ("DT rows", "r"), ("refresh after change: action", "l"),
-                ("time (s)", "r"), ("+rows / −rows", "r"), ("FULL refresh (s)", "r"),
-                ("FULL ÷ after-change", "r"), ("target", "r"), ("met", "l"),
-                ("same result as FULL", "l")])
-    for t in tables:
-        for r in results:
-            s = summarize(r, t)
-            incremental = s["actions"] == ["INCREMENTAL"]
-            action = "/".join(s["actions"])
-            if not incremental and s["message"]:
-                action += f" ({s['message']})"
-            elif not incremental and s["mode_reason"]:
-                action += f" (mode {s['mode']}: {s['mode_reason']})"
-            elif not incremental:
-                action += f" (mode {s['mode']}; engine ran FULL)"
-            met = verdict(s["ratio"] >= t.target) if incremental and r.sf == 1 else (
-                "—" if r.sf != 1 else "n/a: not incremental")
-            same = "—" if s["equal"] is None else ("yes" if s["equal"] else f"**no** {s['diff']}")
-            out.append(f"| ({t.key}) {t.name} | {r.sf:g} | {s['rows']:,} | {action} | {s['after']:.2f} | "
-                       f"{s['inserted']:,} / {s['deleted']:,} | {s['full']:.2f} | {s['ratio']:.1f}× | "
-                       f"≥ {t.target:g}× at SF1 | {met} | {same} |")
-    by_sf = {r.sf: r for r in results}
-    if 1 in by_sf and 3 in by_sf:
-        table_head(out, "**Refresh-after-change time, SF1 vs SF3, same change size**",
-                   [("DT", "l"), ("action SF1 / SF3", "l"), ("SF1 (s)", "r"), ("SF3 (s)", "r"),
-                    ("SF3 ÷ SF1", "r"), ("target", "r"), ("met", "l"), ("FULL SF1 (s)", "r"),
-                    ("FULL SF3 (s)", "r"), ("FULL SF3 ÷ SF1", "r")])
-        for t in tables:
-            s1, s3 = summarize(by_sf[1], t), summarize(by_sf[3], t)
-            incremental = s1["actions"] == ["INCREMENTAL"] and s3["actions"] == ["INCREMENTAL"]
-            growth = s3["after"] / s1["after"]
-            met = verdict(growth <= GROWTH_TARGET) if incremental else "n/a: not incremental"
-            out.append(f"| ({t.key}) {t.name} | {'/'.join(s1['actions'])} / {'/'.join(s3['actions'])} | "
-                       f"{s1['after']:.2f} | {s3['after']:.2f} | {growth:.2f}× | ≤ {GROWTH_TARGET:g}× | {met} | "
-                       f"{s1['full']:.2f} | {s3['full']:.2f} | {s3['full'] / s1['full']:.2f}× |")
-    out.append("")
-    out.append("Samples (s), refresh after change / FULL: " + "; ".join(
-        f"{t.name} {sf_label(r.sf)} {summarize(r, t)['samples_after']} / {summarize(r, t)['samples_full']}"
-        for t in tables for r in results) + ".")
-    if any(summarize(r, t)["actions"] != ["INCREMENTAL"] for r in results for t in tables):
-        out.append("")
-        out.append("Rows whose refresh after the change ran FULL measure FULL against FULL: they are not "
-                   "incremental figures, and their targets are not assessed.")
-    table_head(out, "**Where the time of the refresh after the change goes** (fastest repetition; "
-               "the commit figures are Delta's own metrics of the refresh's commit; the engine "
-               "functions are from cProfile: the time each dtcli function is the innermost dtcli "
-               "frame, Spark work it waits for included, so the shares do not overlap and add up "
-               "to the total)",
-               [("DT", "l"), ("SF", "l"), ("action", "l"), ("total (s)", "r"), ("commit", "l"),
-                ("rows written", "r"), ("rows removed", "r"),
-                ("engine functions taking the time (s)", "l")])
-    for t in tables:
-        for r in results:
-            best = min(r.runs[t.name], key=lambda x: x["after_change"]["seconds"])["after_change"]
-            commit = best.get("commit") or {}
-            metrics = commit.get("metrics") or {}
-
-            def num(key: str, metrics=metrics) -> int:
-                return int(metrics.get(key, 0) or 0)
-            if commit.get("operation") == "MERGE":
-                written = num("numTargetRowsInserted") + num("numTargetRowsCopied")
-                removed = num("numTargetRowsDeleted") + num("numTargetRowsCopied")
-            else:     # a WRITE: an append or a replaceWhere (kept rows count as copied)
-                written = num("numOutputRows") - num("numCopiedRows")
-                removed = num("numDeletedRows")
-            sites = ", ".join(f"`{e['function']}` {e['seconds']:.1f}" for e in (best.get("profile") or [])[:5])
-            out.append(f"| ({t.key}) {t.name} | {r.sf:g} | {best['action']} | {best['seconds']:.2f} | "
-                       f"{commit.get('operation', '?')} | {written:,} | {removed:,} | {sites or '—'} |")
-    out.append("")
-    out.append("Initial creation (FULL), for reference: " + "; ".join(
-        f"{sf_label(r.sf)} " + ", ".join(f"{n} {c['seconds']:.1f}s" for n, c in r.creation.items())
-        for r in results) + ".")
-    floor = meta.get("floor")
-    if floor:
-        table_head(out, "**Delta's fixed cost per commit, same session** (a 1,000-row table with "
-                   "deletion vectors and change data feed on, best of the repetitions): the least "
-                   "any refresh pays for its commit, whatever it computes",
-                   [("commit", "l"), ("seconds", "r")])
-        for name, seconds in floor.items():
-            out.append(f"| {name} | {seconds:.2f} |")
-        replace = next((v for k, v in floor.items() if k.startswith("replaceWhere")), None)
-        if replace and 1 in by_sf:
-            out.append("")
-            out.append("At SF1, FULL ÷ that replaceWhere commit alone (the best speed-up a refresh "
-                       "that removes rows could show): " + ", ".join(
-                           f"({t.key}) {summarize(by_sf[1], t)['full'] / replace:.1f}×" for t in tables)
-                       + ".")
-    return "\n".join(out)
-
-
 def machine() -> str:
     cpu = platform.processor() or platform.machine()
     try:
@@ -611,6 +423,13 @@ def machine() -> str:
     return f"{os.cpu_count()} cores ({cpu}){mem}, {system}, Python {platform.python_version()}"
 
 
+def load_average() -> str:
+    try:
+        return " / ".join(f"{x:.2f}" for x in os.getloadavg())
+    except OSError:
+        return "?"
+
+
 def git(*args: str) -> str:
     try:
         return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True, check=True).stdout.strip()
@@ -618,25 +437,22 @@ def git(*args: str) -> str:
         return ""
 
 
-def update_readme(body: str, command: str) -> None:
-    block = f"{BEGIN}\n\nReproduce with {command}.\n\n{body}\n\n{END}"
-    text = README.read_text() if README.exists() else (
-        "# Benchmarks\n\nSee `benchmarks/run.py` for what is measured.\n\n## Results\n\n" + BEGIN + "\n" + END + "\n")
-    if BEGIN in text and END in text:
-        head, rest = text.split(BEGIN, 1)
-        text = head + block + rest.split(END, 1)[1]
-    else:
-        text = text.rstrip() + "\n\n## Results\n\n" + block + "\n"
-    README.write_text(text)
-
-
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description="dt incremental vs FULL refresh benchmark (TPC-H)")
+    from report import markdown, update_readme
+
+    parser = argparse.ArgumentParser(description="dt incremental refresh against FULL, its floor and a "
+                                                 "hand-written MERGE (TPC-H)")
     parser.add_argument("--sf", type=float, nargs="+", default=[1, 3], help="scale factors (default 1 3)")
+    parser.add_argument("--batch", nargs="+", choices=BATCHES, default=list(BATCHES),
+                        help="change batches (default: recent spread)")
     parser.add_argument("--change-orders", type=int, default=DEFAULT_CHANGE_ORDERS,
                         help="orders changed at every SF (a third new, deleted, repriced; default 0.1%% of SF1)")
     parser.add_argument("--repeat", type=int, default=3, help="repetitions per DT (the best is reported)")
+    parser.add_argument("--repeat-large", type=int, default=1,
+                        help="repetitions from SF10 up (default 1)")
     parser.add_argument("--tables", nargs="+", choices=[t.key for t in TABLES], default=[t.key for t in TABLES])
+    parser.add_argument("--no-peers", dest="peers", action="store_false",
+                        help="skip the floor and the hand-written MERGE")
     parser.add_argument("--no-verify", dest="verify", action="store_false",
                         help="skip comparing the incremental result with the FULL one")
     parser.add_argument("--no-warmup", dest="warmup", action="store_false")
@@ -654,9 +470,10 @@ def main(argv: list[str] | None = None) -> None:
     from dtcli.engine.session import local_session
 
     meta = {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
-            "commit": git("log", "-1", "--format=%h", "--", "dtcli") or "?",
-            "dirty": bool(git("status", "--porcelain", "--", "dtcli")),
-            "machine": machine(), "repeat": args.repeat,
+            "commit": git("log", "-1", "--format=%h") or "?",
+            "dirty": bool(git("status", "--porcelain", "--", "dtcli", "benchmarks")),
+            "machine": machine(), "repeat": args.repeat, "repeat_large": args.repeat_large,
+            "load_before": load_average(),
             "session": f"local[2], spark.driver.memory {args.driver_memory}, "
                        f"spark.sql.shuffle.partitions {args.shuffle_partitions}, one session for the whole run"}
     for sf in scales:           # generate data before the JVM starts: it needs the cores
@@ -664,20 +481,28 @@ def main(argv: list[str] | None = None) -> None:
     extra = {"spark.driver.memory": args.driver_memory,
              "spark.sql.shuffle.partitions": args.shuffle_partitions}
     spark = local_session(extra=extra)
+    results: list[ScaleResult] = []
     try:
         if args.warmup:
             started = time.perf_counter()
             log("warm-up: the whole pipeline at SF0.01 (not reported)")
-            run_scale(spark, 0.01, change_orders=max(3, args.change_orders // 100), repeat=1,
-                      verify=False, tables=tables, quiet=True)
+            quiet = lambda m: None  # noqa: E731
+            warm = prepare(spark, 0.01, tables, say=quiet)
+            for kind in args.batch:
+                run_batch(spark, warm, kind, change_orders=max(3, args.change_orders // 100), repeat=1,
+                          verify=False, peers=args.peers, tables=tables, say=quiet)
             log(f"warm-up done in {time.perf_counter() - started:.0f}s")
-        results = [run_scale(spark, sf, change_orders=args.change_orders, repeat=args.repeat,
-                             verify=args.verify, tables=tables) for sf in scales]
+        for sf in scales:
+            prepared = prepare(spark, sf, tables)
+            for kind in args.batch:
+                results.append(run_batch(spark, prepared, kind, change_orders=args.change_orders,
+                                         repeat=args.repeat if sf < 10 else args.repeat_large,
+                                         verify=args.verify, peers=args.peers, tables=tables))
         log("Delta's fixed cost per commit (1,000-row table)")
         meta["floor"] = delta_floor(spark, args.repeat)
     finally:
         spark.stop()
-
+    meta["load_after"] = load_average()
     body = markdown(results, meta, tables)
     print()
     print(body)

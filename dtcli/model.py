@@ -248,6 +248,9 @@ class RefreshRecord:
     query_id: str | None = None            # "<Spark application id>/<run id>"; None when no Spark ran for it
     target_lag_sec: int | None = None      # the effective target lag when it refreshed
     completion_target: str | None = None   # previous data timestamp + target lag
+    # how an INCREMENTAL refresh applied its change (own_rows_aggregate, own_rows_window,
+    # keys_recomputed, slice_replaced, rows_appended, rows_merged, no_row_changed)
+    refresh_strategy: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

@@ -21,8 +21,7 @@ from __future__ import annotations
 from functools import reduce
 from typing import Any, NamedTuple
 
-from dtcli.engine import commit
-from dtcli.engine import literals as lit
+from dtcli.engine import commit, key_predicates
 from dtcli.engine.changes import WEIGHT, quote
 from dtcli.engine.checkpoints import release
 from dtcli.model import Frontier
@@ -31,6 +30,13 @@ OP = "__dt_op"
 DELETE, INSERT = "D", "I"
 # A locator slice is named by at most this many literal values.
 LOCATOR_VALUES = 10_000
+# A net change of at most this many rows is also collected on the driver: what the commit needs
+# to know of it (counts, the locator column and its values) is then read without Spark jobs.
+LOCAL_ROWS = 50_000
+
+
+# How a change was applied (the history's `refresh_strategy`).
+APPENDED, SLICE_REPLACED, MERGED = "rows_appended", "slice_replaced", "rows_merged"
 
 
 class Applied(NamedTuple):
@@ -38,6 +44,7 @@ class Applied(NamedTuple):
     deleted: int
     version: int          # the DT's version after the commit
     copied: int = 0       # unchanged rows written again
+    how: str | None = None
 
 
 class Inconsistent(Exception):
@@ -76,9 +83,9 @@ def commit_nothing(spark, path: str, frontier: Frontier) -> int:
 
 
 def apply_row_changes(spark, path: str, changes, frontier: Frontier, *,
-                      negatives: bool = True, region: str | None = None) -> Applied:
+                      local: list | None = None, region: str | None = None) -> Applied:
     """`changes`: the DT's columns + WEIGHT, one row per distinct row, weights != 0, cached;
-    `negatives`: whether any weight is negative (else a plain insert of the copies);
+    `local`: the same rows collected on the driver, when they are few (else None);
     `region`: a predicate every changed row satisfies (the active region of a DT with a frozen
     region), added to every read of the table so its statistics skip the rest."""
     from pyspark.sql import functions as F
@@ -86,15 +93,20 @@ def apply_row_changes(spark, path: str, changes, frontier: Frontier, *,
     cols = [c for c in changes.columns if c != WEIGHT]
     rows = [F.col(quote(c)) for c in cols]
     w = F.col(WEIGHT)
+    if local is not None:
+        negatives = any(r[WEIGHT] < 0 for r in local)
+    else:
+        negatives = changes.filter(w < 0).limit(1).count() > 0
     inserts = changes.filter(w > 0).select(*rows, _copies(w)).select(*rows)
     if not negatives:       # only new rows: a blind append, far cheaper than a MERGE
-        return _append(spark, path, inserts, frontier)
-    located = _locate(changes, cols)
+        return _append(spark, path, inserts, frontier)._replace(how=APPENDED)
+    located = _locate(changes, cols, local)
     if located is not None:
         predicate, inserted, deleted = located
         if region:
             predicate = f"({predicate}) AND ({region})"
-        return _replace_slice(spark, path, changes, cols, frontier, predicate, inserted, deleted)
+        return _replace_slice(spark, path, changes, cols, frontier, predicate, inserted,
+                              deleted)._replace(how=SLICE_REPLACED)
     sources = [inserts.select(*rows, F.lit(INSERT).alias(OP))]
     negative = changes.filter(w < 0)
     target = spark.read.format("delta").load(path)
@@ -118,12 +130,12 @@ def apply_row_changes(spark, path: str, changes, frontier: Frontier, *,
                        .select(*rows, _copies(F.col("__dt_left")))
                        .select(*rows, F.lit(INSERT).alias(OP)))
         return _merge(spark, path, reduce(lambda a, b: a.unionByName(b), sources), cols,
-                      frontier)
+                      frontier)._replace(how=MERGED)
     finally:
         release(counted)
 
 
-def _locate(changes, cols: list[str]) -> tuple[str, int, int] | None:
+def _locate(changes, cols: list[str], local: list | None) -> tuple[str, int, int] | None:
     """(predicate, rows inserted, rows deleted) for a locator column, when its values among the
     changed rows are few enough to be written as literals.
 
@@ -134,25 +146,35 @@ def _locate(changes, cols: list[str]) -> tuple[str, int, int] | None:
     from pyspark.sql import functions as F
 
     fields = {f.name: f.dataType for f in changes.schema.fields}
-    candidates = [c for c in cols if lit.renderable(fields[c])]
+    candidates = [c for c in cols if key_predicates.renderable(fields[c])]
     if not candidates:
         return None
-    w = F.col(WEIGHT)
-    stats = changes.agg(
-        F.sum(F.when(w > 0, w).otherwise(0)).alias("ins"),
-        F.sum(F.when(w < 0, -w).otherwise(0)).alias("del"),
-        *[F.approx_count_distinct(F.col(quote(c))).alias(f"d{k}")
-          for k, c in enumerate(candidates)]).first()
-    most = max(stats[f"d{k}"] for k in range(len(candidates)))
-    column = next(c for k, c in enumerate(candidates) if 8 * stats[f"d{k}"] >= most)
-    values = [r[0] for r in changes.select(F.col(quote(column))).distinct()
-              .limit(LOCATOR_VALUES + 1).collect()]
+    if local is not None:
+        inserted = sum(r[WEIGHT] for r in local if r[WEIGHT] > 0)
+        deleted = -sum(r[WEIGHT] for r in local if r[WEIGHT] < 0)
+        distinct = [len({r[c] for r in local}) for c in candidates]
+    else:
+        w = F.col(WEIGHT)
+        stats = changes.agg(
+            F.sum(F.when(w > 0, w).otherwise(0)).alias("ins"),
+            F.sum(F.when(w < 0, -w).otherwise(0)).alias("del"),
+            *[F.approx_count_distinct(F.col(quote(c))).alias(f"d{k}")
+              for k, c in enumerate(candidates)]).first()
+        inserted, deleted = int(stats["ins"] or 0), int(stats["del"] or 0)
+        distinct = [stats[f"d{k}"] for k in range(len(candidates))]
+    most = max(distinct)
+    column = next(c for k, c in enumerate(candidates) if 8 * distinct[k] >= most)
+    if local is not None:
+        values = list({r[column] for r in local})
+    else:
+        values = [r[0] for r in changes.select(F.col(quote(column))).distinct()
+                  .limit(LOCATOR_VALUES + 1).collect()]
     if len(values) > LOCATOR_VALUES:
         return None
-    predicate = lit.key_predicate([column], [(lit.literal(v, fields[column]),) for v in values])
+    predicate = key_predicates.match_keys([column], [fields[column]], [(v,) for v in values])
     if predicate is None:
         return None
-    return predicate, int(stats["ins"] or 0), int(stats["del"] or 0)
+    return predicate, int(inserted), int(deleted)
 
 
 def _replace_slice(spark, path: str, changes, cols: list[str], frontier: Frontier,

@@ -101,17 +101,17 @@ def _compacted(feed, old, new, data: list[str], key: list[str], name: str, held:
 
     from pyspark.sql import functions as F
 
-    from dtcli.engine import literals as lit
+    from dtcli.engine import key_predicates
 
     keys = feed.select(*[F.col(quote(k)) for k in key]).distinct().localCheckpoint(eager=True)
     try:
         fields = {f.name: f.dataType for f in feed.schema.fields}
         found = keys.limit(KEY_LITERALS + 1).collect()
         predicate = None
-        if len(found) <= KEY_LITERALS:
-            rendered = [tuple(lit.literal(r[k], fields[k]) for k in key) for r in found]
-            if all(v is not None for row in rendered for v in row):
-                predicate = lit.key_predicate(key, rendered) if rendered else "false"
+        if not found:
+            predicate = "false"
+        elif len(found) <= KEY_LITERALS:
+            predicate = key_predicates.match_keys(key, [fields[k] for k in key], [tuple(r) for r in found])
 
         def side(df, mark):
             if predicate is not None:

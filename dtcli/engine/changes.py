@@ -44,6 +44,11 @@ def is_unavailable(exc: BaseException) -> bool:
     return any(marker in text for marker in UNAVAILABLE)
 
 
+# A consolidated change of at most this many rows is also kept on the driver: the values of
+# its join columns are then pushed into the scans of the tables it is joined with.
+LOCAL_ROWS = 50_000
+
+
 @dataclass
 class ChangeSet:
     """Consolidated changes of one input (cached), and whether any row changed at all."""
@@ -51,6 +56,7 @@ class ChangeSet:
     name: str
     weighted: object          # DataFrame: data columns + WEIGHT, weights != 0
     rows: int
+    local: list | None = None     # the weighted rows themselves, when there are few
 
     def plus(self):
         return _expand(self.weighted, positive=True)
@@ -60,6 +66,18 @@ class ChangeSet:
 
     def both(self):
         return self.plus().unionAll(self.minus())
+
+    def values(self, column: str) -> tuple[list, object] | None:
+        """The distinct values `column` takes in the change, with its Spark type; None when
+        the change is not kept on the driver or has no such column."""
+        if self.local is None:
+            return None
+        fields = {f.name.lower(): (k, f.dataType) for k, f in enumerate(self.weighted.schema.fields)}
+        found = fields.get(column.lower())
+        if found is None:
+            return None
+        index, data_type = found
+        return list(dict.fromkeys(row[index] for row in self.local)), data_type
 
     def release(self) -> None:
         release(self.weighted)
@@ -75,18 +93,24 @@ def _expand(df, positive: bool):
     return picked.select(*cols, copies).select(*cols)
 
 
-def read_changes(spark, name: str, path: str, start: int, end: int, old, new) -> ChangeSet:
-    """Changes committed in versions start+1..end (both pinned), consolidated and cached;
-    `old` / `new`: the input read at those versions (their schemas must agree)."""
+def read_changes(spark, name: str, path: str, start: int, end: int,
+                 columns: list[str] | None = None) -> ChangeSet:
+    """Changes committed in versions start+1..end (both pinned), consolidated and cached.
+
+    `columns`: the input's columns the DT reads (None: all). Only those are read and compared:
+    a column added to the input, or a change to a column the DT does not read, leaves the
+    change readable (and a row changed only in such a column cancels out); a change to a
+    column it reads makes the change unavailable (the DT is reinitialized)."""
     from pyspark.sql import functions as F
 
     try:
-        if old.schema != new.schema:
-            raise ChangesUnavailable(f"the schema of input {name} changed between versions "
-                                     f"{start} and {end}")
+        wanted = _read_columns(name, path, start, end, columns)
         feed = (spark.read.format("delta").option("readChangeFeed", "true")
                 .option("startingVersion", start + 1).option("endingVersion", end).load(path))
         data = [c for c in feed.columns if c not in CDF_COLUMNS]
+        if wanted is not None:
+            lower = {c.lower(): c for c in data}
+            data = [lower[c.lower()] for c in wanted]
         weight = F.when(F.col("_change_type").isin("insert", "update_postimage"), F.lit(1)) \
             .otherwise(F.lit(-1))
         weighted = (feed.select(*[F.col(quote(c)) for c in data], weight.alias(WEIGHT))
@@ -95,6 +119,7 @@ def read_changes(spark, name: str, path: str, start: int, end: int, old, new) ->
                     .filter(F.col(WEIGHT) != 0)
                     .localCheckpoint(eager=True))
         rows = weighted.count()
+        local = weighted.collect() if rows <= LOCAL_ROWS else None
     except ChangesUnavailable:
         raise
     except Exception as exc:
@@ -103,4 +128,26 @@ def read_changes(spark, name: str, path: str, start: int, end: int, old, new) ->
             raise ChangesUnavailable(f"change data of input {name} for versions {start + 1}.."
                                      f"{end} is not available ({first})") from exc
         raise
-    return ChangeSet(name, weighted, rows)
+    return ChangeSet(name, weighted, rows, local)
+
+
+def _read_columns(name: str, path: str, start: int, end: int,
+                  columns: list[str] | None) -> list[str] | None:
+    """The columns to read, after checking (in the input's log) that each is as it was at
+    `start`: same name, same type."""
+    from dtcli.state.delta_log import column_types
+
+    before, after = column_types(path, start), column_types(path, end)
+    if before is None or after is None:
+        raise ChangesUnavailable(f"input {name} cannot be read at versions {start} and {end}")
+    if before == after:
+        return columns
+    if columns is None:
+        raise ChangesUnavailable(f"the schema of input {name} changed between versions "
+                                 f"{start} and {end}")
+    for column in columns:
+        key = column.lower()
+        if key not in before or key not in after or before[key] != after[key]:
+            raise ChangesUnavailable(f"column {column} of input {name}, which the table reads, "
+                                     f"changed between versions {start} and {end}")
+    return columns

@@ -151,7 +151,8 @@ def _record(plan: Plan, step: RefreshStep, state: str, start: str, *, message: s
         change_rows=step.options.get("change_rows"), input_rows=step.options.get("input_rows"),
         state_code=code or STATE_CODES.get(state), query_id=query_id,
         target_lag_sec=step.options.get("target_lag_sec"),
-        completion_target=step.options.get("completion_target"))
+        completion_target=step.options.get("completion_target"),
+        refresh_strategy=extra.get("strategy"))
 
 
 def _align_deletion_vectors(spark, step: RefreshStep, result: RefreshResult) -> None:

@@ -28,6 +28,7 @@ from dtcli.model import (
 from dtcli.planning import adaptive, custom, frozen, on_demand
 from dtcli.planning.checked import Checked
 from dtcli.planning.refresh_mode import ResolvedMode
+from dtcli.sql.columns_read import columns_read
 
 
 def build_plan(checked: Checked, selected: set[str], trigger: str, *, full_refresh: bool = False,
@@ -111,6 +112,9 @@ def build_plan(checked: Checked, selected: set[str], trigger: str, *, full_refre
             options={"previous_rows": info.rows if info else 0,
                      "file": table.file,
                      "delta_sql": checked.delta_sql(name),
+                     # an incremental refresh reads (and checks) only these columns of each input
+                     "read_columns": columns_read(checked.qualified[name], table.inputs)
+                     if checked.qualified.get(name) is not None else None,
                      "partition_by": table.config.get("partition_by"),
                      "cluster_by": table.config.get("cluster_by"),
                      "comment": table.config.get("comment"),

@@ -146,3 +146,18 @@ def info_of(table, *, with_stats: bool = True) -> TableInfo:
 
 def frontier_metadata(frontier: Frontier) -> str:
     return json.dumps({FRONTIER_KEY: frontier.to_dict()}, sort_keys=True, separators=(",", ":"))
+
+
+def column_types(path: str, version: int | None = None) -> dict[str, str] | None:
+    """{column name (lower case): its Delta type as JSON} of the table at `version` (default:
+    the latest), read from its log; None when there is no table there (or no such version)."""
+    from deltalake import DeltaTable
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            table = DeltaTable(storage.uri(path), version=version, storage_options=storage.options(path))
+    except Exception:
+        return None
+    fields = json.loads(table.schema().to_json()).get("fields", [])
+    return {f["name"].lower(): json.dumps(f["type"], sort_keys=True) for f in fields}

@@ -56,6 +56,14 @@ SHAPES = {
                SUM(v) OVER (PARTITION BY g ORDER BY v) AS running
         FROM a""",
     "scalar": "SELECT COUNT(*) AS n, SUM(v) AS s, MAX(k) AS mk FROM a",
+    # sums over never-NULL columns: groups adjusted from the DT's own rows (own_rows.py)
+    "summed": """
+        SELECT eg, COUNT(*) AS n, SUM(ev) AS s, SUM(ek * 2 - ev) AS t, COUNT(eg) AS ng
+        FROM e GROUP BY eg""",
+    "summed_join": "SELECT b.w, COUNT(*) AS n, SUM(e.ev) AS s FROM e JOIN b ON e.ek = b.k GROUP BY b.w",
+    "ranked_join": """
+        SELECT b.w, e.ek, e.ev, RANK() OVER (PARTITION BY b.w ORDER BY e.ev DESC) AS r
+        FROM e JOIN b ON e.ek = b.k""",
     "exploded": "SELECT a.k, e.x FROM a LATERAL VIEW explode(a.arr) e AS x",
     "chained": "SELECT w, SUM(v) AS s, COUNT(*) AS n FROM inner_join GROUP BY w",
     # TPC-H Q13's shape, columns unqualified: sqlglot binds them to their inputs before analysis
@@ -66,6 +74,9 @@ SHAPES = {
               GROUP BY k) AS c_orders
         GROUP BY c_count""",
 }
+# shapes maintained from the DT's own rows, and how
+FROM_OWN_ROWS = {"summed": "own_rows_aggregate", "summed_join": "own_rows_aggregate",
+                 "ranked_join": "own_rows_window", "windowed": "own_rows_window"}
 # The same shape as a Snowflake user writes it, in a project with `dialect: snowflake`.
 SNOWFLAKE_SHAPES = {
     "q13_snowflake": """
@@ -81,6 +92,7 @@ SOURCES = {
     "b": "k INT, w STRING",
     "c": "g STRING, label STRING",
     "d": "dk INT, dc STRING",
+    "e": "ek INT NOT NULL, eg STRING, ev DECIMAL(12,2) NOT NULL",
 }
 
 keys = st.one_of(st.none(), st.integers(1, 4))
@@ -88,15 +100,18 @@ groups = st.sampled_from([None, "x", "y", "z"])
 values = st.one_of(st.none(), st.sampled_from([Decimal(s) for s in ("0.00", "1.50", "2.25", "4.00")]))
 arrays = st.one_of(st.none(), st.lists(st.integers(0, 3), max_size=2))
 words = st.sampled_from([None, "p", "q"])
+present_keys = st.integers(1, 4)
+present_values = st.sampled_from([Decimal(s) for s in ("0.00", "1.50", "2.25", "4.00")])
 ROWS = {
     "a": st.tuples(keys, groups, values, arrays),
     "b": st.tuples(keys, words),
     "c": st.tuples(groups, st.sampled_from(["L1", "L2", None])),
     "d": st.tuples(keys, words),
+    "e": st.tuples(present_keys, groups, present_values),
 }
-KEY_COLUMN = {"a": "k", "b": "k", "c": "g", "d": "dk"}
+KEY_COLUMN = {"a": "k", "b": "k", "c": "g", "d": "dk", "e": "ek"}
 VALUE_SET = {"a": ("v", values), "b": ("w", words), "c": ("label", st.sampled_from(["L1", "L3"])),
-             "d": ("dc", words)}
+             "d": ("dc", words), "e": ("ev", present_values)}
 
 
 def rows_of(name: str, min_size: int = 1):
@@ -111,7 +126,7 @@ def operations(draw):
     kind = draw(st.sampled_from(["insert", "insert", "update", "rekey", "delete", "overwrite",
                                  "same_overwrite"]))
     key_col = KEY_COLUMN[name]
-    key_strategy = groups if name == "c" else keys
+    key_strategy = {"c": groups, "e": present_keys}.get(name, keys)
     if kind == "insert":
         return name, kind, draw(rows_of(name))
     if kind == "update":
@@ -131,10 +146,10 @@ class RefreshMachine(RuleBasedStateMachine):
     base = None
     counter = itertools.count()
 
-    @initialize(a=rows_of("a"), b=rows_of("b"), c=rows_of("c"), d=rows_of("d"))
-    def create(self, a, b, c, d):
+    @initialize(a=rows_of("a"), b=rows_of("b"), c=rows_of("c"), d=rows_of("d"), e=rows_of("e"))
+    def create(self, a, b, c, d, e):
         self.env = Env(self.spark, self.base / f"ex{next(self.counter)}")
-        for name, rows in (("a", a), ("b", b), ("c", c), ("d", d)):
+        for name, rows in (("a", a), ("b", b), ("c", c), ("d", d), ("e", e)):
             self.env.create_source(name, SOURCES[name], rows)
         self.env.write(SHAPES)
         self.env.write(SNOWFLAKE_SHAPES, dialect="snowflake", folder="snowflake")
@@ -153,6 +168,9 @@ class RefreshMachine(RuleBasedStateMachine):
             if record.inputs_with_changed_data:
                 assert record.refresh_action == INCREMENTAL, \
                     f"{name} refreshed {record.refresh_action}: {record.state_message}"
+                if name in FROM_OWN_ROWS:     # the fast path was taken, not a recompute
+                    assert record.refresh_strategy in (FROM_OWN_ROWS[name], "no_row_changed"), \
+                        f"{name}: {record.refresh_strategy}"
         self.check_all()
         again = self.env.refresh()
         assert {r.refresh_action for r in again.values()} == {NO_DATA}

@@ -178,19 +178,39 @@ def test_blocks_not_keyed_by_their_own_output_take_the_general_path(sql):
 
 
 def test_key_predicates_are_null_safe_and_refuse_what_they_cannot_say():
-    from pyspark.sql.types import DoubleType, LongType, StringType
+    from pyspark.sql.types import DecimalType, DoubleType, IntegerType, LongType, StringType
 
-    from dtcli.engine.literals import key_predicate, literal
+    from dtcli.engine.key_predicates import literal, match_keys
 
-    one = lambda *vs: tuple(literal(v, t) for v, t in vs)  # noqa: E731
-    assert key_predicate(["k"], [one((1, LongType())), one((None, LongType()))]) == \
-        "`k` IN (1) OR `k` IS NULL"
-    assert key_predicate(["k"], [one((None, LongType()))]) == "`k` IS NULL"
-    assert key_predicate(["a", "b"], [one((1, LongType()), ("x'y", StringType()))]) == \
-        "(`a`, `b`) IN ((1, 'x\\'y'))"
-    assert key_predicate(["a", "b"], [one((1, LongType()), (None, StringType()))]) is None
-    assert key_predicate(["k"], []) is None
+    assert match_keys(["k"], [LongType()], [(1,), (None,)]) == "(`k` IS NULL OR `k` = 1L)"
+    assert match_keys(["k"], [LongType()], [(None,)]) == "`k` IS NULL"
+    # a composite key compares as a struct whose field names and types match exactly
+    assert match_keys(["a", "b"], [LongType(), StringType()], [(1, "x'y")]) == \
+        "(`a` >= 1L AND `a` <= 1L AND named_struct('k0', `a`, 'k1', `b`) IN (named_struct('k0', 1L, 'k1', 'x\\'y')))"
+    from decimal import Decimal
+    assert "named_struct('k0', 'y', 'k1', CAST(3BD AS DECIMAL(12,0)))" in \
+        match_keys(["s", "g"], [StringType(), DecimalType(12, 0)], [("y", Decimal(3))])
+    assert match_keys(["a", "b"], [LongType(), StringType()], [(1, None)]) is None
+    assert match_keys(["k"], [LongType()], []) is None
     assert literal(1.5, DoubleType()) is None      # a float literal may not round-trip
+    assert literal(7, IntegerType()) == "7" and literal(7, LongType()) == "7L"
+
+
+def test_spread_keys_are_folded_into_ranges_files_can_be_skipped_by():
+    from pyspark.sql.types import LongType
+
+    from dtcli.engine.key_predicates import MAX_RANGES, among, ranges
+
+    spread = [k * 1000 for k in range(500)] + [k * 1000 + 1 for k in range(500)]
+    folded = ranges(spread, LongType())
+    assert len(folded) == MAX_RANGES
+    assert all(any(lo <= v <= hi for lo, hi in folded) for v in spread)
+    # the ranges prune, the exact list decides: never a row of another key
+    sql = among("`k`", spread, LongType())
+    assert sql.startswith("(`k` >= 0L AND `k` <= 499001L AND ((`k` >= 0L AND `k` <=") and "`k` IN (0L, 1000L" in sql
+    widest = max(hi - lo for lo, hi in folded)
+    assert widest < 3 * 500_000 / MAX_RANGES      # equal gaps: the cuts spread over the whole range
+    assert among("`k`", [5, 5, None], LongType()) == "`k` = 5L"
 
 
 def test_pivot_and_tablesample_on_a_table_are_refreshed_full():

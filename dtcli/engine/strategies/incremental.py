@@ -13,11 +13,13 @@ change is never dropped silently.
 from __future__ import annotations
 
 import itertools
+import re
+from functools import partial
 
 from sqlglot import exp
 
 from dtcli.engine import apply as applier
-from dtcli.engine import literals as lit
+from dtcli.engine import key_predicates, own_rows
 from dtcli.engine.changes import WEIGHT, ChangeSet, ChangesUnavailable, quote, read_changes
 from dtcli.engine.checkpoints import release
 from dtcli.engine.context import RefreshContext, RefreshResult
@@ -29,17 +31,24 @@ from dtcli.sql.incremental_rewrite import (
     NEW,
     OLD,
     PLUS,
+    WEIGHTED,
     Bindings,
     DeltaCompiler,
     KeySet,
     Unsupported,
 )
+from dtcli.sql.incremental_rewrite.own_rows import AggregateUpkeep
 
 # Affected-key sets up to this size are also pushed into scans as literal IN lists, so that
 # Delta's file skipping prunes the files that cannot hold an affected key, and a keyed DT
 # replaces exactly those keys' rows in one `replaceWhere` commit.
 LITERAL_KEYS = 10_000
 _views = itertools.count()
+# How the change was applied, as the history's `refresh_strategy` records it (with
+# apply.APPENDED, SLICE_REPLACED, MERGED for the general case).
+OWN_ROWS_AGGREGATE, OWN_ROWS_WINDOW = "own_rows_aggregate", "own_rows_window"
+KEYS_RECOMPUTED, NO_ROW_CHANGED = "keys_recomputed", "no_row_changed"
+_VIEW_NAME = re.compile(r"__dt_i\d+_(?:new|old|plus|minus|both|weighted)\b")
 
 
 @register(INCREMENTAL)
@@ -74,6 +83,7 @@ class _Refresh:
         self.views: list[str] = []
         self.cached: list = []
         self.changes: dict[str, ChangeSet] = {}
+        self.lazy: dict[str, object] = {}        # view name -> function making its DataFrame
 
     def run(self) -> RefreshResult:
         try:
@@ -88,10 +98,41 @@ class _Refresh:
 
     def _run(self) -> RefreshResult:
         step, spark = self.step, self.spark
+        bindings = self._bind()
+        if not bindings.changed:
+            return self._nothing()
+        compiler = DeltaCompiler(bindings, self._materialize, self._narrow)
+        target = spark.read.format("delta").load(step.path)
+        columns = target.columns
+        _check_types(target.schema)
+        query = step.options.get("delta_sql") or step.sql   # columns bound to their inputs
+        # a frozen region's predicate may name columns the change's rows do not have (a window's
+        # rank): those DTs recompute their affected keys, whose rows the predicate can filter
+        if not step.options.get("columns") and not self.active:
+            done = self._from_own_rows(compiler, query, target)
+            if done is not None:
+                return done
+        keyed = compiler.keyed(query)
+        if keyed is not None and keyed.keys.rows is not None:     # a literal-sized key set
+            if not keyed.keys.rows:       # the change touches no key: the table stays as is
+                return self._nothing()
+            types = [f.dataType for f in target.schema.fields]
+            predicate = key_predicates.match_keys([columns[p] for p in keyed.positions],
+                                                  [types[p] for p in keyed.positions],
+                                                  keyed.keys.rows)
+            if predicate:                 # None: a NULL inside a multi-column key
+                return self._replace(keyed, predicate, columns)
+        return self._rows_changed(compiler, query, columns)
+
+    def _bind(self) -> Bindings:
+        """Read each changed input's change; every version and change of every input becomes
+        a view, created when a query first reads it (an old version costs Delta a rebuild of
+        the table's state from its log: most refreshes never read one)."""
+        step, spark = self.step, self.spark
         previous = step.previous.source_versions if step.previous else {}
-        names = [i.name for i in step.inputs]
+        read_columns = step.options.get("read_columns") or {}
         changed: set[str] = set()
-        frames: dict[str, tuple] = {}
+        versions: dict[str, tuple[int, int]] = {}
         for inp in step.inputs:
             now = self.ctx.input_versions[inp.name]
             before = previous.get(inp.name)
@@ -100,62 +141,80 @@ class _Refresh:
             if before > now:
                 raise ChangesUnavailable(f"input {inp.name} is at version {now}, older than the "
                                          f"version {before} the table reflects (recreated?)")
-            new = spark.table(quote(inp.name))      # bound by the executor at version `now`
-            old = new
+            versions[inp.name] = (int(before), int(now))
             if before < now:
-                try:
-                    old = self._read(inp.path, int(before))
-                except Exception as exc:
-                    raise ChangesUnavailable(f"input {inp.name} cannot be read at version "
-                                             f"{before}: {str(exc).splitlines()[0][:300]}") from exc
-                cs = read_changes(spark, inp.name, inp.path, int(before), int(now), old, new)
+                cs = read_changes(spark, inp.name, inp.path, int(before), int(now),
+                                  read_columns.get(inp.name))
                 self.changes[inp.name] = cs
                 if cs.rows:
                     changed.add(inp.name)
-            frames[inp.name] = (new, old)
-        bindings = Bindings.for_inputs(names, changed)
+        bindings = Bindings.for_inputs([i.name for i in step.inputs], changed)
         for inp in step.inputs:
             views = bindings.views[inp.name]
-            new, old = frames[inp.name]
-            self._view(views[NEW], new)
-            self._view(views[OLD], old if inp.name in changed else new)
-            if inp.name in changed:
-                cs = self.changes[inp.name]
-                self._view(views[PLUS], cs.plus())
-                self._view(views[MINUS], cs.minus())
-                self._view(views[BOTH], cs.both())
-        if not changed:
-            version = applier.commit_nothing(spark, step.path, self.ctx.frontier)
-            return RefreshResult(table_version=version)
+            before, _ = versions[inp.name]
+            new = partial(spark.table, quote(inp.name))     # bound by the executor
+            self.lazy[views[NEW]] = new
+            if inp.name not in changed:
+                self.lazy[views[OLD]] = new
+                continue
+            cs = self.changes[inp.name]
+            self.lazy[views[OLD]] = (lambda inp=inp, before=before: self._read_old(inp, before))
+            self.lazy[views[PLUS]] = cs.plus
+            self.lazy[views[MINUS]] = cs.minus
+            self.lazy[views[BOTH]] = cs.both
+            self.lazy[views[WEIGHTED]] = (lambda cs=cs: cs.weighted)
+        return bindings
 
-        compiler = DeltaCompiler(bindings, self._materialize)
-        target = spark.read.format("delta").load(step.path)
-        columns = target.columns
-        _check_types(target.schema)
-        query = step.options.get("delta_sql") or step.sql   # columns bound to their inputs
-        keyed = compiler.keyed(query)
-        if keyed is not None and keyed.keys.rows is not None:     # a literal-sized key set
-            if not keyed.keys.rows:       # the change touches no key: the table stays as is
-                version = applier.commit_nothing(spark, step.path, self.ctx.frontier)
-                return RefreshResult(table_version=version)
-            predicate = lit.key_predicate([columns[p] for p in keyed.positions], keyed.keys.rows)
-            if predicate:                 # None: a NULL inside a multi-column key
-                return self._replace(keyed, predicate, columns)
-        plus, minus = compiler.compile(query)
+    def _read_old(self, inp, version: int):
+        try:
+            return self._read(inp.path, version)
+        except Exception as exc:
+            raise ChangesUnavailable(f"input {inp.name} cannot be read at version "
+                                     f"{version}: {str(exc).splitlines()[0][:300]}") from exc
+
+    def _sql(self, text: str):
+        """spark.sql over the refresh's views, creating those the text reads first."""
+        for name in dict.fromkeys(_VIEW_NAME.findall(text)):
+            if name in self.lazy and name not in self.views:
+                self._view(name, self.lazy[name]())
+        return self.spark.sql(text)
+
+    def _nothing(self) -> RefreshResult:
+        version = applier.commit_nothing(self.spark, self.step.path, self.ctx.frontier)
+        return RefreshResult(table_version=version, extra={"strategy": NO_ROW_CHANGED})
+
+    def _from_own_rows(self, compiler: DeltaCompiler, query: str, target) -> RefreshResult | None:
+        """Aggregates and windows maintained from the DT's own rows (see engine/own_rows.py);
+        None when the query is not of that shape or the change does not allow it."""
+        upkeep = compiler.own_rows(query)
+        if upkeep is None:
+            return None
+        apply_ = own_rows.aggregate if isinstance(upkeep, AggregateUpkeep) else own_rows.window
+        done = apply_(self.spark, self._sql, self.step.path, target, upkeep, self.ctx.frontier,
+                      self.cached)
+        if done is None:
+            return None
+        how = OWN_ROWS_AGGREGATE if isinstance(upkeep, AggregateUpkeep) else OWN_ROWS_WINDOW
+        return RefreshResult(inserted=done.inserted, deleted=done.deleted, table_version=done.version,
+                             extra={"strategy": how})
+
+    def _rows_changed(self, compiler: DeltaCompiler, query: str, columns: list[str]) -> RefreshResult:
+        """The general case: the rows the DT gains and loses, netted per distinct row, applied."""
         from pyspark.sql import functions as F
 
+        spark = self.spark
+        plus, minus = compiler.compile(query)
         parts = []
         for query, weight in ((plus, 1), (minus, -1)):
             if query is None:
                 continue
-            df = spark.sql(query.sql(dialect="spark"))
+            df = self._sql(query.sql(dialect="spark"))
             if len(df.columns) != len(columns):
                 raise Unsupported(f"the change query yields {len(df.columns)} columns, the table "
                                   f"has {len(columns)}")
             parts.append(self._as_table(df, columns).withColumn(WEIGHT, F.lit(weight)))
         if not parts:
-            version = applier.commit_nothing(spark, step.path, self.ctx.frontier)
-            return RefreshResult(table_version=version)
+            return self._nothing()
         union = parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
         if self.active:       # frozen rows never change: only the active region's change applies
             union = union.filter(self.active)
@@ -164,21 +223,22 @@ class _Refresh:
                .filter(F.col(WEIGHT) != 0)
                .localCheckpoint(eager=True))
         self.cached.append(net)
-        stats = net.agg(F.count(F.lit(1)).alias("n"),
-                        F.sum(F.when(F.col(WEIGHT) < 0, 1).otherwise(0)).alias("neg")).first()
-        if not stats["n"]:
-            version = applier.commit_nothing(spark, step.path, self.ctx.frontier)
-            return RefreshResult(table_version=version)
-        applied = applier.apply_row_changes(spark, step.path, net, self.ctx.frontier,
-                                            negatives=bool(stats["neg"]), region=self.active)
+        local = net.limit(applier.LOCAL_ROWS + 1).collect()
+        if len(local) > applier.LOCAL_ROWS:
+            local = None
+        elif not local:
+            return self._nothing()
+        applied = applier.apply_row_changes(spark, self.step.path, net, self.ctx.frontier,
+                                            local=local, region=self.active)
         return RefreshResult(inserted=applied.inserted, deleted=applied.deleted,
-                             copied=applied.copied, table_version=applied.version)
+                             copied=applied.copied, table_version=applied.version,
+                             extra={"strategy": applied.how})
 
     def _replace(self, keyed, predicate: str, columns: list[str]) -> RefreshResult:
         """The rows of the affected keys, recomputed at the new versions, replace the ones the
         DT holds for those keys. Rows of those keys that did not change are rewritten too (and
         counted in the statistics); downstream DTs see them cancel out in their change sets."""
-        df = self.spark.sql(keyed.query.sql(dialect="spark"))
+        df = self._sql(keyed.query.sql(dialect="spark"))
         if len(df.columns) != len(columns):
             raise Unsupported(f"the change query yields {len(df.columns)} columns, the table "
                               f"has {len(columns)}")
@@ -187,7 +247,7 @@ class _Refresh:
             predicate, rows = f"({predicate}) AND ({self.active})", rows.filter(self.active)
         done = applier.replace(self.spark, self.step.path, predicate, rows, self.ctx.frontier)
         return RefreshResult(inserted=done.inserted, deleted=done.deleted,
-                             table_version=done.version)
+                             table_version=done.version, extra={"strategy": KEYS_RECOMPUTED})
 
     # -- helpers ----------------------------------------------------------------------------
 
@@ -205,21 +265,52 @@ class _Refresh:
         df.createOrReplaceTempView(name)
         self.views.append(name)
 
+    def _narrow(self, name: str, column: str):
+        """For the compiler's pushdown: a function restricting an expression to the values
+        `column` takes in input `name`'s change (None: not known, or too many)."""
+        cs = self.changes.get(name)
+        found = cs.values(column) if cs is not None else None
+        if found is None:
+            return None
+        values, data_type = found
+        if len(values) > LITERAL_KEYS:
+            return None
+
+        def restrict(expr: exp.Expression) -> exp.Expression | None:
+            sql = key_predicates.among(expr.sql(dialect="spark"), values, data_type)
+            return exp.Var(this=sql) if sql is not None else exp.false()
+        return restrict
+
     def _materialize(self, query: exp.Query) -> KeySet:
         name = f"__dt_k{next(_views)}"
-        df = self.spark.sql(f"SELECT DISTINCT * FROM ({query.sql(dialect='spark')}) AS __dt_keys")
+        df = self._sql(f"SELECT DISTINCT * FROM ({query.sql(dialect='spark')}) AS __dt_keys")
         # a checkpoint cuts the lineage: later queries do not re-analyse the time travel
         df = df.localCheckpoint(eager=True)
         self.cached.append(df)
         self._view(name, df)
-        literals, tuples = None, None
         rows = df.limit(LITERAL_KEYS + 1).collect()
-        if len(rows) <= LITERAL_KEYS:
-            types = [field.dataType for field in df.schema.fields]
-            literals = [lit.literals([r[k] for r in rows], t) for k, t in enumerate(types)]
-            if all(lit.renderable(t) for t in types):
-                tuples = [tuple(lit.literal(v, t) for v, t in zip(r, types)) for r in rows]
-        return KeySet(name, literals, tuples)
+        if len(rows) > LITERAL_KEYS:
+            return KeySet(name)
+        types = [field.dataType for field in df.schema.fields]
+        filters = [_column_filter([r[k] for r in rows], t) for k, t in enumerate(types)]
+        values = [tuple(r) for r in rows] if all(key_predicates.renderable(t) for t in types) else None
+        return KeySet(name, filters=filters, rows=values)
+
+
+def _column_filter(values: list, data_type):
+    """Restricts an expression to `values` (NULL included when it is one), prunably."""
+    if not key_predicates.renderable(data_type):
+        return None
+    has_null = any(v is None for v in values)
+    present = [v for v in values if v is not None]
+
+    def restrict(expr: exp.Expression) -> exp.Expression | None:
+        column = expr.sql(dialect="spark")
+        sql = key_predicates.among(column, present, data_type) if present else None
+        if has_null:
+            sql = f"{column} IS NULL" if sql is None else f"({column} IS NULL OR {sql})"
+        return exp.Var(this=sql) if sql is not None else exp.false()
+    return restrict
 
 
 def _check_types(schema) -> None:

@@ -8,8 +8,9 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from dtcli.sql import functions as fn
-from dtcli.sql.incremental_rewrite import shapes
+from dtcli.sql.incremental_rewrite import own_rows, shapes
 from dtcli.sql.incremental_rewrite.ctes import inline_ctes
+from dtcli.sql.incremental_rewrite.pushdown import Narrow, pushed_keys
 from dtcli.sql.incremental_rewrite.relations import (
     BOTH,
     KEY_PREFIX,
@@ -17,6 +18,7 @@ from dtcli.sql.incremental_rewrite.relations import (
     NEW,
     OLD,
     PLUS,
+    WEIGHTED,
     Bindings,
     KeySet,
     Materialize,
@@ -38,9 +40,11 @@ from dtcli.sql.incremental_rewrite.shapes import OuterJoin, Shape
 class DeltaCompiler:
     """Compile a query into (plus, minus) queries over bound views; see the module docstring."""
 
-    def __init__(self, bindings: Bindings, materialize: Materialize | None = None):
+    def __init__(self, bindings: Bindings, materialize: Materialize | None = None,
+                 narrow: Narrow | None = None):
         self.b = bindings
         self.materialize = materialize or self._dry_keys
+        self.narrow = narrow
         self._keys: dict[int, KeySet] = {}
         self._dry = 0
 
@@ -92,6 +96,13 @@ class DeltaCompiler:
             positions.append(found[0])
         keys = self.affected_keys(sel, shape, changed)
         return Keyed(self.restricted(sel, shape, keys, NEW), positions, keys)
+
+    def own_rows(self, sql: str | exp.Query) -> own_rows.AggregateUpkeep | own_rows.WindowUpkeep | None:
+        """How the DT is maintained from its own rows (see own_rows.py), or None."""
+        query = inline_ctes(parse(sql))
+        self._check_tables(query)
+        self.root = query
+        return own_rows.aggregate_upkeep(self, query) or own_rows.window_upkeep(self, query)
 
     def _check_tables(self, query: exp.Expression) -> None:
         for table in query.find_all(exp.Table):
@@ -216,6 +227,9 @@ class DeltaCompiler:
         if items_upto is not None:
             out.set("joins", (out.args.get("joins") or [])[:items_upto] or None)
             out.set("laterals", None)
+        elif how in (PLUS, MINUS, BOTH, WEIGHTED) and self.narrow is not None:
+            for cond in pushed_keys(sel, index, self.narrow):
+                out.where(cond, copy=False)
         return out
 
     @staticmethod
@@ -347,6 +361,12 @@ class DeltaCompiler:
                                              alias=exp.TableAlias(this=k)))
                             .where(null_safe_all(pairs)))
         cond: exp.Expression = exists
+        if keys.filters is not None:
+            for e, make in zip(exprs, keys.filters):
+                pre = make(e.copy()) if make is not None else None
+                if pre is not None:
+                    cond = exp.And(this=exp.Paren(this=pre), expression=cond)
+            return cond
         for e, lits in zip(exprs, keys.literals or [None] * len(exprs)):
             if lits is None:
                 continue

@@ -13,6 +13,9 @@ from dtcli.sql import functions as fn
 
 NEW, OLD = "new", "old"
 PLUS, MINUS, BOTH = "plus", "minus", "both"
+# the change as consolidated rows with their weight column (+n gained, -n lost): for blocks
+# whose change is summed (own_rows.py), one term per changed input instead of two
+WEIGHTED = "weighted"
 KEY_PREFIX = "__dt_k"
 
 
@@ -31,7 +34,10 @@ class KeySet:
 
     view: str
     literals: list[list[exp.Expression] | None] | None = None
-    rows: list[tuple[exp.Expression, ...]] | None = None     # the key tuples, when small
+    rows: list[tuple] | None = None     # the key tuples (Python values), when small
+    # per key column, a function giving the prunable predicate "expression among this column's
+    # keys" (used instead of `literals` when given)
+    filters: list[Callable[[exp.Expression], exp.Expression | None] | None] | None = None
 
 
 # materialize(query selecting c0..cn-1) -> KeySet
@@ -49,7 +55,7 @@ class Bindings:
     def for_inputs(cls, inputs: list[str], changed: set[str]) -> Bindings:
         views = {}
         for k, name in enumerate(inputs):
-            views[name] = {v: f"__dt_i{k}_{v}" for v in (NEW, OLD, PLUS, MINUS, BOTH)}
+            views[name] = {v: f"__dt_i{k}_{v}" for v in (NEW, OLD, PLUS, MINUS, BOTH, WEIGHTED)}
         return cls(views, set(changed))
 
 

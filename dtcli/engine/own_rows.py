@@ -1,0 +1,142 @@
+"""Applying a change to a DT from its own rows: aggregates adjusted, windows evaluated again.
+
+The compiler (`dtcli.sql.incremental_rewrite.own_rows`) says how; here the change is computed,
+the affected keys' current rows are read from the DT (one scan, pruned by file statistics),
+combined with the change, checked, and written over those keys' rows in one `replaceWhere`
+commit. DTs with a frozen region do not come here (its predicate may name a window's column,
+which the change's rows do not have). Each function returns None when it cannot apply (a type
+it cannot sum exactly, too many keys to name as literals): the caller then recomputes the
+affected keys from the inputs.
+"""
+
+from __future__ import annotations
+
+from functools import reduce
+
+from dtcli.engine import key_predicates as keys_sql
+from dtcli.engine.apply import Applied, Inconsistent, replace
+from dtcli.engine.changes import quote
+from dtcli.model import Frontier
+from dtcli.sql.incremental_rewrite.own_rows import (
+    COUNT_ALL,
+    SUM,
+    WEIGHT,
+    AggregateUpkeep,
+    WindowUpkeep,
+    delta_column,
+    output_column,
+)
+
+# Affected keys up to this many are named as literals in the commit's predicate.
+KEY_LITERALS = 10_000
+
+
+def _exact_sum_type(data_type) -> bool:
+    return type(data_type).__name__ in ("ByteType", "ShortType", "IntegerType", "LongType", "DecimalType")
+
+
+def _key_predicate(df, positions: list[int], columns: list[str], types: list) -> str | None:
+    """The predicate naming the distinct keys of `df` (columns __dt_o<position>), or None when
+    there are too many or they cannot be written as literals."""
+    names = [output_column(p) for p in positions]
+    found = df.select(*[quote(n) for n in names]).distinct().limit(KEY_LITERALS + 1).collect()
+    if not found or len(found) > KEY_LITERALS:
+        return None
+    return keys_sql.match_keys([columns[p] for p in positions], [types[p] for p in positions],
+                               [tuple(r) for r in found])
+
+
+def _check(df, column: str, what: str) -> None:
+    from pyspark.sql import functions as F
+
+    lowest = df.agg(F.min(column)).first()[0]
+    if lowest is not None and lowest < 0:
+        raise Inconsistent(what)
+
+
+def _never_null(spark, sql, upkeep: AggregateUpkeep) -> bool:
+    """Whether every summed value is an exact number that is never NULL: an integer or decimal
+    made by + - * from columns Spark knows are never NULL (in ANSI mode, where arithmetic
+    raises on overflow instead of returning NULL; Spark itself marks decimal arithmetic as
+    nullable whatever the mode)."""
+    if not any(m.kind == SUM for m in upkeep.measures):
+        return True
+    if upkeep.probe is None or str(spark.conf.get("spark.sql.ansi.enabled", "true")).lower() != "true":
+        return False
+    fields = sql(upkeep.probe.sql(dialect="spark")).schema.fields
+    totals = sql(upkeep.rows.sql(dialect="spark")).schema
+    sums = [totals[output_column(m.position)].dataType for m in upkeep.measures if m.kind == SUM]
+    return not any(f.nullable for f in fields) and all(_exact_sum_type(t) for t in sums)
+
+
+def aggregate(spark, sql, path: str, target, upkeep: AggregateUpkeep, frontier: Frontier,
+              held: list) -> Applied | None:
+    """Each affected group's outputs = its current outputs + the change's sums."""
+    from pyspark.sql import functions as F
+
+    columns, types = target.columns, [f.dataType for f in target.schema.fields]
+    if not _never_null(spark, sql, upkeep):
+        return None     # a running total is exact only when no summed value is ever NULL
+    deltas = sql(upkeep.deltas.sql(dialect="spark")).localCheckpoint(eager=True)
+    held.append(deltas)
+    predicate = _key_predicate(deltas, upkeep.keys, columns, types)
+    if predicate is None:
+        return None
+    old = target.filter(predicate).select(
+        *[F.col(quote(c)).alias(output_column(k)) for k, c in enumerate(columns)])
+    on = reduce(lambda a, b: a & b, [F.col(f"o.{output_column(k)}").eqNullSafe(F.col(f"d.{output_column(k)}"))
+                                     for k in upkeep.keys])
+    joined = old.alias("o").join(deltas.alias("d"), on, "full_outer")
+    out = {k: F.coalesce(F.col(f"o.{output_column(k)}"), F.col(f"d.{output_column(k)}")).cast(types[k])
+           for k in upkeep.keys}
+    for m in upkeep.measures:
+        now = F.coalesce(F.col(f"o.{output_column(m.position)}"), F.lit(0)) + \
+            F.coalesce(F.col(f"d.{delta_column(m.position)}"), F.lit(0))
+        out[m.position] = now.cast(types[m.position])
+    counts = [m.position for m in upkeep.measures if m.kind != SUM]
+    groups = joined.select(*[out[k].alias(output_column(k)) for k in range(len(columns))])
+    groups = groups.withColumn("__dt_least", F.least(*[F.col(output_column(k)) for k in counts])
+                               if len(counts) > 1 else F.col(output_column(counts[0])))
+    groups = groups.localCheckpoint(eager=True)
+    held.append(groups)
+    _check(groups, "__dt_least", "the change empties groups the dynamic table does not hold")
+    count_all = next(m.position for m in upkeep.measures if m.kind == COUNT_ALL)
+    new_rows = groups.filter(F.col(output_column(count_all)) > 0) \
+        .select(*[F.col(output_column(k)).alias(c) for k, c in enumerate(columns)])
+    return replace(spark, path, predicate, new_rows, frontier)
+
+
+def window(spark, sql, path: str, target, upkeep: WindowUpkeep, frontier: Frontier,
+           held: list) -> Applied | None:
+    """Each affected partition's rows = its current rows (window columns dropped) + the change,
+    with the window functions evaluated again."""
+    from pyspark.sql import functions as F
+
+    columns, types = target.columns, [f.dataType for f in target.schema.fields]
+    plain = [output_column(k) for k in upkeep.plain]
+    net = (sql(upkeep.change.sql(dialect="spark"))
+           .groupBy(*[F.col(c) for c in plain]).agg(F.sum(WEIGHT).cast("long").alias(WEIGHT))
+           .filter(F.col(WEIGHT) != 0).localCheckpoint(eager=True))
+    held.append(net)
+    predicate = _key_predicate(net, upkeep.keys, columns, types)
+    if predicate is None:
+        return None
+    old = target.filter(predicate).select(
+        *[F.col(quote(columns[k])).alias(output_column(k)) for k in upkeep.plain],
+        F.lit(1).cast("long").alias(WEIGHT))
+    combined = (old.unionByName(net).groupBy(*[F.col(c) for c in plain])
+                .agg(F.sum(WEIGHT).alias(WEIGHT)).filter(F.col(WEIGHT) != 0)
+                .localCheckpoint(eager=True))
+    held.append(combined)
+    _check(combined, WEIGHT, "the change deletes rows the dynamic table does not hold")
+    copies = F.explode(F.array_repeat(F.lit(1), F.col(WEIGHT).cast("int"))).alias("__dt_copy")
+    view = "__dt_window_rows"
+    combined.select(*[F.col(c) for c in plain], copies).createOrReplaceTempView(view)
+    try:
+        select = ", ".join(
+            (f"{quote(output_column(k))}" if k in upkeep.plain else upkeep.windowed[k].sql(dialect="spark"))
+            + f" AS {quote(c)}" for k, c in enumerate(columns))
+        new_rows = spark.sql(f"SELECT {select} FROM {view}")
+        return replace(spark, path, predicate, new_rows, frontier)
+    finally:
+        spark.catalog.dropTempView(view)

@@ -1,0 +1,313 @@
+"""Outermost blocks a DT maintains from its own rows, without recomputing from its inputs.
+
+Recomputing the affected keys of a GROUP BY or a window reads every input row of those keys,
+wherever they lie: the lines of every order of the customers a change touched. When the DT's
+own rows hold what the recompute needs, the change is applied to them instead:
+
+* **Aggregates** (`GROUP BY` keys selected as they are, each other output `COUNT(*)`,
+  `COUNT(x)` or `SUM(x)`): each affected group's new value is its current value plus the sum of
+  the change's rows (+1 for rows the block's input gains, -1 for rows it loses). `COUNT(*)`
+  says when a group is emptied. Exact for integers and decimals; the engine checks the types,
+  and that every summed value is never NULL (a SUM over only NULLs is NULL, which a running
+  total cannot tell).
+* **Windows** (`PARTITION BY` keys selected as they are, every column a window function reads
+  also an output column): the DT's rows of an affected partition, without their window
+  columns, are that partition's input rows; the change of those rows is added to them and the
+  window functions are evaluated again over the result.
+
+Anything else (HAVING, expressions over aggregates, MIN/MAX, DISTINCT aggregates, QUALIFY,
+named windows, ...) returns None: the caller recomputes the affected keys instead.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from dtcli.sql import functions as fn
+from dtcli.sql.incremental_rewrite import shapes
+from dtcli.sql.incremental_rewrite.pushdown import pushed_keys
+from dtcli.sql.incremental_rewrite.relations import (
+    MINUS,
+    NEW,
+    PLUS,
+    WEIGHTED,
+    alias_of,
+    block_items,
+    is_table_ref,
+    is_windowed,
+    scope_nodes,
+    set_block_item,
+    union_all,
+)
+
+WEIGHT = "__dt_w"
+COUNT_ALL, COUNT, SUM = "count_all", "count", "sum"
+
+
+def output_column(position: int) -> str:
+    return f"__dt_o{position}"
+
+
+def delta_column(position: int) -> str:
+    return f"__dt_d{position}"
+
+
+@dataclass
+class Measure:
+    position: int          # its output column
+    kind: str              # COUNT_ALL | COUNT | SUM
+
+
+@dataclass
+class AggregateUpkeep:
+    keys: list[int]             # output positions of the GROUP BY keys
+    measures: list[Measure]
+    rows: exp.Query             # the change of the block's input: __dt_o<key>, __dt_o<measure>, WEIGHT
+    deltas: exp.Query           # per affected group: __dt_o<key>, __dt_d<measure> (summed change)
+    # the columns every SUM is made of, read from the block's input (their nullability says
+    # whether a sum can be NULL); None when a SUM is more than + - * over columns and numbers
+    probe: exp.Query | None
+
+
+@dataclass
+class WindowUpkeep:
+    keys: list[int]                          # output positions of the partition keys
+    plain: list[int]                         # output positions computed row by row
+    change: exp.Query                        # __dt_o<plain> + WEIGHT: the change of those rows
+    windowed: dict[int, exp.Expression]      # output position -> expression over __dt_o<plain>
+
+
+def _outermost(query: exp.Expression) -> exp.Select | None:
+    sel = query
+    while isinstance(sel, exp.Subquery):
+        sel = sel.this
+    if not isinstance(sel, exp.Select) or sel.args.get("limit") or sel.args.get("offset"):
+        return None
+    return sel
+
+
+# Changed inputs up to which a block's change is expanded over the new versions only.
+NEW_ONLY_INPUTS = 3
+
+
+def _weighted(compiler, block: exp.Select) -> exp.Query | None:
+    """The block's change as rows with a weight column (+n gained, -n lost).
+
+    A block linear in plain input tables is expanded over the inputs' new versions and their
+    changes only: for every non-empty set S of changed inputs, the block with S read as their
+    weighted changes and the others at their new version, weighted by the product of the
+    changes' weights and by -1 when S has an even number of inputs (inclusion-exclusion:
+    ΔA⋈B_new + A_new⋈ΔB − ΔA⋈ΔB = ΔA⋈B_old + A_new⋈ΔB). No input is read at its old version, which
+    Delta would rebuild from its log; terms of several changes join small sets only. Other
+    blocks take the compiler's plus and minus queries, weighted +1 and -1."""
+    from itertools import combinations
+
+    items = block_items(block)
+    changed = [k for k, item in enumerate(items) if compiler.changed(item)]
+    if shapes.shape(block) is None and len(changed) <= NEW_ONLY_INPUTS and all(
+            isinstance(items[k], exp.Table) and is_table_ref(items[k]) for k in changed):
+        terms = []
+        for size in range(1, len(changed) + 1):
+            for subset in combinations(changed, size):
+                terms.append(_new_only_term(compiler, block, set(subset), negative=size % 2 == 0))
+        return union_all(terms)
+    parts = []
+    for sign, weight in ((PLUS, 1), (MINUS, -1)):
+        body = compiler.delta(block, sign)
+        if body is None:
+            continue
+        parts.append(exp.select("*", exp.alias_(exp.Literal.number(weight), WEIGHT))
+                     .from_(exp.Subquery(this=body, alias=exp.TableAlias(
+                         this=exp.to_identifier(f"__dt_{sign}")))))
+    return union_all(parts)
+
+
+def _new_only_term(compiler, block: exp.Select, changes: set[int], negative: bool) -> exp.Select:
+    items = block_items(block)
+    out = block.copy()
+    for k, item in enumerate(items):
+        rel = compiler.item_relation(item, WEIGHTED if k in changes else NEW)
+        set_block_item(out, k, rel)
+    weight: exp.Expression | None = None
+    for k in sorted(changes):
+        w = exp.column(WEIGHT, alias_of(items[k]))
+        weight = w if weight is None else exp.Mul(this=weight, expression=w)
+    if negative:
+        weight = exp.Neg(this=exp.Paren(this=weight))
+    if compiler.narrow is not None:
+        for k in sorted(changes):
+            for cond in pushed_keys(block, k, compiler.narrow):
+                out.where(cond, copy=False)
+    return out.select(exp.alias_(weight, WEIGHT), copy=False)
+
+
+def _positions(outputs: list[exp.Expression], exprs: list[exp.Expression]) -> list[int] | None:
+    found = []
+    for e in exprs:
+        match = [j for j, o in enumerate(outputs) if o == e]
+        if not match:
+            return None
+        found.append(match[0])
+    return found
+
+
+def aggregate_upkeep(compiler, query: exp.Expression) -> AggregateUpkeep | None:
+    sel = _outermost(query)
+    if sel is None or not compiler.changed(sel):
+        return None
+    group = sel.args.get("group")
+    if group is None or any(sel.args.get(a) for a in ("having", "qualify", "distinct", "windows")):
+        return None
+    if any(isinstance(n, exp.Window) for n in scope_nodes(sel, ("expressions",))):
+        return None
+    try:
+        shape = shapes.shape(sel)
+    except Exception:
+        return None
+    if shape is None or shape.join is not None or not shape.keys:
+        return None
+    outputs = [e.unalias() for e in sel.expressions]
+    keys = _positions(outputs, shape.keys)
+    if keys is None or len(set(keys)) != len(keys):
+        return None
+    measures: list[Measure] = []
+    args: dict[int, exp.Expression] = {}
+    for k, out in enumerate(outputs):
+        if k in keys:
+            continue
+        kind, arg = _measure(out)
+        if kind is None:
+            return None
+        measures.append(Measure(k, kind))
+        if arg is not None:
+            args[k] = arg
+    if not any(m.kind == COUNT_ALL for m in measures):
+        return None
+    block = sel.copy()
+    for arg in ("group", "order", "sort", "cluster", "distribute"):
+        block.set(arg, None)
+    block.set("expressions", [exp.alias_(outputs[k].copy(), output_column(k)) for k in keys] +
+              [exp.alias_(args[m.position].copy(), output_column(m.position))
+               for m in measures if m.position in args])
+    rows = _weighted(compiler, block)
+    if rows is None:
+        return None
+    probe = _probe(compiler, block, [args[m.position] for m in measures if m.kind == SUM])
+    w = exp.column(WEIGHT)
+    summed = []
+    for m in measures:
+        col = exp.column(output_column(m.position))
+        if m.kind == COUNT_ALL:
+            term: exp.Expression = w.copy()
+        elif m.kind == COUNT:
+            term = exp.If(this=exp.Is(this=col, expression=exp.Null()), true=exp.Literal.number(0),
+                          false=w.copy())
+        else:
+            term = exp.Mul(this=w.copy(), expression=col)
+        summed.append(exp.alias_(exp.Sum(this=term), delta_column(m.position)))
+    key_cols = [exp.column(output_column(k)) for k in keys]
+    deltas = (exp.select(*key_cols, *summed)
+              .from_(exp.Subquery(this=rows.copy(), alias=exp.TableAlias(this=exp.to_identifier("__dt_rows"))))
+              .group_by(*[c.copy() for c in key_cols]))
+    return AggregateUpkeep(keys, measures, rows, deltas, probe)
+
+
+_ARITHMETIC = (exp.Column, exp.Add, exp.Sub, exp.Mul, exp.Paren, exp.Neg, exp.Identifier)
+
+
+def _probe(compiler, block: exp.Select, sums: list[exp.Expression]) -> exp.Query | None:
+    """The block's input (at the new version) selecting the columns the sums are made of."""
+    leaves: list[exp.Column] = []
+    for arg in sums:
+        for node in arg.walk():
+            if isinstance(node, exp.Literal) and not node.is_string:
+                continue
+            if isinstance(node, exp.Cast) and not isinstance(node, exp.TryCast):
+                continue
+            if isinstance(node, exp.DataType) or (node.parent is not None and isinstance(node.parent, exp.DataType)):
+                continue
+            if not isinstance(node, _ARITHMETIC):
+                return None
+            if isinstance(node, exp.Column):
+                leaves.append(node)
+    probe = compiler.version(block, NEW)
+    probe.set("expressions", [exp.alias_(c.copy(), f"__dt_p{k}") for k, c in enumerate(leaves)]
+              or [exp.alias_(exp.Literal.number(1), "__dt_p0")])
+    return probe
+
+
+def _measure(out: exp.Expression) -> tuple[str | None, exp.Expression | None]:
+    if isinstance(out, exp.Count):
+        arg = out.this
+        if isinstance(arg, exp.Distinct) or out.args.get("big_int") is False:
+            return None, None
+        if arg is None or isinstance(arg, exp.Star) or (isinstance(arg, exp.Literal) and not arg.is_string
+                                                        and arg.name not in ("", "null")):
+            return COUNT_ALL, None
+        if _plain(arg):
+            return COUNT, arg
+        return None, None
+    if isinstance(out, exp.Sum) and not isinstance(out.this, exp.Distinct) and _plain(out.this):
+        return SUM, out.this
+    return None, None
+
+
+def _plain(arg: exp.Expression | None) -> bool:
+    """An argument evaluated row by row: no aggregate, window, subquery or generator inside."""
+    return arg is not None and not any(
+        fn.is_aggregate(n) or isinstance(n, (exp.Window, exp.Query, exp.Subquery, exp.Star))
+        for n in arg.walk())
+
+
+def window_upkeep(compiler, query: exp.Expression) -> WindowUpkeep | None:
+    sel = _outermost(query)
+    if sel is None or not compiler.changed(sel):
+        return None
+    if any(sel.args.get(a) for a in ("group", "having", "qualify", "distinct", "windows")):
+        return None
+    outputs = [e.unalias() for e in sel.expressions]
+    if any(isinstance(o, exp.Star) or (isinstance(o, exp.Column) and o.is_star) for o in outputs):
+        return None
+    windows = [n for n in scope_nodes(sel, ("expressions",)) if isinstance(n, exp.Window)]
+    if not windows or any(fn.is_aggregate(n) and not is_windowed(n)
+                          for n in scope_nodes(sel, ("expressions",))):
+        return None
+    try:
+        shape = shapes.shape(sel)
+    except Exception:
+        return None
+    if shape is None or shape.join is not None or not shape.keys:
+        return None
+    with_window = {k for k, o in enumerate(outputs) if any(isinstance(n, exp.Window) for n in o.walk())}
+    plain = [k for k in range(len(outputs)) if k not in with_window]
+    keys = _positions([outputs[k] if k in plain else exp.Null() for k in range(len(outputs))], shape.keys)
+    if keys is None:
+        return None
+    columns = {k: outputs[k] for k in plain if isinstance(outputs[k], exp.Column)}
+
+    def rewrite(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Column):
+            found = [k for k, c in columns.items() if c == node]
+            if not found:
+                raise LookupError(node.sql())
+            return exp.column(output_column(found[0]))
+        return node
+    windowed = {}
+    for k in sorted(with_window):
+        if any(isinstance(n, (exp.Query, exp.Subquery)) or fn.is_nondeterministic(n)
+               or fn.is_user_defined(n) for n in outputs[k].walk()):
+            return None
+        try:
+            windowed[k] = outputs[k].copy().transform(rewrite)
+        except LookupError:
+            return None
+    block = sel.copy()
+    for arg in ("order", "sort", "cluster", "distribute"):
+        block.set(arg, None)
+    block.set("expressions", [exp.alias_(outputs[k].copy(), output_column(k)) for k in plain])
+    change = _weighted(compiler, block)
+    if change is None:
+        return None
+    return WindowUpkeep(keys, plain, change, windowed)
