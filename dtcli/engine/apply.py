@@ -180,7 +180,9 @@ def _locate(changes, cols: list[str], local: list | None) -> tuple[str, int, int
 def _replace_slice(spark, path: str, changes, cols: list[str], frontier: Frontier,
                    predicate: str, inserted: int, deleted: int) -> Applied:
     """Rewrite the slice of the table the predicate selects, with the change applied to it;
-    the slice's unchanged rows are written again and counted as copied."""
+    the slice's unchanged rows are written again and counted as copied. The slice is computed
+    while it is written: a row the change would remove more often than the table holds it
+    fails the write (`checked`), so such a commit never happens."""
     from pyspark.sql import functions as F
 
     rows = [F.col(quote(c)) for c in cols]
@@ -188,17 +190,32 @@ def _replace_slice(spark, path: str, changes, cols: list[str], frontier: Frontie
             .select(*rows, F.lit(1).cast("long").alias(WEIGHT)))
     slice_ = (held.unionByName(changes.select(*rows, F.col(WEIGHT)))
               .groupBy(*rows).agg(F.sum(WEIGHT).alias(WEIGHT))
-              .filter(F.col(WEIGHT) != 0)
-              .localCheckpoint(eager=True))
-    try:
-        lowest = slice_.agg(F.min(WEIGHT)).first()[0]
-        if lowest is not None and lowest < 0:
-            raise Inconsistent("the change deletes rows the dynamic table does not hold")
-        new_rows = slice_.select(*rows, _copies(F.col(WEIGHT))).select(*rows)
-        done = replace(spark, path, predicate, new_rows, frontier)
-        return Applied(inserted, deleted, done.version, max(done.inserted - inserted, 0))
-    finally:
-        release(slice_)
+              .filter(F.col(WEIGHT) != 0))
+    new_rows = slice_.select(*rows, _copies(checked(F.col(WEIGHT), ROWS_MISSING))).select(*rows)
+    done = replace(spark, path, predicate, new_rows, frontier)
+    return Applied(inserted, deleted, done.version, max(done.inserted - inserted, 0))
+
+
+ROWS_MISSING = "the change deletes rows the dynamic table does not hold"
+# Marks the error a `checked` count raises, so that it is told from any other failed write.
+_INCONSISTENT = "DT_CHANGE_DOES_NOT_FIT"
+
+
+def checked(count, what: str):
+    """`count` where it is not negative; a negative one raises an error inside the Spark job
+    that computes it (so a write of rows depending on it fails before its commit)."""
+    from pyspark.sql import functions as F
+
+    return F.when(count < 0, F.raise_error(F.lit(f"{_INCONSISTENT}: {what}"))).otherwise(count)
+
+
+def inconsistent(exc: BaseException) -> Inconsistent | None:
+    """The Inconsistent error a failed Spark job carries (see `checked`), if it is one."""
+    text = str(exc)
+    if _INCONSISTENT not in text:
+        return None
+    what = text.split(_INCONSISTENT + ": ", 1)[1].splitlines()[0] if _INCONSISTENT + ": " in text else ""
+    return Inconsistent(what.strip().rstrip(".") or ROWS_MISSING)
 
 
 def replace(spark, path: str, predicate: str, rows, frontier: Frontier) -> Applied:

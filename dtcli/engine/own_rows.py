@@ -14,7 +14,7 @@ from __future__ import annotations
 from functools import reduce
 
 from dtcli.engine import key_predicates as keys_sql
-from dtcli.engine.apply import Applied, Inconsistent, replace
+from dtcli.engine.apply import ROWS_MISSING, Applied, checked, replace
 from dtcli.engine.changes import quote
 from dtcli.model import Frontier
 from dtcli.sql.incremental_rewrite.own_rows import (
@@ -44,14 +44,6 @@ def _key_predicate(df, positions: list[int], columns: list[str], types: list) ->
         return None
     return keys_sql.match_keys([columns[p] for p in positions], [types[p] for p in positions],
                                [tuple(r) for r in found])
-
-
-def _check(df, column: str, what: str) -> None:
-    from pyspark.sql import functions as F
-
-    lowest = df.agg(F.min(column)).first()[0]
-    if lowest is not None and lowest < 0:
-        raise Inconsistent(what)
 
 
 def _never_null(spark, sql, upkeep: AggregateUpkeep) -> bool:
@@ -94,14 +86,13 @@ def aggregate(spark, sql, path: str, target, upkeep: AggregateUpkeep, frontier: 
             F.coalesce(F.col(f"d.{delta_column(m.position)}"), F.lit(0))
         out[m.position] = now.cast(types[m.position])
     counts = [m.position for m in upkeep.measures if m.kind != SUM]
-    groups = joined.select(*[out[k].alias(output_column(k)) for k in range(len(columns))])
-    groups = groups.withColumn("__dt_least", F.least(*[F.col(output_column(k)) for k in counts])
-                               if len(counts) > 1 else F.col(output_column(counts[0])))
-    groups = groups.localCheckpoint(eager=True)
-    held.append(groups)
-    _check(groups, "__dt_least", "the change empties groups the dynamic table does not hold")
     count_all = next(m.position for m in upkeep.measures if m.kind == COUNT_ALL)
-    new_rows = groups.filter(F.col(output_column(count_all)) > 0) \
+    groups = joined.select(*[out[k].alias(output_column(k)) for k in range(len(columns))])
+    # a negative count means the change empties groups the DT does not hold: the write fails
+    lowest = F.least(*[F.col(output_column(k)) for k in counts]) if len(counts) > 1 else \
+        F.col(output_column(counts[0]))
+    new_rows = groups.filter(checked(lowest, "the change empties groups the dynamic table does not hold")
+                             .isNotNull() & (F.col(output_column(count_all)) > 0)) \
         .select(*[F.col(output_column(k)).alias(c) for k, c in enumerate(columns)])
     return replace(spark, path, predicate, new_rows, frontier)
 
@@ -125,13 +116,10 @@ def window(spark, sql, path: str, target, upkeep: WindowUpkeep, frontier: Fronti
         *[F.col(quote(columns[k])).alias(output_column(k)) for k in upkeep.plain],
         F.lit(1).cast("long").alias(WEIGHT))
     combined = (old.unionByName(net).groupBy(*[F.col(c) for c in plain])
-                .agg(F.sum(WEIGHT).alias(WEIGHT)).filter(F.col(WEIGHT) != 0)
-                .localCheckpoint(eager=True))
-    held.append(combined)
-    _check(combined, WEIGHT, "the change deletes rows the dynamic table does not hold")
-    copies = F.explode(F.array_repeat(F.lit(1), F.col(WEIGHT).cast("int"))).alias("__dt_copy")
+                .agg(F.sum(WEIGHT).alias(WEIGHT)).filter(F.col(WEIGHT) != 0))
+    copies = F.explode(F.array_repeat(F.lit(1), checked(F.col(WEIGHT), ROWS_MISSING).cast("int")))
     view = "__dt_window_rows"
-    combined.select(*[F.col(c) for c in plain], copies).createOrReplaceTempView(view)
+    combined.select(*[F.col(c) for c in plain], copies.alias("__dt_copy")).createOrReplaceTempView(view)
     try:
         select = ", ".join(
             (f"{quote(output_column(k))}" if k in upkeep.plain else upkeep.windowed[k].sql(dialect="spark"))

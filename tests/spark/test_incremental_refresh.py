@@ -104,3 +104,30 @@ def test_a_small_change_rewrites_the_changed_rows_not_the_table(spark, tmp_path)
                       if not a.get("deletionVector"))
         assert 0 < written <= most, f"{name}: {written} rows written for a change of a few"
     assert (records["lines"].num_inserted_rows, records["lines"].num_deleted_rows) == (4, 4)
+
+
+def test_a_change_that_does_not_fit_the_table_refreshes_full_never_a_wrong_answer(spark, tmp_path):
+    """Rows deleted from a DT behind dt's back: the next change removes rows the DT no longer
+    holds. Each apply path notices inside the job that writes (the commit never happens) and the
+    refresh recomputes the table, with the reason."""
+    env = Env(spark, tmp_path)
+    env.create_source("e", "k INT NOT NULL, g STRING, v DECIMAL(12,2) NOT NULL")
+    # big enough for ADAPTIVE to choose INCREMENTAL for a one-row change
+    env.sql("INSERT INTO {e} SELECT id, CASE WHEN id = 3 THEN 'y' ELSE CAST(id % 7 AS STRING) END, "
+            "CAST(id AS DECIMAL(12,2)) FROM range(1, 500)")
+    tables = {"sliced": "SELECT k, g, v FROM e",
+              "summed": "SELECT g, COUNT(*) AS n, SUM(v) AS s FROM e GROUP BY g",
+              "ranked": "SELECT g, k, v, RANK() OVER (PARTITION BY g ORDER BY v) AS r FROM e"}
+    env.write(tables, table_yml=dict.fromkeys(tables, "refresh_mode: adaptive\n"))
+    env.refresh()
+    project = env.project()
+    for name in tables:
+        spark.sql(f"DELETE FROM delta.`{project.table_path(name)}` WHERE g = 'y'")
+    env.sql("DELETE FROM {e} WHERE k = 3")
+    records = env.refresh()
+    for name in tables:
+        record = records[name]
+        assert record.state == SUCCEEDED, record.state_message
+        assert record.refresh_action == "FULL", (name, record.refresh_action, record.refresh_strategy)
+        assert "does not hold" in (record.state_message or ""), record.state_message
+        env.check(name)

@@ -60,6 +60,9 @@ def incremental_refresh(ctx: RefreshContext) -> RefreshResult:
     except (Unsupported, applier.Inconsistent) as err:
         return _fallback(ctx, FULL, f"incremental refresh not possible, refreshed FULL: {err}")
     except Exception as err:
+        found = applier.inconsistent(err)      # raised inside the job that computed the write
+        if found is not None:
+            return _fallback(ctx, FULL, f"incremental refresh not possible, refreshed FULL: {found}")
         first = (str(err).strip().splitlines() or [type(err).__name__])[0][:300]
         return _fallback(ctx, FULL, f"incremental refresh failed, refreshed FULL: {first}")
 
