@@ -131,3 +131,35 @@ def test_a_change_that_does_not_fit_the_table_refreshes_full_never_a_wrong_answe
         assert record.refresh_action == "FULL", (name, record.refresh_action, record.refresh_strategy)
         assert "does not hold" in (record.state_message or ""), record.state_message
         env.check(name)
+
+
+def test_a_source_column_a_dt_does_not_read_leaves_it_incremental(spark, tmp_path):
+    """A column added to a source: a DT that never selects it refreshes INCREMENTAL as usual; a
+    DT selecting every column (`*`) now has one more and is reinitialized; a change to the type of
+    a column a DT reads reinitializes it, naming the column."""
+    env = Env(spark, tmp_path)
+    env.create_source("a", "k INT, g STRING, v INT", [(1, "x", 1), (2, "y", 2)])
+    tables = {"picked": "SELECT k, g FROM a WHERE k > 0", "everything": "SELECT * FROM a",
+              "values_of": "SELECT k, v FROM a"}
+    env.write(tables)
+    env.refresh()
+    env.sql("ALTER TABLE {a} ADD COLUMNS (note STRING)")
+    env.sql("INSERT INTO {a} VALUES (3, 'z', 3, 'new')")
+    records = env.refresh()
+    assert records["picked"].refresh_action == INCREMENTAL, records["picked"].state_message
+    assert records["values_of"].refresh_action == INCREMENTAL, records["values_of"].state_message
+    assert records["everything"].refresh_action == REINITIALIZE
+    for name in tables:
+        assert records[name].state == SUCCEEDED, records[name].state_message
+        env.check(name)
+    assert "note" in _table(env, "everything").columns
+    # v becomes a string: only the DT reading it is recomputed, with the reason
+    current = spark.read.format("delta").load(env.path("a"))
+    (current.selectExpr("k", "g", "CAST(v AS STRING) AS v", "note").write.format("delta")
+     .mode("overwrite").option("overwriteSchema", "true").save(env.path("a")))
+    records = env.refresh()
+    assert records["values_of"].refresh_action == REINITIALIZE
+    assert "column v" in (records["values_of"].reinit_reason or ""), records["values_of"].reinit_reason
+    for name in tables:
+        assert records[name].state == SUCCEEDED, records[name].state_message
+        env.check(name)
