@@ -123,6 +123,16 @@ def _files(root: Path) -> set[str]:
     return {str(f.relative_to(root)) for f in root.rglob("*") if f.is_file()}
 
 
+def cache_dir(sf: float, pristine: dict[str, str], change_orders: int, seed: int = 42,
+              kind: str = "spread") -> Path:
+    """Where a batch's files are kept once computed (it exists when they are)."""
+    tag = "" if kind == "spread" else f"/{kind}"     # the spread batch keeps its cached copies
+    digest = hashlib.sha256(f"{CHANGE_FORMAT}/{change_orders}/{seed}{tag}".encode())
+    for table in sorted(pristine):
+        digest.update((Path(pristine[table]) / "_delta_log" / f"{0:020d}.json").read_bytes())
+    return tpch_data.sf_dir(sf) / "changes" / digest.hexdigest()[:16]
+
+
 def change_batch(spark, sf: float, pristine: dict[str, str], sources: dict[str, Path],
                  change_orders: int, seed: int = 42, say=log, kind: str = "spread") -> dict[str, Any]:
     """Commit the change batch to the working sources, replaying a cached copy when there is one.
@@ -132,11 +142,7 @@ def change_batch(spark, sf: float, pristine: dict[str, str], sources: dict[str, 
     commit file, new data files, change data files) under `benchmarks/data/`, keyed by the
     pristine tables' first commit. Later runs copy those files in, data first and the commit file
     last: the source tables end up byte-for-byte as if the MERGE had run again."""
-    tag = "" if kind == "spread" else f"/{kind}"     # the spread batch keeps its cached copies
-    digest = hashlib.sha256(f"{CHANGE_FORMAT}/{change_orders}/{seed}{tag}".encode())
-    for table in sorted(pristine):
-        digest.update((Path(pristine[table]) / "_delta_log" / f"{0:020d}.json").read_bytes())
-    cache = tpch_data.sf_dir(sf) / "changes" / digest.hexdigest()[:16]
+    cache = cache_dir(sf, pristine, change_orders, seed, kind)
     meta = cache / "batch.json"
     if meta.exists():
         for table, target in sources.items():
