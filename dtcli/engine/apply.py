@@ -83,11 +83,13 @@ def commit_nothing(spark, path: str, frontier: Frontier) -> int:
 
 
 def apply_row_changes(spark, path: str, changes, frontier: Frontier, *,
-                      local: list | None = None, region: str | None = None) -> Applied:
+                      local: list | None = None, region: str | None = None,
+                      prefer: str | None = None) -> Applied:
     """`changes`: the DT's columns + WEIGHT, one row per distinct row, weights != 0, cached;
     `local`: the same rows collected on the driver, when they are few (else None);
     `region`: a predicate every changed row satisfies (the active region of a DT with a frozen
-    region), added to every read of the table so its statistics skip the rest."""
+    region), added to every read of the table so its statistics skip the rest;
+    `prefer`: the column the DT's rows are written in order of (its slice is the cheapest read)."""
     from pyspark.sql import functions as F
 
     cols = [c for c in changes.columns if c != WEIGHT]
@@ -100,7 +102,7 @@ def apply_row_changes(spark, path: str, changes, frontier: Frontier, *,
     inserts = changes.filter(w > 0).select(*rows, _copies(w)).select(*rows)
     if not negatives:       # only new rows: a blind append, far cheaper than a MERGE
         return _append(spark, path, inserts, frontier)._replace(how=APPENDED)
-    located = _locate(changes, cols, local)
+    located = _locate(changes, cols, local, prefer)
     if located is not None:
         predicate, inserted, deleted = located
         if region:
@@ -135,14 +137,16 @@ def apply_row_changes(spark, path: str, changes, frontier: Frontier, *,
         release(counted)
 
 
-def _locate(changes, cols: list[str], local: list | None) -> tuple[str, int, int] | None:
+def _locate(changes, cols: list[str], local: list | None, prefer: str | None = None
+            ) -> tuple[str, int, int] | None:
     """(predicate, rows inserted, rows deleted) for a locator column, when its values among the
     changed rows are few enough to be written as literals.
 
     The locator is the first column (keys usually come first) that tells the changed rows apart
     well enough: at least an eighth as many distinct values among them as the most distinct
     column. A column of a few values (a status, a flag) would make the slice most of the table;
-    a near-unique measure (a price) says nothing about how many rows share each value."""
+    a near-unique measure (a price) says nothing about how many rows share each value. The
+    column the DT is written in order of comes first when it qualifies."""
     from pyspark.sql import functions as F
 
     fields = {f.name: f.dataType for f in changes.schema.fields}
@@ -163,7 +167,8 @@ def _locate(changes, cols: list[str], local: list | None) -> tuple[str, int, int
         inserted, deleted = int(stats["ins"] or 0), int(stats["del"] or 0)
         distinct = [stats[f"d{k}"] for k in range(len(candidates))]
     most = max(distinct)
-    column = next(c for k, c in enumerate(candidates) if 8 * distinct[k] >= most)
+    qualified = [c for k, c in enumerate(candidates) if 8 * distinct[k] >= most]
+    column = prefer if prefer in qualified else qualified[0]
     if local is not None:
         values = list({r[column] for r in local})
     else:

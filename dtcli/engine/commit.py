@@ -17,12 +17,19 @@ USER_METADATA_CONF = "spark.databricks.delta.commitInfo.userMetadata"
 
 def replace_table(spark, df, path: str, frontier: Frontier, *, partition_by: list[str] | None = None,
                   cluster_by: list[str] | None = None, comment: str | None = None,
-                  properties: dict[str, str] | None = None) -> None:
+                  properties: dict[str, str] | None = None, sort_by: list[str] | None = None,
+                  max_rows_per_file: int = 0) -> None:
     """Replace the DT's content and table-level definition (partitioning, liquid clustering,
     comment, table properties) in one commit that also carries the frontier: `CREATE OR
     REPLACE TABLE ... AS`, because a DataFrame write cannot declare clustering or a comment
-    for a path table."""
+    for a path table.
+
+    `sort_by`: each write task sorts its rows by these columns (after the partition columns:
+    the writer needs those first) and `max_rows_per_file` cuts its output into files, so each
+    file holds a narrow range of them (no shuffle: the sort is within the tasks)."""
     view = "__dt_full_result"
+    if sort_by:
+        df = df.sortWithinPartitions(*[quote(c) for c in [*(partition_by or []), *sort_by]])
     df.createOrReplaceTempView(view)
     clauses = []
     if partition_by:
@@ -35,11 +42,31 @@ def replace_table(spark, df, path: str, frontier: Frontier, *, partition_by: lis
         clauses.append("TBLPROPERTIES (" + ", ".join(f"{_string(k)} = {_string(v)}"
                                                      for k, v in sorted(properties.items())) + ")")
     try:
-        with user_metadata(spark, frontier):
+        with user_metadata(spark, frontier), _session_conf(spark, MAX_RECORDS_CONF, max_rows_per_file):
             spark.sql(f"CREATE OR REPLACE TABLE delta.{quote(path)} USING delta {' '.join(clauses)} "
                       f"AS SELECT * FROM {view}")
     finally:
         spark.catalog.dropTempView(view)
+
+
+MAX_RECORDS_CONF = "spark.sql.files.maxRecordsPerFile"
+
+
+@contextmanager
+def _session_conf(spark, key: str, value) -> Iterator[None]:
+    """`key` set to `value` for one statement (unset: left as it is), then put back."""
+    if not value:
+        yield
+        return
+    before = spark.conf.get(key, None)
+    spark.conf.set(key, str(value))
+    try:
+        yield
+    finally:
+        if before is None:
+            spark.conf.unset(key)
+        else:
+            spark.conf.set(key, before)
 
 
 def set_comment(spark, path: str, comment: str | None) -> None:

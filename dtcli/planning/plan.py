@@ -28,7 +28,9 @@ from dtcli.model import (
 from dtcli.planning import adaptive, custom, frozen, on_demand
 from dtcli.planning.checked import Checked
 from dtcli.planning.refresh_mode import ResolvedMode
+from dtcli.project.table_config import MAX_ROWS_PER_FILE, SORT_BY_KEY
 from dtcli.sql.columns_read import columns_read
+from dtcli.sql.incremental_rewrite.layout import key_positions
 
 
 def build_plan(checked: Checked, selected: set[str], trigger: str, *, full_refresh: bool = False,
@@ -117,6 +119,8 @@ def build_plan(checked: Checked, selected: set[str], trigger: str, *, full_refre
                      if checked.qualified.get(name) is not None else None,
                      "partition_by": table.config.get("partition_by"),
                      "cluster_by": table.config.get("cluster_by"),
+                     "sort_by": write_order(checked, name),
+                     "max_rows_per_file": table.config.get("max_rows_per_file", MAX_ROWS_PER_FILE),
                      "comment": table.config.get("comment"),
                      "comment_outdated": info is not None and
                      (info.description or None) != (table.config.get("comment") or None),
@@ -138,6 +142,19 @@ def build_plan(checked: Checked, selected: set[str], trigger: str, *, full_refre
     return Plan(run_id=run_id or uuid.uuid4().hex[:12], project=project.name,
                 warehouse=project.warehouse, data_timestamp=snapshot.taken_at.isoformat(),
                 source_versions=snapshot.source_versions, steps=steps)
+
+
+def write_order(checked: Checked, name: str) -> list[str] | None:
+    """The columns a recompute writes the DT's rows in order of: its `cluster_by` columns, else
+    the key its incremental refreshes name rows by; None with `sort_by_key: false`."""
+    table = checked.project.tables[name]
+    if not table.config.get("sort_by_key", SORT_BY_KEY) or table.kind == "custom":
+        return None
+    if table.config.get("cluster_by"):
+        return list(table.config["cluster_by"])
+    columns = [c.name for c in checked.schemas.get(name, ())]
+    positions = key_positions(checked.qualified.get(name) or table.spark_sql) if columns else []
+    return [columns[k] for k in positions if k < len(columns)] or None
 
 
 def _same_columns(checked: Checked, name: str) -> bool:

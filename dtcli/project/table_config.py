@@ -19,12 +19,17 @@ from dtcli.project.yamlio import LineDict, expect_mapping
 TABLE_KEYS = {
     "target_lag", "refresh_mode", "initialize", "frozen_where", "immutable_where", "backfill",
     "start_at", "columns", "constraints", "partition_by", "cluster_by", "comment", "tags",
-    "enabled", "scheduler", "deletion_vectors",
+    "enabled", "scheduler", "deletion_vectors", "sort_by_key", "max_rows_per_file",
 }
 REFRESH_MODES = ("auto", "adaptive", "incremental", "full", "custom_incremental")
 INITIALIZE = ("on_create", "on_schedule")
 SCHEDULER = ("enable", "disable")
 DEFAULTS = {"target_lag": "1 hour", "refresh_mode": "auto", "initialize": "on_create"}
+# How a recompute writes the DT (docs/configuration.md, "Layout"): its rows in order of the key
+# its incremental refreshes name rows by, in files of at most this many rows, so that Delta skips
+# the files a change does not touch. Not in DEFAULTS: a layout change redefines no data.
+SORT_BY_KEY = True
+MAX_ROWS_PER_FILE = 1_000_000
 # Part of the contract but not built yet: accepting them silently would give wrong semantics
 # (a "frozen" region that refreshes rewrite), so they are refused until they are.
 NOT_YET: dict[str, str] = {}
@@ -148,6 +153,15 @@ def normalise(config: dict[str, Any], origin: dict[str, Located], file: str) -> 
     if "deletion_vectors" in out and not isinstance(out["deletion_vectors"], bool):
         raise ConfigError(f"deletion_vectors must be true or false, not {out['deletion_vectors']!r}",
                           **where("deletion_vectors"))
+    if "sort_by_key" in out and not isinstance(out["sort_by_key"], bool):
+        raise ConfigError(f"sort_by_key must be true or false, not {out['sort_by_key']!r}",
+                          **where("sort_by_key"))
+    if "max_rows_per_file" in out and (isinstance(out["max_rows_per_file"], bool)
+                                       or not isinstance(out["max_rows_per_file"], int)
+                                       or out["max_rows_per_file"] < 0):
+        raise ConfigError(f"max_rows_per_file must be a whole number of rows (0: no limit), not "
+                          f"{out['max_rows_per_file']!r}", **where("max_rows_per_file"),
+                          hint="e.g. max_rows_per_file: 1000000")
     if out.get("comment") is not None and not isinstance(out["comment"], str):
         raise ConfigError("comment must be a string", **where("comment"))
     if out.get("columns") is not None:

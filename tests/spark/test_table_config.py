@@ -74,3 +74,41 @@ def test_a_spark_error_at_refresh_time_names_the_table_file(spark, tmp_path):
     assert record.state_message.startswith("tables/bad.sql: ")
     assert " line 2 pos " not in record.state_message and " pos " not in record.state_message
     assert record.state != SUCCEEDED
+
+
+def _file_ranges(path: str) -> list[tuple[int, int]]:
+    """(min, max) of x in each file of the table, from its Delta log."""
+    import pyarrow as pa
+
+    from dtcli.state.delta_log import open_table
+
+    adds = pa.table(open_table(path).get_add_actions(flatten=True)).to_pylist()
+    return sorted((a["min.x"], a["max.x"]) for a in adds)
+
+
+def test_sort_by_key_writes_files_of_narrow_key_ranges_and_off_leaves_spark_order(spark, tmp_path):
+    """Both sides of the layout settings: sorted (the default) gives files that each hold a
+    narrow range of the key, so a change to a few keys touches one file; off leaves the rows in
+    the order Spark computed them. Either way the DT equals its query after a change."""
+    root = write_project(tmp_path / "p", {"sorted_": "SELECT x, x % 7 AS r FROM src",
+                                          "unsorted": "SELECT x, x % 7 AS r FROM src"},
+                         config=SRC_CONFIG, table_yml={
+                             "sorted_": "max_rows_per_file: 100\n",
+                             "unsorted": "sort_by_key: false\nmax_rows_per_file: 0\n"})
+    project = api.load(root)
+    import random
+
+    keys = list(range(1000))
+    random.Random(7).shuffle(keys)
+    write_source(project, keys)
+    records = _run(spark, root)
+    assert all(r.state == SUCCEEDED for r in records.values())
+    ranges = _file_ranges(project.table_path("sorted_"))
+    assert len(ranges) >= 10 and all(hi - lo < 200 for lo, hi in ranges), ranges
+    loose = _file_ranges(project.table_path("unsorted"))
+    assert max(hi - lo for lo, hi in loose) > 900, loose      # shuffled input, shuffled files
+    write_source(project, [5, 995])
+    records = _run(spark, root)
+    for name in ("sorted_", "unsorted"):
+        assert records[name].state == SUCCEEDED, records[name].state_message
+        assert_matches_recompute(spark, project, name)

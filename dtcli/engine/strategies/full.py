@@ -40,7 +40,8 @@ def _replace_table(ctx: RefreshContext, rows) -> None:
     commit.replace_table(ctx.spark, rows, ctx.step.path, ctx.frontier,
                          partition_by=options.get("partition_by"), cluster_by=options.get("cluster_by"),
                          comment=options.get("comment"),
-                         properties=table_property(options.get("deletion_vectors", True)))
+                         properties=table_property(options.get("deletion_vectors", True)),
+                         sort_by=options.get("sort_by"), max_rows_per_file=options.get("max_rows_per_file") or 0)
 
 
 def _backfilled(ctx: RefreshContext, computed) -> RefreshResult:

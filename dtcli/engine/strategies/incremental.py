@@ -232,7 +232,8 @@ class _Refresh:
         elif not local:
             return self._nothing()
         applied = applier.apply_row_changes(spark, self.step.path, net, self.ctx.frontier,
-                                            local=local, region=self.active)
+                                            local=local, region=self.active,
+                                            prefer=(self.step.options.get("sort_by") or [None])[0])
         return RefreshResult(inserted=applied.inserted, deleted=applied.deleted,
                              copied=applied.copied, table_version=applied.version,
                              extra={"strategy": applied.how})
