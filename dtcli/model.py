@@ -104,6 +104,7 @@ class Project:
     vars: dict[str, Any]
     target: str | None = None
     disabled: dict[str, TableDef] = field(default_factory=dict)   # `enabled: false`
+    threads: int = 4              # refreshes a run may execute side by side (`threads:`)
 
     def table_path(self, name: str) -> str:
         return join_path(self.warehouse, name)
@@ -199,6 +200,7 @@ class Plan:
     source_versions: dict[str, int]
     steps: list[RefreshStep]
     spark_conf: dict[str, str] = field(default_factory=dict)
+    threads: int = 1              # refreshes run side by side (each once its upstream finished)
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), indent=1, sort_keys=True)

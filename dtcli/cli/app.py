@@ -32,6 +32,9 @@ RunFormat = Annotated[str, typer.Option("--format", "-f", help="table (a summary
 Wait = Annotated[float, typer.Option("--wait", help="Seconds to wait for another dt process, or the Spark "
                                                      "application of a dt that was killed, holding the "
                                                      "warehouse lock (default: fail at once).")]
+Threads = Annotated[Optional[int], typer.Option("--threads", min=1, help="Refreshes to run side by side, each once "
+                                                                        "the tables it reads are refreshed (default: "
+                                                                        "`threads:` of dt_project.yml, else 4).")]
 Wide = Annotated[bool, typer.Option("--wide", "-w", help="Every field as a column (lines may be wider than the terminal).")]
 
 

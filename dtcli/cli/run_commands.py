@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from dtcli.cli.app import ProjectDir, RunFormat, Target, Wait, app, check_format
+from dtcli.cli.app import ProjectDir, RunFormat, Target, Threads, Wait, app, check_format
 from dtcli.errors import EXIT_REFRESH_FAILED, UsageError
 
 
@@ -21,7 +21,7 @@ def run(project_dir: ProjectDir = Path("."), target: Target = None,
         watch: Annotated[bool, typer.Option("--watch", help="Keep scheduling: run a pass whenever a table falls due, until Ctrl-C.")] = False,
         max_ticks: Annotated[Optional[int], typer.Option("--max-ticks", min=1, help="With --watch: stop after N scheduling passes.")] = None,
         idle_timeout: Annotated[Optional[float], typer.Option("--idle-timeout", min=1, help="With --watch: stop the warm Spark application after this many seconds without work (default 300); the next pass with work starts a new one.")] = None,
-        wait: Wait = 0.0, format: RunFormat = "table") -> None:
+        threads: Threads = None, wait: Wait = 0.0, format: RunFormat = "table") -> None:
     """Create new dynamic tables, reinitialize changed ones, and refresh the ones that are due.
 
     A table is due when a tick of its refresh period (from its target lag) passed since its
@@ -49,9 +49,10 @@ def run(project_dir: ProjectDir = Path("."), target: Target = None,
         raise UsageError("--watch and --dry-run cannot be combined")
     args = {"select": select or [], "all": all_tables, "full_refresh": full_refresh}
     if watch:
-        return _watch(project_dir, target, select, wait, max_ticks, fmt, args, idle_timeout)
+        return _watch(project_dir, target, select, wait, max_ticks, fmt, args, idle_timeout, threads)
     checked = api.check(project_dir, target, check_sources=True, now=clock_from_env().now(),
                         with_stats=True)
+    _set_threads(checked, threads)
     if dry_run:
         planned = api.plan_scheduled(checked, select, all_tables=all_tables, full_refresh=full_refresh)
         return print_plan(planned.plan, planned.decision)
@@ -99,8 +100,14 @@ def _report(checked, result, command: str, args: dict, started, fmt: str, *, lin
 
 
 
+def _set_threads(checked, threads: Optional[int]) -> None:
+    if threads is not None:
+        checked.project.threads = threads
+
+
 def _watch(project_dir: Path, target: Optional[str], select: Optional[list[str]], wait: float,
-           max_ticks: Optional[int], fmt: str, args: dict, idle_timeout: Optional[float]) -> None:
+           max_ticks: Optional[int], fmt: str, args: dict, idle_timeout: Optional[float],
+           threads: Optional[int]) -> None:
     from dtcli import api
     from dtcli.api.watch import clock_from_env, watch
     from dtcli.ui.output import console, err_console
@@ -122,6 +129,7 @@ def _watch(project_dir: Path, target: Optional[str], select: Optional[list[str]]
     def check(now):       # called at the start of each pass
         state["started"] = _utcnow()
         state["checked"] = api.check(project_dir, target, check_sources=True, now=now, with_stats=True)
+        _set_threads(state["checked"], threads)
         return state["checked"]
 
     passes = watch(check, select, clock=clock, max_ticks=max_ticks, wait=wait, on_pass=on_pass,
@@ -136,7 +144,7 @@ def _watch(project_dir: Path, target: Optional[str], select: Optional[list[str]]
 def refresh(name: Annotated[str, typer.Argument(help="Dynamic table to refresh now.")],
             project_dir: ProjectDir = Path("."), target: Target = None,
             dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan as JSON; run nothing.")] = False,
-            wait: Wait = 0.0, format: RunFormat = "table") -> None:
+            threads: Threads = None, wait: Wait = 0.0, format: RunFormat = "table") -> None:
     """Refresh one dynamic table now (trigger MANUAL), with the upstream tables it needs.
 
     Works on suspended tables and on `scheduler: disable` tables too (an upstream table with
@@ -153,6 +161,7 @@ def refresh(name: Annotated[str, typer.Argument(help="Dynamic table to refresh n
     fmt = check_format(format)
     checked = api.check(project_dir, target, check_sources=True, now=clock_from_env().now(),
                         with_stats=True)
+    _set_threads(checked, threads)
     if dry_run:
         return print_plan(api.plan_run(checked, [checked.project.table_key(name)], trigger=MANUAL))
     started = _utcnow()

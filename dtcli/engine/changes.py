@@ -118,8 +118,11 @@ def read_changes(spark, name: str, path: str, start: int, end: int,
                     .agg(F.sum(WEIGHT).cast("long").alias(WEIGHT))
                     .filter(F.col(WEIGHT) != 0)
                     .localCheckpoint(eager=True))
-        rows = weighted.count()
-        local = weighted.collect() if rows <= LOCAL_ROWS else None
+        local = weighted.limit(LOCAL_ROWS + 1).collect()
+        if len(local) <= LOCAL_ROWS:
+            rows = len(local)
+        else:
+            local, rows = None, weighted.count()
     except ChangesUnavailable:
         raise
     except Exception as exc:

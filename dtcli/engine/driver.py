@@ -74,7 +74,7 @@ def run_plan(spark, plan, should_stop, before_write=lambda: None) -> int:
     from dtcli.engine.progress import SparkProgress
     from dtcli.model import any_failed
 
-    progress = SparkProgress(spark, emit)      # "progress" events while a refresh runs
+    progress = SparkProgress(spark, emit)      # "progress" events while refreshes run
     try:
         records = execute_plan(spark, plan, progress.emit, should_stop=should_stop, before_write=before_write)
     finally:

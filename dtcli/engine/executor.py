@@ -15,6 +15,7 @@ from typing import Any
 
 from dtcli.engine import commit, deletion_vectors
 from dtcli.engine.context import RefreshContext, RefreshResult
+from dtcli.engine.progress import job_group
 from dtcli.engine.strategies import strategy_for
 from dtcli.model import (
     CUSTOM_INCREMENTAL,
@@ -171,62 +172,115 @@ def execute_plan(spark, plan: Plan, emit: Emit = lambda event: None,
                  write_history: bool = True,
                  should_stop: Callable[[], bool | str] = lambda: False,
                  before_write: Callable[[], object] = lambda: None) -> list[RefreshRecord]:
-    """Run the plan's Spark steps; `should_stop` is asked between refreshes: True for a user's
-    Ctrl-C (the rest is SKIPPED), or why dt is gone (the rest is FAILED with that reason)."""
-    produced: dict[str, int] = {}
-    failed: set[str] = set()
-    records: list[RefreshRecord] = []
+    """Run the plan's Spark steps, up to `plan.threads` at a time (each in a session of its own:
+    its input views and settings are its own), a step once every upstream step of the plan has
+    finished. `should_stop` is asked before each refresh starts: True for a user's Ctrl-C (the
+    rest is SKIPPED), or why dt is gone (the rest is FAILED with that reason). Records are
+    written to the history and announced as each refresh finishes; they are returned in plan
+    order."""
+    from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
+
     steps = plan.spark_steps
-    app = application_id(spark)
-    query_id = f"{app}/{plan.run_id}" if app else plan.run_id
-    emit({"event": "plan", "steps": [s.name for s in steps], "application_id": app})
+    run = _Run(spark, plan, emit)
+    threads = max(1, min(int(plan.threads or 1), len(steps) or 1))
+    emit({"event": "plan", "steps": [s.name for s in steps], "application_id": run.app,
+          "run_id": plan.run_id})
+    pending, running, finished = list(steps), {}, set()
     stopping: bool | str = False
-    for step in steps:
-        start = now_iso()
-        blocked = [u for u in step.upstream if u in failed]
-        stopping = stopping or should_stop()
-        if isinstance(stopping, str):   # dt is gone: nobody will record this refresh but us
-            failed.add(step.name)
-            record = _record(plan, step, FAILED, start, message=stopping, code=OWNER_GONE)
-        elif stopping:
-            failed.add(step.name)   # its downstream must not run on a stale input either
-            record = _record(plan, step, SKIPPED, start, message="the run was stopped before this refresh")
-        elif blocked:
-            failed.add(step.name)
-            record = _record(plan, step, UPSTREAM_FAILED, start,
-                             message=f"upstream dynamic table {blocked[0]} failed in this run")
-        else:
-            emit({"event": "start", "name": step.name, "action": step.action})
-            versions: dict[str, int] = {}
-            try:
-                versions = bind_inputs(spark, step, produced)
-                frontier = Frontier(versions, step.definition_hash, plan.data_timestamp, plan.run_id,
-                                    step.action, step.refresh_mode, step.options.get("frozen_where"),
-                                    step.options.get("backfill_spec"))
-                ctx = RefreshContext(spark, plan, step, versions, frontier)
-                # a custom table's own statement does every refresh of it, creation included
-                result = strategy_for(step.refresh_mode if step.refresh_mode == CUSTOM_INCREMENTAL
-                                      else step.action)(ctx)
-                if step.options.get("comment_outdated") and not result.extra.get("table_replaced"):
-                    commit.set_comment(spark, step.path, step.options.get("comment"))
-                    result.table_version = commit.last_commit(step.path)["version"]
-                if step.options.get("deletion_vectors_outdated"):
-                    _align_deletion_vectors(spark, step, result)
-                if result.table_version is not None:
-                    produced[step.name] = result.table_version
-                record = _record(plan, step, SUCCEEDED, start, result=result, versions=versions,
-                                 query_id=query_id)
-            except Exception as exc:
-                failed.add(step.name)
-                message = error_message(exc)
-                record = _record(plan, step, FAILED, start, versions=versions,
-                                 message=at_file(step, message),
-                                 code=condition_of(message) or error_condition(exc), query_id=query_id)
-            finally:
-                unbind_inputs(spark, step)
+    in_plan = {s.name for s in steps}
+
+    def finish(step: RefreshStep, record: RefreshRecord) -> None:
+        if record.state != SUCCEEDED:
+            run.failed.add(step.name)
         if write_history:
             before_write()      # the driver exits here if its JVM (holding the lock) is gone
             history.append(plan.warehouse, [record])
-        records.append(record)
+        run.records[step.name] = record
+        finished.add(step.name)
         emit({"event": "finished", "record": record.to_dict()})
-    return records
+
+    with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="dt-refresh") as pool:
+        while pending or running:
+            for step in list(pending):
+                if len(running) >= threads:
+                    break
+                if any(u in in_plan and u not in finished for u in step.upstream):
+                    continue        # an upstream step still runs: this one reads what it commits
+                pending.remove(step)
+                stopping = stopping or should_stop()
+                record = run.not_run(step, stopping)
+                if record is not None:
+                    finish(step, record)
+                    continue
+                emit({"event": "start", "name": step.name, "action": step.action})
+                session = spark if threads == 1 else spark.newSession()
+                running[pool.submit(run.refresh, session, step)] = step
+            if not running:
+                continue
+            done, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in done:
+                finish(running.pop(future), future.result())
+    return [run.records[s.name] for s in steps]
+
+
+class _Run:
+    """What the steps of one plan share: the versions the run committed, the failures."""
+
+    def __init__(self, spark, plan: Plan, emit: Emit):
+        from threading import Lock
+
+        self.plan, self.emit = plan, emit
+        self.app = application_id(spark)
+        self.query_id = f"{self.app}/{plan.run_id}" if self.app else plan.run_id
+        self.produced: dict[str, int] = {}
+        self.failed: set[str] = set()
+        self.records: dict[str, RefreshRecord] = {}
+        self.lock = Lock()
+
+    def not_run(self, step: RefreshStep, stopping: bool | str) -> RefreshRecord | None:
+        """The record of a refresh that does not start (the run stops, an upstream failed)."""
+        start = now_iso()
+        blocked = [u for u in step.upstream if u in self.failed]
+        if isinstance(stopping, str):   # dt is gone: nobody will record this refresh but us
+            return _record(self.plan, step, FAILED, start, message=stopping, code=OWNER_GONE)
+        if stopping:                    # its downstream must not run on a stale input either
+            return _record(self.plan, step, SKIPPED, start, message="the run was stopped before this refresh")
+        if blocked:
+            return _record(self.plan, step, UPSTREAM_FAILED, start,
+                           message=f"upstream dynamic table {blocked[0]} failed in this run")
+        return None
+
+    def refresh(self, spark, step: RefreshStep) -> RefreshRecord:
+        """One refresh, in `spark` (the run's session, or one of its own when steps run side by
+        side), its Spark jobs under the step's job group (progress counts them by it)."""
+        plan, start = self.plan, now_iso()
+        versions: dict[str, int] = {}
+        spark.sparkContext.setJobGroup(job_group(plan.run_id, step.name), f"dt refresh {step.name}")
+        try:
+            with self.lock:
+                produced = dict(self.produced)
+            versions = bind_inputs(spark, step, produced)
+            frontier = Frontier(versions, step.definition_hash, plan.data_timestamp, plan.run_id,
+                                step.action, step.refresh_mode, step.options.get("frozen_where"),
+                                step.options.get("backfill_spec"))
+            ctx = RefreshContext(spark, plan, step, versions, frontier)
+            # a custom table's own statement does every refresh of it, creation included
+            result = strategy_for(step.refresh_mode if step.refresh_mode == CUSTOM_INCREMENTAL
+                                  else step.action)(ctx)
+            if step.options.get("comment_outdated") and not result.extra.get("table_replaced"):
+                commit.set_comment(spark, step.path, step.options.get("comment"))
+                result.table_version = commit.last_commit(step.path)["version"]
+            if step.options.get("deletion_vectors_outdated"):
+                _align_deletion_vectors(spark, step, result)
+            if result.table_version is not None:
+                with self.lock:
+                    self.produced[step.name] = result.table_version
+            return _record(plan, step, SUCCEEDED, start, result=result, versions=versions,
+                           query_id=self.query_id)
+        except Exception as exc:
+            message = error_message(exc)
+            return _record(plan, step, FAILED, start, versions=versions, message=at_file(step, message),
+                           code=condition_of(message) or error_condition(exc), query_id=self.query_id)
+        finally:
+            unbind_inputs(spark, step)
+            spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)

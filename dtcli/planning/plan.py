@@ -141,7 +141,7 @@ def build_plan(checked: Checked, selected: set[str], trigger: str, *, full_refre
                      "custom": custom.step_options(checked, name) if table.kind == "custom" else None}))
     return Plan(run_id=run_id or uuid.uuid4().hex[:12], project=project.name,
                 warehouse=project.warehouse, data_timestamp=snapshot.taken_at.isoformat(),
-                source_versions=snapshot.source_versions, steps=steps)
+                source_versions=snapshot.source_versions, steps=steps, threads=project.threads)
 
 
 def write_order(checked: Checked, name: str) -> list[str] | None:

@@ -12,8 +12,11 @@ from dtcli.project.yamlio import LineDict, expect_mapping, load_yaml_file
 
 PROJECT_FILE = "dt_project.yml"
 PROJECT_KEYS = {"name", "dialect", "warehouse", "spark", "targets", "defaults", "sources", "vars",
-                "default_target", "version", "folders"}
-TARGET_KEYS = {"warehouse", "spark", "dialect", "vars", "defaults"}
+                "default_target", "version", "folders", "threads"}
+TARGET_KEYS = {"warehouse", "spark", "dialect", "vars", "defaults", "threads"}
+# Refreshes of independent DTs a run executes side by side, as dbt's `threads`: while one waits
+# on a commit or plans its queries, another computes.
+DEFAULT_THREADS = 4
 SOURCE_KEYS = {"path", "primary_key", "rely", "description", "columns"}
 SPARK_KEYS = {"master", "conf", "jars"}
 DIALECTS = {"spark", "spark2", "databricks", "snowflake", "hive", "duckdb", "postgres", "bigquery", "trino"}
@@ -34,6 +37,7 @@ class Settings:
     vars: dict[str, Any] = field(default_factory=dict)
     target: str | None = None
     folders: LineDict = field(default_factory=LineDict)   # folder under tables/ -> its config
+    threads: int = DEFAULT_THREADS
 
 
 def _check_keys(mapping: LineDict, allowed: set[str], file: Path, what: str) -> None:
@@ -74,6 +78,7 @@ def load_settings(root: Path, target: str | None = None) -> Settings:
     master = spark.get("master", "local[*]")
     conf = dict(expect_mapping(spark.get("conf"), file, "spark.conf", spark.line_of("conf")))
     jars = spark.get("jars") or []
+    threads = _threads(raw.get("threads", DEFAULT_THREADS), file, raw.line_of("threads"))
 
     defaults = expect_mapping(raw.get("defaults"), file, "defaults", raw.line_of("defaults"))
     targets = expect_mapping(raw.get("targets"), file, "targets", raw.line_of("targets"))
@@ -92,6 +97,8 @@ def load_settings(root: Path, target: str | None = None) -> Settings:
         master = tspark.get("master", master)
         conf.update(tspark.get("conf") or {})
         jars = tspark.get("jars", jars)
+        if "threads" in over:
+            threads = _threads(over["threads"], file, over.line_of("threads"))
         # a target's defaults override the project's key by key (e.g. deletion_vectors: false
         # for a target whose readers cannot read deletion vectors)
         tdefaults = expect_mapping(over.get("defaults"), file, f"target {target} defaults",
@@ -110,7 +117,14 @@ def load_settings(root: Path, target: str | None = None) -> Settings:
     return Settings(root=root, file=file, name=name, dialect=str(dialect).lower(), warehouse=wh,
                     spark_master=str(master), spark_conf={str(k): str(v) for k, v in conf.items()},
                     jars=tuple(_resolve_path(root, j) for j in jars), defaults=defaults,
-                    sources=sources, vars=variables, target=target, folders=folders)
+                    sources=sources, vars=variables, target=target, folders=folders, threads=threads)
+
+
+def _threads(value: Any, file: Path, line: int | None) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigError(f"threads must be a whole number of at least 1, not {value!r}", file=file,
+                          line=line, hint="e.g. threads: 4 (1: one refresh at a time)")
+    return value
 
 
 def _overlay(base: LineDict, over: LineDict) -> LineDict:

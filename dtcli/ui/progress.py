@@ -29,9 +29,10 @@ PLAIN_EVERY = 10.0   # seconds of a refresh between two plain progress lines (CI
 
 
 class RunProgress:
-    """Live display in a terminal: the run's bar, plus the running refresh's Spark stages and
-    tasks. Elsewhere: a line per refresh started and finished, and every `plain_every` seconds
-    of a long refresh a line with its Spark progress."""
+    """Live display in a terminal: the run's bar, plus each running refresh's Spark stages and
+    tasks (refreshes of independent tables run side by side). Elsewhere: a line per refresh
+    started and finished, and every `plain_every` seconds of a long refresh a line with its
+    Spark progress."""
 
     def __init__(self, total: int, console: Console | None = None, plain_every: float = PLAIN_EVERY):
         self.console = console or Console(stderr=True)
@@ -39,7 +40,7 @@ class RunProgress:
         self.started: dict[str, float] = {}
         self.plain_every = plain_every
         self.printed_at: dict[str, float] = {}     # refresh -> elapsed at its last plain line
-        self.spark_task = None
+        self.spark_tasks: dict[str, Any] = {}      # running refresh -> its line in the display
         self.progress = None
         if self.live:
             self.progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),
@@ -76,7 +77,7 @@ class RunProgress:
             took = time.monotonic() - self.started.get(record["name"], time.monotonic())
             line = _summary(record) + (f" ({took:.1f}s)" if record["name"] in self.started else "")
             style = STYLE.get(record["state"], "")
-            self._spark_done()
+            self._spark_done(record["name"])
             if self.progress:
                 self.progress.console.print(f"[{style}]{line}[/]" if style else line, highlight=False)
                 self.progress.advance(self.task)
@@ -88,9 +89,9 @@ class RunProgress:
         if self.progress:
             text = f"  {name}: Spark {spark_text(event)}"
             total = max(int(event.get("tasks_total") or 0), 1)
-            if self.spark_task is None:
-                self.spark_task = self.progress.add_task(text, total=total)
-            self.progress.update(self.spark_task, description=text, total=total,
+            if name not in self.spark_tasks:
+                self.spark_tasks[name] = self.progress.add_task(text, total=total)
+            self.progress.update(self.spark_tasks[name], description=text, total=total,
                                  completed=int(event.get("tasks_done") or 0))
             return
         elapsed = float(event.get("elapsed") or 0)
@@ -99,7 +100,7 @@ class RunProgress:
             self.console.print(f"{name}: running, Spark {spark_text(event)}", highlight=False,
                                markup=False)
 
-    def _spark_done(self) -> None:
-        if self.progress and self.spark_task is not None:
-            self.progress.remove_task(self.spark_task)
-            self.spark_task = None
+    def _spark_done(self, name: str) -> None:
+        task = self.spark_tasks.pop(name, None)
+        if self.progress and task is not None:
+            self.progress.remove_task(task)

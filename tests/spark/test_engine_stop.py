@@ -1,4 +1,4 @@
-"""A stop request (Ctrl-C in the CLI) lets the current refresh commit and skips the rest."""
+"""A stop request (Ctrl-C in the CLI) lets the running refreshes commit and skips the rest."""
 
 from __future__ import annotations
 
@@ -25,9 +25,34 @@ def test_stop_between_refreshes_skips_the_rest(tmp_path, spark):
     checked = api.check(root)
     project = checked.project
     plan = api.plan_run(checked)
+    plan.threads = 1            # one refresh at a time: the stop comes after a
     done: list[str] = []
     records = execute_plan(spark, plan, lambda e: done.append(e["record"]["name"]) if e["event"] == "finished" else None,
                            should_stop=lambda: bool(done))
     assert [(r.name, r.state) for r in records] == [("a", "SUCCEEDED"), ("b", "SKIPPED"), ("c", "SKIPPED")]
     assert table_info(project.table_path("a")) is not None
     assert table_info(project.table_path("b")) is None and table_info(project.table_path("c")) is None
+
+
+def test_refreshes_run_side_by_side_and_a_stop_lets_the_running_ones_commit(tmp_path, spark):
+    """With two threads, a and c (independent) start together; b reads a, so it waits for a's
+    commit, and the stop that comes once a refresh finished skips it. c, already running,
+    commits."""
+    root = write_project(tmp_path, {
+        "a": "SELECT id, v FROM src WHERE v > 0",
+        "b": "SELECT id FROM {{ ref('a') }}",
+        "c": "SELECT v FROM src",
+    }, config="sources:\n  src: {path: data/src}\n")
+    write_deltalake(str(root / "data" / "src"), pa.table({"id": [1, 2], "v": [1, -1]}),
+                    configuration={"delta.enableChangeDataFeed": "true"})
+    checked = api.check(root)
+    plan = api.plan_run(checked)
+    plan.threads = 2
+    events: list[dict] = []
+    records = execute_plan(spark, plan, events.append,
+                           should_stop=lambda: any(e["event"] == "finished" for e in events))
+    assert [(r.name, r.state) for r in records] == [("a", "SUCCEEDED"), ("b", "SKIPPED"), ("c", "SUCCEEDED")]
+    kinds = [(e["event"], e.get("name") or e.get("record", {}).get("name")) for e in events]
+    # both started before either finished: they ran side by side
+    first_finish = next(i for i, (kind, _) in enumerate(kinds) if kind == "finished")
+    assert {("start", "a"), ("start", "c")} <= set(kinds[:first_finish]), kinds
