@@ -1,0 +1,159 @@
+/* dt docs: draws the lineage graph of index.html, laid out left to right by dagre (shipped
+   beside this file), and filters it by name or tag. Every text goes in as textContent. */
+(function () {
+  "use strict";
+  var SVG = "http://www.w3.org/2000/svg";
+  var LABEL_FONT = '600 13px system-ui, -apple-system, "Segoe UI", "DejaVu Sans", sans-serif';
+  var SUB_FONT = '11px system-ui, -apple-system, "Segoe UI", "DejaVu Sans", sans-serif';
+  var PAD = 12, HEIGHT = 44, BAND = 6;
+
+  var holder = document.getElementById("graph");
+  var data = JSON.parse(document.getElementById("graph-data").textContent);
+  var measure = document.createElement("canvas").getContext("2d");
+  var scale = 1, svg = null, size = null;
+
+  function make(name, attrs, parent) {
+    var el = document.createElementNS(SVG, name);
+    Object.keys(attrs || {}).forEach(function (k) { el.setAttribute(k, attrs[k]); });
+    if (parent) { parent.appendChild(el); }
+    return el;
+  }
+
+  function textWidth(text, font) {
+    measure.font = font;
+    return measure.measureText(text).width;
+  }
+
+  function subText(node) {
+    return (node.frozen ? "\u2744 " : "") + node.sub;
+  }
+
+  function layout() {
+    var g = new dagre.graphlib.Graph();
+    g.setGraph({ rankdir: "LR", nodesep: 16, ranksep: 64, edgesep: 10, marginx: 20, marginy: 20 });
+    g.setDefaultEdgeLabel(function () { return {}; });
+    data.nodes.forEach(function (n) {
+      var inner = Math.max(textWidth(n.id, LABEL_FONT), textWidth(subText(n), SUB_FONT));
+      g.setNode(n.id, { width: Math.ceil(inner) + 2 * PAD + (n.frozen ? BAND : 0), height: HEIGHT, node: n });
+    });
+    data.edges.forEach(function (e) {
+      if (g.hasNode(e[0]) && g.hasNode(e[1])) { g.setEdge(e[0], e[1]); }
+    });
+    dagre.layout(g);
+    return g;
+  }
+
+  function edgePath(points) {
+    var d = "M" + points[0].x + "," + points[0].y;
+    if (points.length === 2) { return d + " L" + points[1].x + "," + points[1].y; }
+    // smooth through dagre's bend points: a quadratic curve to each midpoint
+    for (var i = 1; i < points.length - 1; i++) {
+      var mx = (points[i].x + points[i + 1].x) / 2, my = (points[i].y + points[i + 1].y) / 2;
+      d += " Q" + points[i].x + "," + points[i].y + " " + mx + "," + my;
+    }
+    var last = points[points.length - 1];
+    return d + " L" + last.x + "," + last.y;
+  }
+
+  function draw(g) {
+    size = { width: Math.ceil(g.graph().width), height: Math.ceil(g.graph().height) };
+    svg = make("svg", { "class": "graph", viewBox: "0 0 " + size.width + " " + size.height, role: "img",
+                        "aria-label": "lineage graph of sources and dynamic tables" });
+    var defs = make("defs", {}, svg);
+    var marker = make("marker", { id: "arrow", viewBox: "0 0 10 10", refX: "9", refY: "5", markerWidth: "7",
+                                  markerHeight: "7", orient: "auto-start-reverse" }, defs);
+    make("path", { d: "M0,0 L10,5 L0,10 z", fill: "#8c959f" }, marker);
+    var edges = make("g", { "class": "edges" }, svg);
+    g.edges().forEach(function (e) {
+      make("path", { "class": "edge", d: edgePath(g.edge(e).points), "marker-end": "url(#arrow)",
+                     "data-from": e.v, "data-to": e.w }, edges);
+    });
+    var nodes = make("g", { "class": "nodes" }, svg);
+    g.nodes().forEach(function (id) {
+      var box = g.node(id), n = box.node;
+      var link = make("a", { href: n.href, "class": "node state-" + n.state + " kind-" + n.kind,
+                             "data-name": n.id, transform: "translate(" + (box.x - box.width / 2) + "," +
+                             (box.y - box.height / 2) + ")" }, nodes);
+      var title = make("title", {}, link);
+      title.textContent = n.id + " (" + (n.kind === "dynamic_table" ? n.state.toLowerCase() : n.kind) + "): " +
+        n.sub + (n.tags.length ? "; tags: " + n.tags.join(", ") : "");
+      make("rect", { "class": "box", width: box.width, height: box.height, rx: n.kind === "dynamic_table" ? 6 : 14 }, link);
+      var x = PAD;
+      if (n.frozen) {
+        make("rect", { "class": "frozen-band", width: BAND, height: box.height - 2, x: 1, y: 1, rx: 3 }, link);
+        x += BAND;
+      }
+      var label = make("text", { "class": "label", x: x, y: 18 }, link);
+      label.textContent = n.id;
+      var sub = make("text", { "class": "sub", x: x, y: 34 }, link);
+      sub.textContent = subText(n);
+    });
+    holder.appendChild(svg);
+    // no taller than the graph needs, no taller than most of the window: it scrolls beyond
+    holder.style.height = Math.max(160, Math.min(size.height + 24, window.innerHeight * 0.72)) + "px";
+    setScale(1);
+    svg.setAttribute("data-ready", "1");
+  }
+
+  function setScale(value) {
+    scale = Math.max(0.05, Math.min(3, value));
+    svg.setAttribute("width", Math.round(size.width * scale));
+    svg.setAttribute("height", Math.round(size.height * scale));
+  }
+
+  function fit() {
+    setScale(Math.min((holder.clientWidth - 4) / size.width, (holder.clientHeight - 4) / size.height, 1));
+  }
+
+  function matches(node, query) {
+    if (!query) { return true; }
+    var tags = node.tags.map(function (t) { return String(t).toLowerCase(); });
+    if (query.indexOf("tag:") === 0) {
+      var tag = query.slice(4);
+      return tags.some(function (t) { return t.indexOf(tag) !== -1; });
+    }
+    return node.id.toLowerCase().indexOf(query) !== -1 ||
+      tags.some(function (t) { return t.indexOf(query) !== -1; });
+  }
+
+  function filter(text) {
+    var query = text.trim().toLowerCase(), shown = {}, count = 0, first = null;
+    data.nodes.forEach(function (n) { if (matches(n, query)) { shown[n.id] = true; count++; } });
+    svg.querySelectorAll(".node").forEach(function (el) {
+      var on = shown[el.getAttribute("data-name")] === true;
+      el.classList.toggle("dim", !on);
+      el.classList.toggle("match", on && query !== "");
+      if (on && query && first === null) { first = el; }
+    });
+    svg.querySelectorAll(".edge").forEach(function (el) {
+      el.classList.toggle("dim", !(shown[el.getAttribute("data-from")] && shown[el.getAttribute("data-to")]));
+    });
+    document.getElementById("search-count").textContent =
+      query ? count + " of " + data.nodes.length + " match" : data.nodes.length + " nodes";
+    if (first) { first.scrollIntoView({ block: "center", inline: "center" }); }
+    return first;
+  }
+
+  draw(layout());
+  var search = document.getElementById("search");
+  search.addEventListener("input", function () { filter(search.value); });
+  search.addEventListener("keydown", function (event) {
+    if (event.key === "Enter") {
+      var first = filter(search.value);
+      if (first) { window.location.href = first.getAttribute("href"); }
+    }
+  });
+  document.querySelectorAll("[data-zoom]").forEach(function (button) {
+    button.addEventListener("click", function () {
+      var how = button.getAttribute("data-zoom");
+      if (how === "in") { setScale(scale * 1.25); }
+      else if (how === "out") { setScale(scale / 1.25); }
+      else if (how === "fit") { fit(); }
+      else { setScale(1); }
+    });
+  });
+  holder.addEventListener("wheel", function (event) {
+    if (event.ctrlKey) { event.preventDefault(); setScale(scale * (event.deltaY < 0 ? 1.1 : 1 / 1.1)); }
+  }, { passive: false });
+  filter("");
+})();
