@@ -43,16 +43,36 @@
     return g;
   }
 
-  function edgePath(points) {
-    var d = "M" + points[0].x + "," + points[0].y;
-    if (points.length === 2) { return d + " L" + points[1].x + "," + points[1].y; }
-    // smooth through dagre's bend points: a quadratic curve to each midpoint
-    for (var i = 1; i < points.length - 1; i++) {
-      var mx = (points[i].x + points[i + 1].x) / 2, my = (points[i].y + points[i + 1].y) / 2;
-      d += " Q" + points[i].x + "," + points[i].y + " " + mx + "," + my;
+  // Edges leave a node on its right and reach the next on its left; inside a column of the
+  // layout they run level (dagre keeps that slot free for them), and they bend only in the
+  // gaps between columns, so no edge crosses a node.
+  function columns(g) {
+    var cols = {};
+    g.nodes().forEach(function (id) {
+      var b = g.node(id), key = Math.round(b.x), c = cols[key] || { half: 0 };
+      c.half = Math.max(c.half, b.width / 2);
+      cols[key] = c;
+    });
+    return function (x) {
+      var c = cols[Math.round(x)];
+      return c ? { left: x - c.half, right: x + c.half } : null;
+    };
+  }
+
+  function edgePath(g, e, column) {
+    var s = g.node(e.v), t = g.node(e.w), inner = g.edge(e).points.slice(1, -1);
+    var p = [[s.x + s.width / 2, s.y], [column(s.x).right, s.y]];
+    // a bend point in a column of nodes keeps the edge in the slot dagre left free; the ones
+    // between columns (where dagre makes room for edge labels) only add wiggles: skipped
+    inner.forEach(function (q) { var c = column(q.x); if (c) { p.push([c.left, q.y], [c.right, q.y]); } });
+    p.push([column(t.x).left, t.y], [t.x - t.width / 2, t.y]);
+    var d = "M" + p[0] + " L" + p[1];
+    for (var i = 1; i + 1 < p.length; i += 2) {
+      var a = p[i], b = p[i + 1], mid = (a[0] + b[0]) / 2;
+      d += " C" + mid + "," + a[1] + " " + mid + "," + b[1] + " " + b[0] + "," + b[1];
+      if (i + 2 < p.length) { d += " L" + p[i + 2]; }
     }
-    var last = points[points.length - 1];
-    return d + " L" + last.x + "," + last.y;
+    return d;
   }
 
   function draw(g) {
@@ -63,9 +83,9 @@
     var marker = make("marker", { id: "arrow", viewBox: "0 0 10 10", refX: "9", refY: "5", markerWidth: "7",
                                   markerHeight: "7", orient: "auto-start-reverse" }, defs);
     make("path", { d: "M0,0 L10,5 L0,10 z", fill: "#8c959f" }, marker);
-    var edges = make("g", { "class": "edges" }, svg);
+    var edges = make("g", { "class": "edges" }, svg), column = columns(g);
     g.edges().forEach(function (e) {
-      make("path", { "class": "edge", d: edgePath(g.edge(e).points), "marker-end": "url(#arrow)",
+      make("path", { "class": "edge", d: edgePath(g, e, column), "marker-end": "url(#arrow)",
                      "data-from": e.v, "data-to": e.w }, edges);
     });
     var nodes = make("g", { "class": "nodes" }, svg);
@@ -92,6 +112,15 @@
     // no taller than the graph needs, no taller than most of the window: it scrolls beyond
     holder.style.height = Math.max(160, Math.min(size.height + 24, window.innerHeight * 0.72)) + "px";
     setScale(1);
+    // start where the lineage starts: the top node of the leftmost column in view (dagre
+    // centres each column, so a big graph's top-left corner is often empty)
+    var first = null;
+    g.nodes().forEach(function (id) {
+      var b = g.node(id);
+      if (!first || b.x - b.width / 2 < first.x - first.width / 2 - 1 ||
+          (Math.abs(b.x - b.width / 2 - (first.x - first.width / 2)) <= 1 && b.y < first.y)) { first = b; }
+    });
+    if (first) { holder.scrollTo(0, Math.max(0, first.y - 40)); }
     svg.setAttribute("data-ready", "1");
   }
 
@@ -152,6 +181,18 @@
       else { setScale(1); }
     });
   });
+  // drag the background to pan
+  var drag = null;
+  holder.addEventListener("pointerdown", function (event) {
+    if (event.button !== 0 || event.target.closest(".node")) { return; }
+    drag = { x: event.clientX, y: event.clientY, left: holder.scrollLeft, top: holder.scrollTop };
+    holder.setPointerCapture(event.pointerId);
+    holder.classList.add("panning");
+  });
+  holder.addEventListener("pointermove", function (event) {
+    if (drag) { holder.scrollTo(drag.left - (event.clientX - drag.x), drag.top - (event.clientY - drag.y)); }
+  });
+  holder.addEventListener("pointerup", function () { drag = null; holder.classList.remove("panning"); });
   holder.addEventListener("wheel", function (event) {
     if (event.ctrlKey) { event.preventDefault(); setScale(scale * (event.deltaY < 0 ? 1.1 : 1 / 1.1)); }
   }, { passive: false });
