@@ -146,13 +146,23 @@ def _source(checked: Checked, name: str, tables: dict[str, dict[str, Any]]) -> d
     info = checked.snapshot.sources.get(name)
     return {
         "name": name, "kind": "seed" if source.origin == "seed" else "source",
-        "path": source.path, "file": source.file, "line": source.line,
+        "path": source.path, "file": _relative(checked.project.root, source.file), "line": source.line,
         "primary_key": list(source.primary_key), "rely": source.rely,
         "change_data_feed": info.change_data_feed if info else None,
         "version": info.version if info else None, "rows": info.rows if info else None,
         "columns": [c.to_dict() for c in checked.schemas.get(name, ())],
         "downstream": [t for t in tables if name in _inputs(checked, t)],
     }
+
+
+def _relative(root: Path, file: str | None) -> str | None:
+    """A file of the project as its tables' files are named: relative to the project."""
+    if not file:
+        return file
+    try:
+        return Path(file).resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return file
 
 
 def _overview(tables: dict[str, dict[str, Any]], now: datetime) -> dict[str, Any]:
