@@ -9,6 +9,7 @@ it by `dtcli.ui.site`.
 
 from __future__ import annotations
 
+import dataclasses
 import time
 from collections import Counter
 from datetime import datetime, timedelta
@@ -22,12 +23,14 @@ from dtcli.planning import selectors
 from dtcli.planning.checked import Checked
 from dtcli.planning.explain import explain
 from dtcli.planning.scheduler import parse_ts
-from dtcli.state import history, scheduling
+from dtcli.state import history, reconcile, scheduling
 
 FORMAT_VERSION = 1
-HISTORY_PER_TABLE = 500     # newest refreshes kept per DT: a --watch of months stays a small site
+HISTORY_PER_TABLE = 100     # newest refreshes kept per DT: a --watch of months stays a small site
 PER_DAY_DAYS = 14           # the overview's refresh time per day covers the last two weeks
 ACTIVE, FAILED = scheduling.ACTIVE, "FAILED"
+_RECORD_FIELDS = tuple(f.name for f in dataclasses.fields(RefreshRecord))
+_STATISTICS = frozenset(("num_inserted_rows", "num_deleted_rows", "num_copied_rows"))   # to_row's statistics
 
 
 def facts(checked: Checked, select: list[str] | None = None, *,
@@ -36,8 +39,8 @@ def facts(checked: Checked, select: list[str] | None = None, *,
     the sources they read, the edges between them and the overview."""
     project, graph, now = checked.project, checked.graph, checked.now
     chosen = selectors.select(project, graph, select) if select else None
-    status = {row["name"]: row for row in show_tables(checked)}   # settles an interrupted run first
-    records = history.read(project.warehouse)
+    records = _settled_history(checked)
+    status = {row["name"]: row for row in show_tables(checked, records=records)}
     per_table: dict[str, list[RefreshRecord]] = {}
     for record in records:
         per_table.setdefault(record.name, []).append(record)
@@ -45,8 +48,9 @@ def facts(checked: Checked, select: list[str] | None = None, *,
     tables: dict[str, dict[str, Any]] = {}
     for name in graph.order:
         if chosen is None or name in chosen:
-            tables[name] = _table(checked, name, status[name], explain(checked, name, records),
-                                  per_table.get(name, [])[:history_per_table])
+            mine = per_table.get(name, [])
+            tables[name] = _table(checked, name, status[name], explain(checked, name, mine),
+                                  mine[:history_per_table])
     if chosen is None:   # the disabled and orphaned DTs belong to no selection
         for name, row in status.items():
             if row["scheduling_state"] in (DISABLED, ORPHANED):
@@ -66,8 +70,29 @@ def facts(checked: Checked, select: list[str] | None = None, *,
         "sources": sources,
         "dynamic_tables": tables,
         "edges": edges,
-        "overview": _overview(tables, now),
+        # from the whole history, not the newest entries kept per DT
+        "overview": _overview(tables, [r for r in records if r.name in tables], now),
     }
+
+
+def _settled_history(checked: Checked) -> list[RefreshRecord]:
+    """The refresh history, newest first, read once (it is the slow read of a big warehouse),
+    with the refreshes of an interrupted run recorded first, as `dt show` settles them."""
+    project = checked.project
+    records = history.read(project.warehouse)
+    new, dead = reconcile.missing(project, checked.snapshot.tables, records)
+    if new or dead:
+        reconcile.settle(project, checked.snapshot.tables)
+        records = history.read(project.warehouse)
+    return records
+
+
+def _history_row(record: RefreshRecord) -> dict[str, Any]:
+    """`record.to_row()` (the JSON of `dt show refresh-history`) without dataclasses.asdict's deep
+    copy, which took seconds over the 20,000 rows of a big site."""
+    row = {f: getattr(record, f) for f in _RECORD_FIELDS if f not in _STATISTICS}
+    row["statistics"] = record.statistics
+    return row
 
 
 def generate(checked: Checked, select: list[str] | None = None, out: Path | None = None) -> dict[str, Any]:
@@ -116,7 +141,7 @@ def _table(checked: Checked, name: str, row: dict[str, Any], explained: dict[str
                 "data_timestamp": row.get("data_timestamp")},
         "status": row,
         "explain": explained,
-        "refresh_history": [r.to_row() for r in records],
+        "refresh_history": [_history_row(r) for r in records],
     }
 
 
@@ -165,7 +190,7 @@ def _relative(root: Path, file: str | None) -> str | None:
         return file
 
 
-def _overview(tables: dict[str, dict[str, Any]], now: datetime) -> dict[str, Any]:
+def _overview(tables: dict[str, dict[str, Any]], records: list[RefreshRecord], now: datetime) -> dict[str, Any]:
     freshness = [{"name": n, "state": t["state"], **t["lag"]} for n, t in tables.items()
                  if t["state"] not in (DISABLED, ORPHANED)]
     # behind first, the furthest behind (as a share of the target) at the top
@@ -173,29 +198,27 @@ def _overview(tables: dict[str, dict[str, Any]], now: datetime) -> dict[str, Any
                                   -(f["current_seconds"] or 0) / (f["target_seconds"] or float("inf")),
                                   f["name"]))
     day_ago = now - timedelta(days=1)
-    failures = [r for t in tables.values() for r in t["refresh_history"]
-                if r["state"] in FAILURE_STATES and (parse_ts(r["refresh_end_time"]) or now) >= day_ago]
-    failures.sort(key=lambda r: r["refresh_end_time"] or "", reverse=True)
+    failures = [_history_row(r) for r in records   # newest first, as read
+                if r.failed and (parse_ts(r.refresh_end_time) or now) >= day_ago]
     modes = Counter(t["status"].get("refresh_mode") or "NOT CREATED" for t in tables.values()
                     if t["state"] not in (DISABLED, ORPHANED))
     return {"freshness": freshness, "failures_last_day": failures,
             "refresh_mode_mix": dict(sorted(modes.items())),
-            "refresh_time_per_day": _per_day(tables, now)}
+            "refresh_time_per_day": _per_day(records, now)}
 
 
-def _per_day(tables: dict[str, dict[str, Any]], now: datetime) -> list[dict[str, Any]]:
+def _per_day(records: list[RefreshRecord], now: datetime) -> list[dict[str, Any]]:
     """Total refresh time (seconds between start and end), refreshes and failures per UTC day,
     for each of the last PER_DAY_DAYS days, oldest first."""
     today = now.date()
     days = {str(today - timedelta(days=k)): {"refreshes": 0, "seconds": 0.0, "failed": 0}
             for k in range(PER_DAY_DAYS - 1, -1, -1)}
-    for table in tables.values():
-        for r in table["refresh_history"]:
-            start, end = parse_ts(r["refresh_start_time"]), parse_ts(r["refresh_end_time"])
-            if start is None or str(start.date()) not in days:
-                continue
-            day = days[str(start.date())]
-            day["refreshes"] += 1
-            day["seconds"] += max(0.0, (end - start).total_seconds()) if end else 0.0
-            day["failed"] += r["state"] in FAILURE_STATES
+    for r in records:
+        start, end = parse_ts(r.refresh_start_time), parse_ts(r.refresh_end_time)
+        if start is None or str(start.date()) not in days:
+            continue
+        day = days[str(start.date())]
+        day["refreshes"] += 1
+        day["seconds"] += max(0.0, (end - start).total_seconds()) if end else 0.0
+        day["failed"] += r.failed
     return [{"day": d, **v, "seconds": round(v["seconds"], 3)} for d, v in days.items()]
