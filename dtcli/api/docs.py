@@ -12,7 +12,7 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections import Counter
-from datetime import datetime, timedelta
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,6 @@ from dtcli.model import FAILURE_STATES, RefreshRecord
 from dtcli.planning import selectors
 from dtcli.planning.checked import Checked
 from dtcli.planning.explain import explain
-from dtcli.planning.scheduler import parse_ts
 from dtcli.state import history, reconcile, scheduling
 
 FORMAT_VERSION = 1
@@ -73,6 +72,14 @@ def facts(checked: Checked, select: list[str] | None = None, *,
         # from the whole history, not the newest entries kept per DT
         "overview": _overview(tables, [r for r in records if r.name in tables], now),
     }
+
+
+def parse_ts(value: str | None) -> datetime | None:
+    """An ISO timestamp of the state; one without an offset is UTC, as dt writes every time."""
+    if not value:
+        return None
+    when = datetime.fromisoformat(str(value))
+    return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
 
 
 def _settled_history(checked: Checked) -> list[RefreshRecord]:

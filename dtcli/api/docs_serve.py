@@ -28,6 +28,7 @@ class DocsServer:
         project = api.load(self.project_dir, target)
         self.root, self.out = project.root, project.target_dir / "docs"
         self._lock = threading.Lock()
+        self._project = None            # as loaded for the last generation
         self._seen: tuple | None = None
         self._generated_at = 0.0
         self.regenerate_if_changed()      # a project that does not check fails here, before listening
@@ -47,13 +48,16 @@ class DocsServer:
         from dtcli.api.watch import clock_from_env
 
         with self._lock:
+            # the project of the last generation tells where to look: loading it again (every
+            # file parsed) is what a change costs, not what a request costs
+            if self._project is not None and fingerprint(self._project) == self._seen \
+                    and time.monotonic() - self._generated_at < STALE_AFTER:
+                return False
             project = api.load(self.project_dir, self.target, check_sources=True)
             seen = fingerprint(project)
-            if seen == self._seen and time.monotonic() - self._generated_at < STALE_AFTER:
-                return False
             checked = api.check(project, now=clock_from_env().now(), with_stats=True)
             generate(checked, self.select, self.out)
-            self._seen, self._generated_at = seen, time.monotonic()
+            self._project, self._seen, self._generated_at = project, seen, time.monotonic()
             return True
 
     def serve_forever(self) -> None:

@@ -162,6 +162,24 @@ def test_a_project_of_200_dts_generates_a_page_each(tmp_path):
     assert len(list((root / "target" / "docs" / "tables").glob("*.html"))) == 200
 
 
+def test_lag_over_time_drops_when_a_refresh_ends_and_failures_do_not_move_it():
+    from datetime import datetime, timedelta, timezone
+
+    from dtcli.ui.site.charts import lag_points
+
+    t0 = datetime(2025, 1, 1, tzinfo=timezone.utc)
+
+    def row(state, stamp_min, end_min):
+        return {"state": state, "data_timestamp": (t0 + timedelta(minutes=stamp_min)).isoformat(),
+                "refresh_end_time": (t0 + timedelta(minutes=end_min)).isoformat()}
+
+    rows = [row("SUCCEEDED", 60, 61), row("FAILED", 30, 31), row("SUCCEEDED", 0, 2)]   # newest first
+    points = [((t - t0).total_seconds() / 60, lag / 60) for t, lag in lag_points(rows, t0 + timedelta(minutes=90))]
+    # 2 min after its data timestamp at the first refresh's end; 61 min just before the second
+    # ends (the failure changed nothing), 1 min right after it; 30 min at generation
+    assert points == [(2, 2), (61, 61), (61, 1), (90, 30)]
+
+
 def _get(url: str) -> tuple[int, str]:
     try:
         with urllib.request.urlopen(url, timeout=30) as response:

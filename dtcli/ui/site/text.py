@@ -4,13 +4,17 @@ from __future__ import annotations
 
 import hashlib
 import re
-from datetime import datetime
+from datetime import datetime, timezone
 
 _SAFE_NAME = re.compile(r"[a-z0-9_][a-z0-9_.-]*")
 
 
 def parse_time(value: str | None) -> datetime | None:
-    return datetime.fromisoformat(value) if value else None
+    """An ISO timestamp; one without an offset is UTC, as every time dt writes is."""
+    if not value:
+        return None
+    when = datetime.fromisoformat(str(value))
+    return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
 
 
 def seconds_between(start: str | None, end: str | None) -> float | None:
