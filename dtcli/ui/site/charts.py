@@ -27,9 +27,9 @@ def lane(row: dict[str, Any]) -> str:
 class TimeScale:
     """Times to x positions, shared by the timeline and the lag chart so that they line up."""
 
-    def __init__(self, rows: list[dict[str, Any]], now: datetime):
+    def __init__(self, rows: list[dict[str, Any]], now: datetime, also: datetime | None = None):
         times = [t for r in rows for t in (parse_time(r["refresh_start_time"]), parse_time(r["refresh_end_time"]))
-                 if t is not None]
+                 if t is not None] + ([also] if also else [])
         self.start = min(times, default=now - timedelta(hours=1))
         self.end = max([*times, now])
         if (self.end - self.start).total_seconds() < 60:
@@ -90,10 +90,13 @@ def refresh_timeline(rows: list[dict[str, Any]], scale: TimeScale) -> Markup:
     return Markup("".join(out))
 
 
-def lag_points(rows: list[dict[str, Any]], now: datetime) -> list[tuple[datetime, float]]:
+def lag_points(rows: list[dict[str, Any]], now: datetime,
+               stamp: datetime | None = None) -> list[tuple[datetime, float]]:
     """The lag (now minus the data timestamp) over time: it grows until a refresh ends, then drops
     to that refresh's end minus its data timestamp. Failed refreshes do not move it; NO_DATA ones
-    do (the data is current as of their timestamp)."""
+    do (the data is current as of their timestamp). `stamp`: the DT's data timestamp now, as its
+    Delta log has it (the last point agrees with the page's "lag now" even when the history
+    lacks that refresh)."""
     done = sorted((r for r in rows if r["state"] not in FAILURE_STATES and r.get("data_timestamp")
                    and r.get("refresh_end_time")), key=lambda r: r["refresh_end_time"])
     points: list[tuple[datetime, float]] = []
@@ -104,14 +107,19 @@ def lag_points(rows: list[dict[str, Any]], now: datetime) -> list[tuple[datetime
             points.append((end, (end - current).total_seconds()))
         current = stamp if current is None else max(current, stamp)
         points.append((end, max(0.0, (end - current).total_seconds())))
+    if stamp is not None and current is None:
+        points.append((stamp, 0.0))
+    if stamp is not None:
+        current = stamp if current is None else max(current, stamp)
     if current is not None:
         points.append((now, (now - current).total_seconds()))
     return points
 
 
-def lag_chart(rows: list[dict[str, Any]], scale: TimeScale, now: datetime, target: float | None) -> Markup:
+def lag_chart(rows: list[dict[str, Any]], scale: TimeScale, now: datetime, target: float | None,
+              stamp: datetime | None = None) -> Markup:
     """The lag over time as a line, the target lag as a dashed line."""
-    points = lag_points(rows, now)
+    points = lag_points(rows, now, stamp)
     height, top, bottom = 170, 10, 140
     peak = max([p[1] for p in points] + [target or 0, 1.0]) * 1.1
 

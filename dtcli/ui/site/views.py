@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import Any
 
 from dtcli.ui.site import charts, highlight
-from dtcli.ui.site.text import duration, seconds_between, timestamp
+from dtcli.ui.site.text import duration, parse_time, seconds_between, timestamp
 
 HISTORY_ROWS = 60   # refreshes listed in a page's table (the timeline shows every kept one)
 MODE_LABELS = {"CUSTOM_INCREMENTAL": "CUSTOM", None: "NOT CREATED"}
@@ -74,7 +74,8 @@ def table_view(doc: dict[str, Any], table: dict[str, Any], now: datetime) -> dic
     explained = table["explain"] or {}
     status = table["status"]
     rows = table["refresh_history"]
-    scale = charts.TimeScale(rows, now)
+    stamp = parse_time(table["lag"]["data_timestamp"])
+    scale = charts.TimeScale(rows, now, stamp)
     upstream = [i for i, t in doc["edges"] if t == table["name"]]
     downstream = [t for i, t in doc["edges"] if i == table["name"]]
     listed = [{**r, "start": timestamp(r["refresh_start_time"]), "lane": charts.lane(r),
@@ -91,7 +92,7 @@ def table_view(doc: dict[str, Any], table: dict[str, Any], now: datetime) -> dic
         "sql_html": highlight.sql(table["sql"], jinja=True),
         "compiled_html": highlight.sql(table["compiled_sql"]),
         "timeline": charts.refresh_timeline(rows, scale),
-        "lag_chart": charts.lag_chart(rows, scale, now, table["lag"]["target_seconds"]),
+        "lag_chart": charts.lag_chart(rows, scale, now, table["lag"]["target_seconds"], stamp),
         "history": listed, "history_total": len(rows),
         "lag_text": duration(table["lag"]["current_seconds"]) if table["lag"]["current_seconds"] is not None else "",
     }

@@ -145,6 +145,13 @@
       tags.some(function (t) { return t.indexOf(query) !== -1; });
   }
 
+  // centre a node in the canvas, scrolling the canvas only (the search box stays in view)
+  function reveal(el) {
+    var box = el.getBoundingClientRect(), frame = holder.getBoundingClientRect();
+    holder.scrollBy(box.left + box.width / 2 - (frame.left + frame.width / 2),
+                    box.top + box.height / 2 - (frame.top + frame.height / 2));
+  }
+
   function filter(text) {
     var query = text.trim().toLowerCase(), shown = {}, count = 0, first = null;
     data.nodes.forEach(function (n) { if (matches(n, query)) { shown[n.id] = true; count++; } });
@@ -159,7 +166,7 @@
     });
     document.getElementById("search-count").textContent =
       query ? count + " of " + data.nodes.length + " match" : data.nodes.length + " nodes";
-    if (first) { first.scrollIntoView({ block: "center", inline: "center" }); }
+    if (first) { reveal(first); }
     return first;
   }
 
