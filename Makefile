@@ -8,7 +8,7 @@ JARS   := $(BIN)/python -m dtcli.engine.jars provision
 # subprocesses, sleeps); two fill them. Longest modules first: tests/conftest.py
 PYTEST_ARGS ?= -n 2 --dist loadfile --no-loadscope-reorder
 
-.PHONY: setup jars demo test lint unit bench clean
+.PHONY: setup jars browser demo test lint unit bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -27,7 +27,14 @@ demo: setup
 lint: $(STAMP)
 	$(BIN)/python -m ruff check dtcli tests benchmarks scripts
 
-test: setup lint
+# Debian's chromium, for tests/browser only (the site of `dt docs` as a person sees it): installed
+# when missing and this is a Debian machine run as root; otherwise those tests skip, saying why.
+browser:
+	@command -v chromium > /dev/null 2>&1 || { [ "$$(id -u)" = 0 ] && command -v apt-get > /dev/null 2>&1 \
+	  && { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium fonts-dejavu-core; } > /dev/null 2>&1; } \
+	  || echo "chromium is not installed (needs apt-get as root): tests/browser will be skipped"
+
+test: setup lint browser
 	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
 
 unit: $(STAMP)

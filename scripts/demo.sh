@@ -22,3 +22,5 @@ step "dt show rows order_status_log (the seeds' orders, then the batch's inserts
 $DT show rows order_status_log -p $P --limit 40
 step "dt show refresh-history --limit 14"; $DT show refresh-history -p $P --limit 14
 step "dt show dynamic tables (scheduling state, next due time)"; $DT show dynamic tables -p $P
+step "dt docs generate (a site of the project: open example_project/target/docs/index.html)"
+$DT docs generate -p $P

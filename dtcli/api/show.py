@@ -21,12 +21,16 @@ def _like(name: str, like: str | None) -> bool:
     return not like or fnmatch.fnmatch(name, like.replace("%", "*").replace("_", "?").lower())
 
 
-def show_tables(checked: Checked, like: str | None = None) -> list[dict[str, Any]]:
+def show_tables(checked: Checked, like: str | None = None, *,
+                records: list[RefreshRecord] | None = None) -> list[dict[str, Any]]:
     """One row per DT of the project, then its disabled DTs, then one per orphan (a DT in the
-    warehouse whose file is gone)."""
+    warehouse whose file is gone). `records`: the refresh history, settled and read already by
+    a caller that needs it too (`dt docs`)."""
     project, snapshot, now = checked.project, checked.snapshot, checked.now
-    reconcile.settle(project, snapshot.tables)
-    rows_history = history.read(project.warehouse)
+    if records is None:
+        reconcile.settle(project, snapshot.tables)
+        records = history.read(project.warehouse)
+    rows_history = records
     last = history.latest_per_table(rows_history)
     events = scheduling.read_events(project.warehouse)
     states = scheduling.current(project.warehouse, events)

@@ -118,7 +118,9 @@ def explain(name: Annotated[str, typer.Argument(help="Dynamic table to explain."
     from dtcli.ui.explain_view import print_explain
     from dtcli.ui.output import print_json
 
-    data = api.explain(api.check(project_dir, target, check_sources=True), name)
+    # with the inputs' row counts, so ADAPTIVE's estimate is the one a run would make (and the
+    # one `dt docs` shows)
+    data = api.explain(api.check(project_dir, target, check_sources=True, with_stats=True), name)
     if check_format(format) == "json":
         print_json(data)
         return

@@ -1,0 +1,231 @@
+"""`dt docs generate`: the facts of the documentation site, gathered without a JVM.
+
+One document (written as `target/docs/project.json`, documented in docs/docs-site.md) holds
+everything the site shows, so that the pages and other tools read the same facts: per DT its
+`dt show dynamic tables` row, its `dt explain` document and its `dt show refresh-history` rows,
+unchanged, plus the sources, the edges of the DAG and an overview. The HTML is rendered from
+it by `dtcli.ui.site`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections import Counter
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+from dtcli import __version__
+from dtcli.api.show import DISABLED, ORPHANED, show_tables
+from dtcli.model import FAILURE_STATES, RefreshRecord
+from dtcli.planning import selectors
+from dtcli.planning.checked import Checked
+from dtcli.planning.explain import explain
+from dtcli.state import history, reconcile, scheduling
+
+FORMAT_VERSION = 1
+HISTORY_PER_TABLE = 100     # newest refreshes kept per DT: a --watch of months stays a small site
+PER_DAY_DAYS = 14           # the overview's refresh time per day covers the last two weeks
+ACTIVE, FAILED = scheduling.ACTIVE, "FAILED"
+_RECORD_FIELDS = tuple(f.name for f in dataclasses.fields(RefreshRecord))
+_STATISTICS = frozenset(("num_inserted_rows", "num_deleted_rows", "num_copied_rows"))   # to_row's statistics
+
+
+def facts(checked: Checked, select: list[str] | None = None, *,
+          history_per_table: int = HISTORY_PER_TABLE) -> dict[str, Any]:
+    """The project.json document: DTs (selected, or all with the disabled and orphaned ones),
+    the sources they read, the edges between them and the overview."""
+    project, graph, now = checked.project, checked.graph, checked.now
+    chosen = selectors.select(project, graph, select) if select else None
+    records = _settled_history(checked)
+    status = {row["name"]: row for row in show_tables(checked, records=records)}
+    per_table: dict[str, list[RefreshRecord]] = {}
+    for record in records:
+        per_table.setdefault(record.name, []).append(record)
+
+    tables: dict[str, dict[str, Any]] = {}
+    for name in graph.order:
+        if chosen is None or name in chosen:
+            mine = per_table.get(name, [])
+            tables[name] = _table(checked, name, status[name], explain(checked, name, mine),
+                                  mine[:history_per_table])
+    if chosen is None:   # the disabled and orphaned DTs belong to no selection
+        for name, row in status.items():
+            if row["scheduling_state"] in (DISABLED, ORPHANED):
+                tables[name] = _table(checked, name, row, None, per_table.get(name, [])[:history_per_table])
+
+    read = {i for name in tables for i in _inputs(checked, name)}
+    sources = {name: _source(checked, name, tables) for name in sorted(project.sources)
+               if chosen is None or name in read}
+    edges = [[i, name] for name in tables for i in _inputs(checked, name) if i in tables or i in sources]
+    return {
+        "metadata": {
+            "format_version": FORMAT_VERSION, "dt_version": __version__, "generated_at": now.isoformat(),
+            "project": project.name, "target": project.target, "dialect": project.dialect,
+            "warehouse": project.warehouse, "select": list(select) if select else None,
+            "history_per_table": history_per_table,
+        },
+        "sources": sources,
+        "dynamic_tables": tables,
+        "edges": edges,
+        # from the whole history, not the newest entries kept per DT
+        "overview": _overview(tables, [r for r in records if r.name in tables], now),
+    }
+
+
+def parse_ts(value: str | None) -> datetime | None:
+    """An ISO timestamp of the state; one without an offset is UTC, as dt writes every time."""
+    if not value:
+        return None
+    when = datetime.fromisoformat(str(value))
+    return when if when.tzinfo else when.replace(tzinfo=timezone.utc)
+
+
+def _settled_history(checked: Checked) -> list[RefreshRecord]:
+    """The refresh history, newest first, read once (it is the slow read of a big warehouse),
+    with the refreshes of an interrupted run recorded first, as `dt show` settles them."""
+    project = checked.project
+    records = history.read(project.warehouse)
+    new, dead = reconcile.missing(project, checked.snapshot.tables, records)
+    if new or dead:
+        reconcile.settle(project, checked.snapshot.tables)
+        records = history.read(project.warehouse)
+    return records
+
+
+def _history_row(record: RefreshRecord) -> dict[str, Any]:
+    """`record.to_row()` (the JSON of `dt show refresh-history`) without dataclasses.asdict's deep
+    copy, which took seconds over the 20,000 rows of a big site."""
+    row = {f: getattr(record, f) for f in _RECORD_FIELDS if f not in _STATISTICS}
+    row["statistics"] = record.statistics
+    return row
+
+
+def generate(checked: Checked, select: list[str] | None = None, out: Path | None = None) -> dict[str, Any]:
+    """Write the site to `out` (default `target/docs/`); returns what was written and how long
+    it took."""
+    from dtcli.ui.site import write_site
+
+    started = time.monotonic()
+    doc = facts(checked, select)
+    out = out or checked.project.target_dir / "docs"
+    pages = write_site(doc, out)
+    return {"path": str(out), "index": str(out / "index.html"), "pages": pages,
+            "dynamic_tables": len(doc["dynamic_tables"]), "sources": len(doc["sources"]),
+            "seconds": round(time.monotonic() - started, 3)}
+
+
+def _inputs(checked: Checked, name: str) -> tuple[str, ...]:
+    project = checked.project
+    table = project.tables.get(name) or project.disabled.get(name)
+    return table.inputs if table else ()
+
+
+def _table(checked: Checked, name: str, row: dict[str, Any], explained: dict[str, Any] | None,
+           records: list[RefreshRecord]) -> dict[str, Any]:
+    project = checked.project
+    table = project.tables.get(name) or project.disabled.get(name)
+    sql_as_written = None
+    if table is not None:
+        try:
+            sql_as_written = (project.root / table.file).read_text(encoding="utf-8")
+        except OSError:
+            sql_as_written = table.sql
+    target = row.get("effective_lag_seconds")
+    stamp = parse_ts(row.get("data_timestamp"))
+    lag = (checked.now - stamp).total_seconds() if stamp else None
+    return {
+        "name": name,
+        "state": _state(row),
+        "frozen": bool(row.get("immutable_where")),
+        "file": row.get("file"),
+        "sql": sql_as_written,
+        "compiled_sql": _compiled(checked, name),
+        "config": dict(table.config) if table else {},
+        "lag": {"target_seconds": target, "current_seconds": round(lag, 3) if lag is not None else None,
+                "behind": bool(target and lag is not None and lag > target),
+                "data_timestamp": row.get("data_timestamp")},
+        "status": row,
+        "explain": explained,
+        "refresh_history": [_history_row(r) for r in records],
+    }
+
+
+def _compiled(checked: Checked, name: str) -> str | None:
+    """The query as Spark runs it: every column bound to its input (laid out one clause per
+    line), or the Spark SQL of the file where dt leaves binding to Spark (REFRESH USING)."""
+    query = checked.qualified.get(name)
+    if query is not None:
+        return query.sql(dialect="spark", pretty=True)
+    table = checked.project.tables.get(name) or checked.project.disabled.get(name)
+    return table.spark_sql if table else None
+
+
+def _state(row: dict[str, Any]) -> str:
+    """The graph's colour: ORPHANED, DISABLED, SUSPENDED (held back too), FAILED (the last
+    refresh failed), else ACTIVE."""
+    scheduled = row.get("scheduling_state")
+    if scheduled in (ORPHANED, DISABLED, scheduling.SUSPENDED):
+        return scheduled
+    if row.get("last_refresh_state") in FAILURE_STATES:
+        return FAILED
+    return ACTIVE
+
+
+def _source(checked: Checked, name: str, tables: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    source = checked.project.sources[name]
+    info = checked.snapshot.sources.get(name)
+    return {
+        "name": name, "kind": "seed" if source.origin == "seed" else "source",
+        "path": source.path, "file": _relative(checked.project.root, source.file), "line": source.line,
+        "primary_key": list(source.primary_key), "rely": source.rely,
+        "change_data_feed": info.change_data_feed if info else None,
+        "version": info.version if info else None, "rows": info.rows if info else None,
+        "columns": [c.to_dict() for c in checked.schemas.get(name, ())],
+        "downstream": [t for t in tables if name in _inputs(checked, t)],
+    }
+
+
+def _relative(root: Path, file: str | None) -> str | None:
+    """A file of the project as its tables' files are named: relative to the project."""
+    if not file:
+        return file
+    try:
+        return Path(file).resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return file
+
+
+def _overview(tables: dict[str, dict[str, Any]], records: list[RefreshRecord], now: datetime) -> dict[str, Any]:
+    freshness = [{"name": n, "state": t["state"], **t["lag"]} for n, t in tables.items()
+                 if t["state"] not in (DISABLED, ORPHANED)]
+    # behind first, the furthest behind (as a share of the target) at the top
+    freshness.sort(key=lambda f: (not f["behind"],
+                                  -(f["current_seconds"] or 0) / (f["target_seconds"] or float("inf")),
+                                  f["name"]))
+    day_ago = now - timedelta(days=1)
+    failures = [_history_row(r) for r in records   # newest first, as read
+                if r.failed and (parse_ts(r.refresh_end_time) or now) >= day_ago]
+    modes = Counter(t["status"].get("refresh_mode") or "NOT CREATED" for t in tables.values()
+                    if t["state"] not in (DISABLED, ORPHANED))
+    return {"freshness": freshness, "failures_last_day": failures,
+            "refresh_mode_mix": dict(sorted(modes.items())),
+            "refresh_time_per_day": _per_day(records, now)}
+
+
+def _per_day(records: list[RefreshRecord], now: datetime) -> list[dict[str, Any]]:
+    """Total refresh time (seconds between start and end), refreshes and failures per UTC day,
+    for each of the last PER_DAY_DAYS days, oldest first."""
+    today = now.date()
+    days = {str(today - timedelta(days=k)): {"refreshes": 0, "seconds": 0.0, "failed": 0}
+            for k in range(PER_DAY_DAYS - 1, -1, -1)}
+    for r in records:
+        start, end = parse_ts(r.refresh_start_time), parse_ts(r.refresh_end_time)
+        if start is None or str(start.date()) not in days:
+            continue
+        day = days[str(start.date())]
+        day["refreshes"] += 1
+        day["seconds"] += max(0.0, (end - start).total_seconds()) if end else 0.0
+        day["failed"] += r.failed
+    return [{"day": d, **v, "seconds": round(v["seconds"], 3)} for d, v in days.items()]

@@ -1,0 +1,155 @@
+"""What each page shows, taken from the project.json document: plain values for the templates
+(which escape them) and SVG charts (which escape their own text)."""
+
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from dtcli.ui.site import charts, highlight
+from dtcli.ui.site.text import duration, parse_time, seconds_between, timestamp
+
+HISTORY_ROWS = 60   # refreshes listed in a page's table (the timeline shows every kept one)
+MODE_LABELS = {"CUSTOM_INCREMENTAL": "CUSTOM", None: "NOT CREATED"}
+
+
+def mode_label(mode: str | None) -> str:
+    return MODE_LABELS.get(mode, mode or "")
+
+
+def _lag_text(table: dict[str, Any]) -> str:
+    status = table["status"]
+    if table["state"] in ("ORPHANED", "DISABLED"):
+        return table["state"].lower()
+    if status.get("target_lag") is None:
+        return "on demand"
+    if status.get("target_lag") == "downstream" and status.get("effective_lag_seconds"):
+        return f"downstream ({duration(status['effective_lag_seconds'])})"
+    return str(status["target_lag"])
+
+
+def graph_data(doc: dict[str, Any], pages: dict[str, str]) -> dict[str, Any]:
+    """Nodes and edges for the lineage graph the page lays out (site.js, with dagre)."""
+    nodes = []
+    for name, source in doc["sources"].items():
+        cdf = source["change_data_feed"]
+        nodes.append({"id": name, "kind": source["kind"], "state": "SOURCE", "frozen": False, "tags": [],
+                      "href": pages[name],
+                      "sub": source["kind"] + ("" if cdf is None else (" · CDF on" if cdf else " · CDF off"))})
+    for name, table in doc["dynamic_tables"].items():
+        mode = (table["explain"] or {}).get("refresh_mode") or table["status"].get("refresh_mode")
+        nodes.append({"id": name, "kind": "dynamic_table", "state": table["state"], "mode": mode,
+                      "frozen": table["frozen"], "tags": table["status"].get("tags") or [],
+                      "href": pages[name], "sub": f"{mode_label(mode)} · {_lag_text(table)}"})
+    return {"nodes": nodes, "edges": doc["edges"]}
+
+
+def index_view(doc: dict[str, Any]) -> dict[str, Any]:
+    overview = doc["overview"]
+    tables = doc["dynamic_tables"]
+    freshness = [{**f, "lag_text": duration(f["current_seconds"]) if f["current_seconds"] is not None
+                  else "not created", "target_text": _lag_text(tables[f["name"]]),
+                  "mode": mode_label(tables[f["name"]]["status"].get("refresh_mode")),
+                  "last": tables[f["name"]]["status"].get("last_refresh_action")}
+                 for f in overview["freshness"]]
+    failures = [{**r, "when": timestamp(r["refresh_end_time"]),
+                 "took": duration(seconds_between(r["refresh_start_time"], r["refresh_end_time"]))}
+                for r in overview["failures_last_day"]]
+    mix = overview["refresh_mode_mix"]
+    total = sum(mix.values()) or 1
+    per_day = overview["refresh_time_per_day"]
+    day_chart = charts.bars((d["day"][5:], d["seconds"], f"{d['refreshes']} runs"
+                             + (f"\n{d['failed']} failed" if d["failed"] else "")) for d in per_day)
+    others = [{"name": n, "state": t["state"], "reason": t["status"].get("scheduling_state_reason")}
+              for n, t in tables.items() if t["state"] in ("ORPHANED", "DISABLED")]
+    return {"freshness": freshness, "behind": sum(f["behind"] for f in freshness), "failures": failures,
+            "mode_mix": [{"mode": mode_label(None if m == "NOT CREATED" else m), "count": c,
+                          "share": round(100 * c / total)} for m, c in mix.items()],
+            "day_chart": day_chart, "per_day": per_day, "others": others,
+            "sources": list(doc["sources"].values()), "dynamic_table_count": len(tables)}
+
+
+def table_view(doc: dict[str, Any], table: dict[str, Any], now: datetime) -> dict[str, Any]:
+    explained = table["explain"] or {}
+    status = table["status"]
+    rows = table["refresh_history"]
+    stamp = parse_time(table["lag"]["data_timestamp"])
+    scale = charts.TimeScale(rows, now, stamp)
+    upstream = [i for i, t in doc["edges"] if t == table["name"]]
+    downstream = [t for i, t in doc["edges"] if i == table["name"]]
+    listed = [{**r, "start": timestamp(r["refresh_start_time"]), "lane": charts.lane(r),
+               "took": duration(seconds_between(r["refresh_start_time"], r["refresh_end_time"]))}
+              for r in rows[:HISTORY_ROWS]]
+    return {
+        "t": table, "status": status, "x": explained,
+        "mode": explained.get("refresh_mode") or status.get("refresh_mode"),
+        "mode_label": mode_label(explained.get("refresh_mode") or status.get("refresh_mode")),
+        "columns": explained.get("columns") or status.get("columns") or [],
+        "config_rows": _config_rows(table),
+        "state_rows": _state_rows(table),
+        "upstream": upstream, "downstream": downstream,
+        "sql_html": highlight.sql(table["sql"], jinja=True),
+        "compiled_html": highlight.sql(table["compiled_sql"]),
+        "timeline": charts.refresh_timeline(rows, scale),
+        "lag_chart": charts.lag_chart(rows, scale, now, table["lag"]["target_seconds"], stamp),
+        "history": listed, "history_total": len(rows),
+        "lag_text": duration(table["lag"]["current_seconds"]) if table["lag"]["current_seconds"] is not None else "",
+    }
+
+
+def _value(value: Any) -> str:
+    if value is None or value == [] or value == {}:
+        return ""
+    if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+        return ", ".join(value)
+    if isinstance(value, (dict, list, tuple)):
+        return json.dumps(value, default=str)
+    return str(value)
+
+
+def _config_rows(table: dict[str, Any]) -> list[tuple[str, str]]:
+    """Config as set, with the lag and mode as resolved."""
+    x, config, status = table["explain"] or {}, table["config"], table["status"]
+    rows = [("target lag", _lag_text(table)),
+            ("effective lag", duration(x.get("effective_lag"))),
+            ("refresh period", duration(x.get("period_seconds"))),
+            ("refresh mode", f"{config.get('refresh_mode', '')} → {x.get('refresh_mode') or ''}".strip(" →")),
+            ("scheduler", x.get("scheduler") or status.get("scheduler")),
+            ("frozen_where", config.get("frozen_where")),
+            ("backfill", config.get("backfill")),
+            ("cluster_by", config.get("cluster_by")), ("partition_by", config.get("partition_by")),
+            ("tags", status.get("tags")), ("comment", status.get("comment")),
+            ("initialize", config.get("initialize")), ("deletion_vectors", config.get("deletion_vectors")),
+            ("constraints", config.get("constraints")), ("start_at", config.get("start_at"))]
+    frozen = x.get("frozen") or {}
+    if frozen.get("frozen_rows") is not None:
+        rows.append(("frozen / active rows", f"{frozen['frozen_rows']} / {frozen['active_rows']} "
+                                             f"(as of {timestamp(frozen.get('as_of'))})"))
+    return [(k, _value(v)) for k, v in rows if _value(v)]
+
+
+def _state_rows(table: dict[str, Any]) -> list[tuple[str, str]]:
+    status = table["status"]
+    rows = [("state", table["state"]), ("scheduling", status.get("scheduling_state")),
+            ("why", status.get("scheduling_state_reason")),
+            ("data timestamp", timestamp(status.get("data_timestamp"))),
+            ("lag now", duration(table["lag"]["current_seconds"])),
+            ("next due", timestamp(status.get("next_due"))),
+            ("last refresh", " ".join(filter(None, (status.get("last_refresh_action"),
+                                                    status.get("last_refresh_state"))))),
+            ("last suspended", timestamp(status.get("last_suspended_on"))),
+            ("rows", status.get("rows")), ("bytes", status.get("bytes")),
+            ("Delta version", status.get("version")), ("created", timestamp(status.get("created_on"))),
+            ("path", status.get("path")), ("file", status.get("file"))]
+    return [(k, _value(v)) for k, v in rows if _value(v)]
+
+
+def source_view(doc: dict[str, Any], source: dict[str, Any]) -> dict[str, Any]:
+    rows = [("kind", source["kind"]), ("path", source["path"]),
+            ("declared in", f"{source['file']}:{source['line']}" if source.get("file") else ""),
+            ("primary key", source["primary_key"]), ("rely", "yes" if source["rely"] else ""),
+            ("change data feed", {True: "on", False: "off"}.get(source["change_data_feed"], "")),
+            ("Delta version", source["version"]), ("rows", source["rows"])]
+    return {"s": source, "rows": [(k, _value(v)) for k, v in rows if _value(v)],
+            "downstream": source["downstream"]}

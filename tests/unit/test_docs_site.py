@@ -1,0 +1,227 @@
+"""`dt docs generate` and `dt docs serve` without a JVM: the facts agree with `dt explain`, `dt show
+refresh-history` and `dt show graph`; markup in names and messages stays text; --select limits
+the site; serve regenerates when the project changes. (In a browser: tests/browser.)"""
+
+from __future__ import annotations
+
+import json
+import threading
+import urllib.error
+import urllib.request
+from html.parser import HTMLParser
+from pathlib import Path
+
+import pytest
+
+from tests.docs_projects import SCRIPT, big_project, shop_project
+from tests.helpers import dt, dt_process, no_java_env
+
+
+@pytest.fixture(scope="module")
+def shop(tmp_path_factory) -> Path:
+    root = shop_project(tmp_path_factory.mktemp("docs") / "shop")
+    result = dt("docs", "generate", "-p", str(root))
+    assert result.code == 0, result.err
+    return root
+
+
+def _doc(root: Path) -> dict:
+    return json.loads((root / "target" / "docs" / "project.json").read_text())
+
+
+class _Elements(HTMLParser):
+    """Every element and every piece of text of a page."""
+
+    def __init__(self):
+        super().__init__()
+        self.tags: list[tuple[str, dict]] = []
+        self.text: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        self.tags.append((tag, dict(attrs)))
+
+    def handle_data(self, data):
+        self.text.append(data)
+
+
+def _parse(path: Path) -> _Elements:
+    parser = _Elements()
+    parser.feed(path.read_text())
+    return parser
+
+
+def test_the_site_has_a_page_per_dt_and_source_and_opens_without_network(shop):
+    site = shop / "target" / "docs"
+    doc = _doc(shop)
+    assert sorted(doc["dynamic_tables"]) == sorted(["valid_orders", "customer_revenue", "customer_rank", "order_audit",
+                                                    "odd_names", "paused_feed", "broken_feed", "lost_table"])
+    assert sorted(doc["sources"]) == ["customers", "orders"]
+    for name in doc["dynamic_tables"]:
+        assert (site / "tables" / f"{name}.html").is_file()
+    for name in doc["sources"]:
+        assert (site / "sources" / f"{name}.html").is_file()
+    for page in [site / "index.html", *site.glob("*/*.html")]:
+        for tag, attrs in _parse(page).tags:
+            for key in ("src", "href"):
+                # every script, style and link is a file of the site: nothing is fetched
+                assert "://" not in attrs.get(key, "") and not attrs.get(key, "").startswith("//"), (page, tag, attrs)
+    assert (site / "assets" / "vendor" / "dagre" / "dagre.min.js").stat().st_size > 10_000
+    assert (site / "assets" / "vendor" / "dagre" / "LICENSE").is_file()
+
+
+def test_facts_agree_with_explain_refresh_history_and_the_graph(shop):
+    doc = _doc(shop)
+    p = ("-p", str(shop))
+    for name, table in doc["dynamic_tables"].items():
+        if table["state"] == "ORPHANED":
+            assert table["explain"] is None
+            continue
+        assert table["explain"] == dt("explain", name, *p, "--format", "json").json(), name
+        assert table["refresh_history"] == dt("show", "refresh-history", name, *p, "--format", "json").json(), name
+    graph = dt("show", "graph", *p, "--format", "json").json()
+    assert sorted(map(tuple, doc["edges"])) == sorted(map(tuple, graph["edges"]))
+    shown = {r["name"]: r for r in dt("show", "dynamic", "tables", *p, "--format", "json").json()}
+    assert {n: t["status"]["scheduling_state"] for n, t in doc["dynamic_tables"].items()} == \
+        {n: r["scheduling_state"] for n, r in shown.items()}
+
+
+def test_states_modes_lag_and_the_overview(shop):
+    doc = _doc(shop)
+    tables = doc["dynamic_tables"]
+    assert {n: t["state"] for n, t in tables.items()} == {
+        "valid_orders": "ACTIVE", "customer_revenue": "ACTIVE", "customer_rank": "ACTIVE", "order_audit": "ACTIVE",
+        "odd_names": "ACTIVE", "paused_feed": "SUSPENDED", "broken_feed": "FAILED", "lost_table": "ORPHANED"}
+    assert tables["valid_orders"]["frozen"] and not tables["customer_rank"]["frozen"]
+    assert tables["order_audit"]["explain"]["refresh_mode"] == "CUSTOM_INCREMENTAL"
+    assert tables["customer_revenue"]["lag"]["target_seconds"] == 7200 and tables["customer_revenue"]["lag"]["behind"]
+    assert not tables["valid_orders"]["lag"]["behind"]
+    overview = doc["overview"]
+    # behind their target lag first: 3 h against 2 h, then broken_feed's 1.2 h against 1 h
+    assert [f["name"] for f in overview["freshness"][:3]] == ["customer_rank", "customer_revenue", "broken_feed"]
+    assert [(r["name"], r["state"]) for r in overview["failures_last_day"]] == [("broken_feed", "FAILED")]
+    assert overview["refresh_mode_mix"] == {"ADAPTIVE": 5, "CUSTOM_INCREMENTAL": 1, "FULL": 1}
+    per_day = overview["refresh_time_per_day"]
+    assert len(per_day) == 14 and sum(d["refreshes"] for d in per_day) == 15 and per_day[-1]["seconds"] > 0
+    sql = tables["customer_revenue"]
+    assert "{{ ref('valid_orders') }}" in sql["sql"] and "JOIN customers" in sql["sql"]
+    assert "`valid_orders`" in sql["compiled_sql"] or "valid_orders" in sql["compiled_sql"]
+    page = (shop / "target" / "docs" / "tables" / "valid_orders.html").read_text()
+    # one timeline mark per refresh, by action
+    assert page.count('class="mark ') == len(tables["valid_orders"]["refresh_history"]) == 5
+    for action in ("FULL", "INCREMENTAL", "NO_DATA", "REINITIALIZE"):
+        assert f'data-action="{action}"' in page
+
+
+def test_markup_in_names_comments_columns_tags_and_messages_renders_as_text(shop):
+    site = shop / "target" / "docs"
+    for page in [site / "index.html", *site.glob("*/*.html")]:
+        html = page.read_text()
+        assert SCRIPT not in html, page
+        parsed = _parse(page)
+        scripts = [attrs for tag, attrs in parsed.tags if tag == "script"]
+        # the site's own scripts only: the graph data (JSON) and two files on index.html
+        assert all(a.get("src", "").startswith("assets/") or a.get("type") == "application/json" for a in scripts)
+    odd = _parse(site / "tables" / "odd_names.html")
+    assert SCRIPT in "".join(odd.text)                          # the column name, shown as text
+    assert SCRIPT in "".join(_parse(site / "tables" / "customer_revenue.html").text)   # its comment
+    assert SCRIPT in "".join(_parse(site / "tables" / "broken_feed.html").text)        # a failure message
+    index = (site / "index.html").read_text()
+    data = index.split('<script id="graph-data" type="application/json">')[1].split("</script>")[0]
+    assert "<" not in data and SCRIPT in json.dumps(json.loads(data))   # the tag, as JSON text
+    assert _doc(shop)["dynamic_tables"]["odd_names"]["explain"]["columns"][1]["name"] == SCRIPT
+
+
+def test_select_limits_the_site_to_the_selection_and_what_it_reads(shop, tmp_path):
+    result = dt("docs", "generate", "-p", str(shop), "--select", "+customer_rank")
+    assert result.code == 0, result.err
+    doc = _doc(shop)
+    try:
+        assert sorted(doc["dynamic_tables"]) == ["customer_rank", "customer_revenue", "valid_orders"]
+        assert sorted(doc["sources"]) == ["customers", "orders"]
+        assert doc["metadata"]["select"] == ["+customer_rank"]
+        assert not (shop / "target" / "docs" / "tables" / "odd_names.html").exists()   # pages of others go
+    finally:
+        assert dt("docs", "generate", "-p", str(shop)).code == 0
+    assert dt("docs", "generate", "-p", str(shop), "--select", "nope").code == 2
+
+
+def test_generate_starts_no_jvm(shop):
+    result = dt_process("docs", "generate", "-p", str(shop), env=no_java_env())
+    assert result.returncode == 0, result.stderr
+    assert "wrote 11 pages (8 dynamic tables, 2 sources)" in result.stdout
+
+
+def test_a_project_of_200_dts_generates_a_page_each(tmp_path):
+    root, inputs = big_project(tmp_path / "big")
+    assert dt("seed", "-p", str(root)).code == 0
+    result = dt("docs", "generate", "-p", str(root))
+    assert result.code == 0, result.err
+    doc = _doc(root)
+    assert len(doc["dynamic_tables"]) == 200 and len(doc["sources"]) == 6
+    assert sorted(map(tuple, doc["edges"])) == sorted((i, n) for n, ins in inputs.items() for i in ins)
+    assert len(list((root / "target" / "docs" / "tables").glob("*.html"))) == 200
+
+
+def test_lag_over_time_drops_when_a_refresh_ends_and_failures_do_not_move_it():
+    from datetime import datetime, timedelta, timezone
+
+    from dtcli.ui.site.charts import lag_points
+
+    t0 = datetime(2025, 1, 1, tzinfo=timezone.utc)
+
+    def row(state, stamp_min, end_min):
+        return {"state": state, "data_timestamp": (t0 + timedelta(minutes=stamp_min)).isoformat(),
+                "refresh_end_time": (t0 + timedelta(minutes=end_min)).isoformat()}
+
+    rows = [row("SUCCEEDED", 60, 61), row("FAILED", 30, 31), row("SUCCEEDED", 0, 2)]   # newest first
+    points = [((t - t0).total_seconds() / 60, lag / 60) for t, lag in lag_points(rows, t0 + timedelta(minutes=90))]
+    # 2 min after its data timestamp at the first refresh's end; 61 min just before the second
+    # ends (the failure changed nothing), 1 min right after it; 30 min at generation
+    assert points == [(2, 2), (61, 61), (61, 1), (90, 30)]
+
+
+def _get(url: str) -> tuple[int, str]:
+    try:
+        with urllib.request.urlopen(url, timeout=30) as response:
+            return response.status, response.read().decode()
+    except urllib.error.HTTPError as err:
+        return err.code, err.read().decode()
+
+
+def test_serve_binds_loopback_and_regenerates_when_the_project_changes(tmp_path):
+    from dtcli.api.docs_serve import DocsServer
+    from tests.helpers import write_project
+
+    root = write_project(tmp_path / "p", {"alpha_dt": "SELECT 1 AS x"})
+    server = DocsServer(root, None, None, 0)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        assert server.httpd.server_address[0] == "127.0.0.1"
+        status, page = _get(server.url)
+        assert status == 200 and "alpha_dt" in page and "beta_dt" not in page
+        assert _get(server.url + "assets/site.js")[0] == 200
+        assert server.regenerate_if_changed() is False           # nothing changed: the site stays
+        (root / "tables" / "beta_dt.sql").write_text("SELECT x FROM {{ ref('alpha_dt') }}\n")
+        status, page = _get(server.url + "index.html")
+        assert status == 200 and "beta_dt" in page
+        assert json.loads(_get(server.url + "project.json")[1])["edges"] == [["alpha_dt", "beta_dt"]]
+        (root / "tables" / "beta_dt.sql").write_text("SELECT nope FROM {{ ref('alpha_dt') }}\n")
+        status, page = _get(server.url)
+        assert status == 500 and "tables/beta_dt.sql" in page and "nope" in page
+    finally:
+        server.shutdown()
+        server.close()
+
+
+def test_serve_names_a_port_in_use(tmp_path):
+    from tests.helpers import write_project
+
+    root = write_project(tmp_path / "p", {"first": "SELECT 1 AS x"})
+    import socket
+
+    with socket.socket() as busy:
+        busy.bind(("127.0.0.1", 0))
+        busy.listen()
+        result = dt("docs", "serve", "-p", str(root), "--port", str(busy.getsockname()[1]))
+    assert result.code == 2 and "cannot listen on 127.0.0.1" in result.err and "--port" in result.err
