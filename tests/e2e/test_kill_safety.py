@@ -111,7 +111,9 @@ def test_sigkill_of_dt_process_group_leaves_no_second_writer(tmp_path, spark):
     rows = history.read(project.warehouse)
     gone = [r for r in rows if r.run_id == old and r.state == "FAILED"]
     assert gone and all(r.state_code == "DT_PROCESS_GONE" and "is gone" in r.state_message for r in gone), gone
-    assert {r.name for r in gone} == {"per_customer", "ranked"}
+    # `per_customer` runs beside `nap` (both read only `paid`): the orphan either finished it or
+    # never started it; `ranked` waits for it, so the kill always lands before `ranked` began
+    assert "ranked" in {r.name for r in gone} and {r.name for r in gone} <= {"per_customer", "ranked"}, gone
     # exactly one history row per committed refresh
     committed = committed_refreshes(project, TABLES)
     succeeded = [(r.name, r.run_id) for r in rows if r.state == "SUCCEEDED" and r.refresh_action != "NO_DATA"]
@@ -216,8 +218,8 @@ def test_random_kills_never_leave_a_writer_behind(tmp_path, spark):
 
 @pytest.mark.parametrize("presses", [1, 2])
 def test_ctrl_c_once_lets_the_refresh_commit_twice_ends_the_application(tmp_path, presses):
-    """Today's Ctrl-C, through the real process: once, the refresh in flight (`nap`) commits and
-    the rest is skipped; twice, the application ends at once and `nap` does not commit. Either
+    """Today's Ctrl-C, through the real process: once, the refreshes in flight (`nap`, and
+    `per_customer` when it had started beside it) commit and the rest is skipped; twice, the application ends at once and `nap` does not commit. Either
     way nothing of the run is left running and the lock is free when dt has exited."""
     from dtcli.state.delta_log import table_info
     from dtcli.state.lock import warehouse_lock
@@ -243,7 +245,7 @@ def test_ctrl_c_once_lets_the_refresh_commit_twice_ends_the_application(tmp_path
     if presses == 1:
         assert nap is not None and nap.frontier is not None
         states = {r.name: r.state for r in history.read(project.warehouse)}
-        assert states == {"paid": "SUCCEEDED", "nap": "SUCCEEDED", "per_customer": "SKIPPED",
-                          "ranked": "SKIPPED"}, states
+        assert states.pop("per_customer") in {"SUCCEEDED", "SKIPPED"}, states
+        assert states == {"paid": "SUCCEEDED", "nap": "SUCCEEDED", "ranked": "SKIPPED"}, states
     else:
         assert nap is None
