@@ -87,14 +87,14 @@ def _file_ranges(path: str) -> list[tuple[int, int]]:
 
 
 def test_sort_by_key_writes_files_of_narrow_key_ranges_and_off_leaves_spark_order(spark, tmp_path):
-    """Both sides of the layout settings: sorted (the default) gives files that each hold a
-    narrow range of the key, so a change to a few keys touches one file; off leaves the rows in
-    the order Spark computed them. Either way the DT equals its query after a change."""
+    """Both sides of the layout settings: sorted gives files that each hold a narrow range of
+    the key, so a change to a few keys touches one file; off (the default) leaves the rows in the
+    order Spark computed them. Either way the DT equals its query after a change."""
     root = write_project(tmp_path / "p", {"sorted_": "SELECT x, x % 7 AS r FROM src",
                                           "unsorted": "SELECT x, x % 7 AS r FROM src"},
                          config=SRC_CONFIG, table_yml={
-                             "sorted_": "max_rows_per_file: 100\n",
-                             "unsorted": "sort_by_key: false\nmax_rows_per_file: 0\n"})
+                             "sorted_": "sort_by_key: true\nmax_rows_per_file: 100\n",
+                             "unsorted": "max_rows_per_file: 0\n"})
     project = api.load(root)
     import random
 
