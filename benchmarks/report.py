@@ -106,14 +106,16 @@ def markdown(results: list, meta: dict[str, Any], tables) -> str:
                            f"{_ratio(row[last]['after'], row[first]['after'])} | "
                            f"{_ratio(row[last]['full'], row[first]['full'])} |")
     out += ["", "**The issue's targets, as measured in this run**", ""] + targets(results, tables)
-    _head(out, "**Where dt's refresh time goes** (fastest repetition; cProfile: the time each dtcli "
-          "function is the innermost dtcli frame, the Spark work it waits for included)",
-          [("DT", "l"), ("SF", "l"), ("batch", "l"), ("total (s)", "r"), ("engine functions (s)", "l")])
-    for t in tables:
-        for r in results:
-            s = summarize(r, t.name)
-            sites = ", ".join(f"`{e['function']}` {e['seconds']:.1f}" for e in s["profile"][:5])
-            out.append(f"| ({t.key}) {t.name} | {r.sf:g} | {r.batch} | {s['after']:.2f} | {sites or '—'} |")
+    # a run with --no-profile has no profile: an empty table would only say so eighteen times
+    if any(summarize(r, t.name)["profile"] for t in tables for r in results):
+        _head(out, "**Where dt's refresh time goes** (fastest repetition; cProfile: the time each dtcli "
+              "function is the innermost dtcli frame, the Spark work it waits for included)",
+              [("DT", "l"), ("SF", "l"), ("batch", "l"), ("total (s)", "r"), ("engine functions (s)", "l")])
+        for t in tables:
+            for r in results:
+                s = summarize(r, t.name)
+                sites = ", ".join(f"`{e['function']}` {e['seconds']:.1f}" for e in s["profile"][:5])
+                out.append(f"| ({t.key}) {t.name} | {r.sf:g} | {r.batch} | {s['after']:.2f} | {sites or '—'} |")
     out.append("")
     out.append("Samples (s), dt / FULL / floor / MERGE: " + "; ".join(
         f"{t.name} {sf_label(r.sf)} {r.batch} " + " / ".join(str(v) for v in summarize(r, t.name)["samples"].values())
