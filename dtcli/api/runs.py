@@ -14,9 +14,10 @@ from datetime import datetime, timezone
 from typing import Any
 
 from dtcli.model import FAILED, MANUAL, NO_DATA, SCHEDULED, SUCCEEDED, Plan, RefreshRecord, any_failed
-from dtcli.planning import completion, on_demand, scheduler, selectors
+from dtcli.planning import catalog, completion, on_demand, scheduler, selectors
 from dtcli.planning.checked import Checked
 from dtcli.planning.plan import build_plan
+from dtcli.state import catalog as catalog_state
 from dtcli.state import history, reconcile, scheduling
 from dtcli.state.lock import warehouse_lock
 
@@ -116,7 +117,7 @@ def execute(checked: Checked, plan: Plan, on_event: Events = lambda e: None,
     history.append(project.warehouse, quiet)
     for record in quiet:
         _announce(record, result, on_event)
-    if not plan.spark_steps:
+    if not plan.needs_spark:
         return result
     launched = launcher(project, plan, on_event)
     result.launched, result.log_path = True, str(launched.log_path)
@@ -185,10 +186,21 @@ def run(checked: Checked, names: list[str] | None = None, *, full_refresh: bool 
             scheduled = plan_scheduled(checked, names, all_tables=all_tables, full_refresh=full_refresh)
             plan, decision = scheduled.plan, scheduled.decision
             _register(checked, decision, plan.data_timestamp)
+        _plan_catalog(checked, plan)
         on_plan(plan)
         result = execute(checked, plan, on_event, launcher)
     result.decision = decision
     return result
+
+
+def _plan_catalog(checked: Checked, plan: Plan) -> None:
+    """The metastore work of the run (`catalog:`), from what dt recorded of earlier attempts."""
+    project = checked.project
+    if project.catalog is None:
+        return
+    existing = {n for n, info in checked.snapshot.tables.items() if info is not None}
+    plan.registrations, plan.unregistrations = catalog.catalog_work(
+        project, plan, existing, catalog_state.current(project.warehouse))
 
 
 def _register(checked: Checked, decision: scheduler.Decision, at: str) -> None:

@@ -220,7 +220,12 @@ def execute_plan(spark, plan: Plan, emit: Emit = lambda event: None,
             done, _ = wait(running, return_when=FIRST_COMPLETED)
             for future in done:
                 finish(running.pop(future), future.result())
-    return [run.records[s.name] for s in steps]
+    records = [run.records[s.name] for s in steps]
+    if plan.registrations or plan.unregistrations:
+        from dtcli.engine.catalog import publish
+
+        publish(spark, plan, records, emit)     # after the commits: never undoes one
+    return records
 
 
 class _Run:

@@ -22,6 +22,10 @@ class RunView:
 
             held = f"; held back downstream: {', '.join(event['downstream'])}" if event["downstream"] else ""
             err_console.print(f"suspended {event['name']}: {event['reason']}{held}", highlight=False, markup=False)
+        elif event.get("event") == "catalog":
+            from dtcli.ui.output import err_console
+
+            err_console.print(catalog_line(event), highlight=False, markup=False)
         elif self.bar:
             self.bar(event)
 
@@ -29,6 +33,17 @@ class RunView:
         if self.bar:
             self.bar.__exit__(None, None, None)
             self.bar = None
+
+
+def catalog_line(event: dict) -> str:
+    """One line per metastore registration a run did (or failed to do)."""
+    name, qualified = event["name"], event["qualified_name"]
+    if event["outcome"] == "REGISTERED":
+        again = " (retried after an earlier failure)" if event.get("retried") else ""
+        return f"registered {name} as {qualified}{again}"
+    if event["outcome"] == "UNREGISTERED":
+        return f"removed {qualified} from the metastore"
+    return f"warning: {event.get('message')}"
 
 
 def print_plan(plan, decision=None) -> None:
