@@ -55,17 +55,18 @@ def drop(project: Project, name: str, *, wait: float = 0.0,
     returns the path removed. Takes the loaded project, not a checked one: dropping is how a
     DT whose definition no longer checks (a backfill added to it) is recreated.
 
-    A DT registered in the metastore (`catalog:`) is removed from it too, in a Spark application
-    of its own; should that fail, the data is gone all the same and the next run removes the
-    entry (the failure is announced as a "catalog" event)."""
+    A DT registered in the metastore (`catalog:`) is removed from it first, in a Spark
+    application of its own; should that fail, the data is deleted all the same and the next run
+    removes the entry (the failure is announced as a "catalog" event)."""
     with warehouse_lock(project, f"drop {name}", wait):
-        path = orphans.drop(project, name)
-        key = name.lower()
+        path, key = orphans.droppable(project, name), name.lower()
         registered = catalog.registered_as(catalog.current(project.warehouse).get(key))
         if project.catalog is not None and registered:
+            # first the entry (while it still resolves to the DT's data), then the data; should
+            # the application not finish, the DROPPING event makes the next run remove the entry
             catalog.append(project.warehouse, [catalog.Event(key, catalog.DROPPING, registered, path)])
             _unregister(project, key, registered, path, on_event, launcher)
-        return path
+        return orphans.drop(project, name)
 
 
 def _unregister(project: Project, name: str, qualified: str, path: str,
