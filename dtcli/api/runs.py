@@ -36,7 +36,7 @@ def plan_run(checked: Checked, names: list[str] | None = None, *, trigger: str =
     past = history.read(checked.project.warehouse)
     plan = build_plan(checked, selected, trigger, full_refresh=full_refresh, history=past)
     stamps = scheduler.data_timestamps(checked.snapshot, past)
-    return completion.annotate(plan, checked.effective_lags, stamps)
+    return _plan_catalog(checked, completion.annotate(plan, checked.effective_lags, stamps))
 
 
 @dataclass
@@ -57,7 +57,8 @@ def plan_scheduled(checked: Checked, names: list[str] | None = None, *, all_tabl
     decision = scheduler.decide(checked, stamps, states, candidates,
                                 all_tables=all_tables or full_refresh, asked=names is not None)
     plan = build_plan(checked, decision.refresh, SCHEDULED, full_refresh=full_refresh, history=past)
-    return ScheduledPlan(completion.annotate(plan, checked.effective_lags, stamps), decision)
+    return ScheduledPlan(_plan_catalog(checked, completion.annotate(plan, checked.effective_lags, stamps)),
+                         decision)
 
 
 @dataclass
@@ -186,21 +187,22 @@ def run(checked: Checked, names: list[str] | None = None, *, full_refresh: bool 
             scheduled = plan_scheduled(checked, names, all_tables=all_tables, full_refresh=full_refresh)
             plan, decision = scheduled.plan, scheduled.decision
             _register(checked, decision, plan.data_timestamp)
-        _plan_catalog(checked, plan)
         on_plan(plan)
         result = execute(checked, plan, on_event, launcher)
     result.decision = decision
     return result
 
 
-def _plan_catalog(checked: Checked, plan: Plan) -> None:
-    """The metastore work of the run (`catalog:`), from what dt recorded of earlier attempts."""
+def _plan_catalog(checked: Checked, plan: Plan) -> Plan:
+    """The plan with the metastore work of the run (`catalog:`), from what dt recorded of
+    earlier attempts."""
     project = checked.project
     if project.catalog is None:
-        return
+        return plan
     existing = {n for n, info in checked.snapshot.tables.items() if info is not None}
     plan.registrations, plan.unregistrations = catalog.catalog_work(
         project, plan, existing, catalog_state.current(project.warehouse))
+    return plan
 
 
 def _register(checked: Checked, decision: scheduler.Decision, at: str) -> None:

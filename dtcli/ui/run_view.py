@@ -56,7 +56,9 @@ def print_plan(plan, decision=None) -> None:
                            "reason": s.options.get("action_reason") or s.reinit_reason or s.refresh_mode_reason,
                            "change_rows": s.options.get("change_rows"), "input_rows": s.options.get("input_rows"),
                            "inputs": {i.name: i.version for i in s.inputs}} for s in plan.steps],
-                "not_refreshed": dict(decision.skipped) if decision else {}})
+                "not_refreshed": dict(decision.skipped) if decision else {},
+                "register": [r["qualified_name"] for r in plan.registrations],
+                "unregister": [r["qualified_name"] for r in plan.unregistrations]})
 
 
 def print_summary(result, out=None, prefix: str = "") -> None:
