@@ -133,3 +133,23 @@ def test_the_default_metastore_is_derby_under_the_warehouse_and_a_team_s_own_is_
     assert catalog_conf(load_project(remote.root, target="team")) == {}
     plugin = _project(tmp_path / "uc", "catalog: {name: unity, schema: analytics}\n")
     assert catalog_conf(plugin) == {}
+
+
+def test_commands_that_read_or_plan_stay_jvm_free_with_catalog_set(tmp_path):
+    from datetime import datetime, timezone
+
+    from tests.helpers import dt_process, no_java_env
+    from tests.sched_helpers import fake_dt
+
+    project = _project(tmp_path)
+    write_source(project, [1])
+    now = datetime.now(timezone.utc)
+    for name in ("d", "e"):
+        fake_dt(project, name, now)
+    state.append(project.warehouse, [state.Event(n, state.REGISTERED, f"analytics.{n}", project.table_path(n))
+                                     for n in ("d", "e")])
+    for command in (["validate"], ["show", "dynamic", "tables"], ["explain", "e"], ["run"],
+                    ["run", "--dry-run"]):
+        result = dt_process(*command, "-p", str(project.root), env=no_java_env())
+        assert result.returncode == 0, (command, result.stderr)
+    assert "analytics.e" in dt_process("explain", "e", "-p", str(project.root), env=no_java_env()).stdout
