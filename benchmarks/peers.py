@@ -261,13 +261,14 @@ def main(argv: list[str] | None = None) -> None:
     meta = {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "commit": bench.git("log", "-1", "--format=%h") or "?", "machine": bench.machine(),
             "load_before": bench.load_average()}
-    results = [run_scale(int(sf) if float(sf).is_integer() else sf, args.change_orders, args.delta_views)
-               for sf in args.sf]
-    meta["load_after"] = bench.load_average()
-    body = markdown(results, meta)
-    print(body)
     PEERS.mkdir(parents=True, exist_ok=True)
-    (PEERS / "results.json").write_text(json.dumps({"meta": meta, "results": results}, indent=1, default=str))
+    results = []
+    for sf in args.sf:
+        results.append(run_scale(int(sf) if float(sf).is_integer() else sf, args.change_orders, args.delta_views))
+        meta["load_after"] = bench.load_average()
+        # written after every scale: an SF10 run that dies keeps what SF1 and SF3 measured
+        (PEERS / "results.json").write_text(json.dumps({"meta": meta, "results": results}, indent=1, default=str))
+    print(markdown(results, meta))
 
 
 if __name__ == "__main__":
