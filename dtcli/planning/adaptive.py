@@ -28,6 +28,12 @@ DEFAULT_SECONDS_PER_ROW = 1 / 2_000_000   # a recompute, per input row, on a sma
 # 85 to 230 for the three DTs once a change reaches 1 % of the orders
 DEFAULT_CHANGE_FACTOR = 100
 SAMPLES = 8                          # recent refreshes of each kind the model learns from
+# FULL is chosen only when it is expected to save this much: it rewrites every file of the table
+# (another copy kept for time travel) and downstream DTs read the whole rewrite from the change
+# feed to find what changed, so near a tie applying the change is the better refresh. On small
+# tables both estimates are the fixed cost and differ by milliseconds.
+MIN_SAVING_SECONDS = 1.0
+MIN_SAVING_SHARE = 0.1               # of the FULL estimate
 
 
 @dataclass(frozen=True)
@@ -126,18 +132,18 @@ class Estimate:
     input_rows: int
     incremental_seconds: float
     full_seconds: float
-    threshold_rows: int | None     # changed rows from which FULL is expected cheaper
+    threshold_rows: int | None     # changed rows from which FULL is chosen
     basis: str
 
     @property
     def action(self) -> str:
-        return INCREMENTAL if self.incremental_seconds <= self.full_seconds else FULL
+        return FULL if self.incremental_seconds > self.full_seconds + saving(self.full_seconds) else INCREMENTAL
 
     @property
     def reason(self) -> str:
         share = f" ({100 * self.change_rows / self.input_rows:.3g}% of {self.input_rows:,} input rows)" \
             if self.input_rows else ""
-        limit = f"; FULL is expected cheaper from {self.threshold_rows:,} changed rows" \
+        limit = f"; FULL is chosen from {self.threshold_rows:,} changed rows" \
             if self.threshold_rows is not None else ""
         return (f"adaptive: {self.change_rows:,} changed input rows{share}; expected INCREMENTAL "
                 f"{self.incremental_seconds:.1f} s, FULL {self.full_seconds:.1f} s{limit} ({self.basis})")
@@ -149,8 +155,13 @@ class Estimate:
                 "threshold_rows": self.threshold_rows, "basis": self.basis, "reason": self.reason}
 
 
+def saving(full_seconds: float) -> float:
+    """How much cheaper FULL must be expected to be to be chosen."""
+    return max(MIN_SAVING_SECONDS, MIN_SAVING_SHARE * full_seconds)
+
+
 def estimate(change_rows: int, input_rows: int, model: CostModel) -> Estimate:
     inc, full = model.incremental, model.full
     cost_full = full.at(input_rows)
-    threshold = inc.rows_at(cost_full)
+    threshold = inc.rows_at(cost_full + saving(cost_full))
     return Estimate(change_rows, input_rows, inc.at(change_rows), cost_full, threshold, model.basis)

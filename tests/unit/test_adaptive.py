@@ -71,3 +71,16 @@ def test_recomputes_of_a_table_that_changed_by_a_few_rows_tell_the_level_not_a_s
     full = adaptive.learn(history).full.at(INPUT)
     assert 5 < full < 10
     assert choose(500_000, history).action == FULL
+
+
+def test_full_is_chosen_only_when_it_saves_enough_to_be_worth_rewriting_the_table():
+    """A 30-row table of which 10 rows changed: both estimates are the fixed cost and differ by
+    microseconds, so the change is applied rather than the table rewritten."""
+    tiny = adaptive.estimate(10, 30, adaptive.learn([]))
+    assert tiny.full_seconds < tiny.incremental_seconds < tiny.full_seconds + 0.01
+    assert tiny.action == INCREMENTAL, tiny.reason
+    history = [record(FULL, 6.0, trigger=CREATION), record(INCREMENTAL, 4.5, change=7_500, minute=1)]
+    model = adaptive.learn(history)
+    full = model.full.at(INPUT)
+    just_over = next(n for n in range(7_500, INPUT, 500) if model.incremental.at(n) > full + 0.5)
+    assert choose(just_over, history).action == INCREMENTAL       # FULL would save only half a second
