@@ -133,8 +133,10 @@ def timed(command: list[str], cwd: Path, env: dict[str, str] | None = None, log_
     seconds = time.perf_counter() - started
     if log_file is not None:
         log_file.write_text(done.stdout + "\n--- stderr ---\n" + done.stderr)
-    tail = [line for line in (done.stdout + done.stderr).splitlines() if line.strip()][-3:]
-    return {"seconds": seconds, "returncode": done.returncode, "tail": tail}
+    lines = [line for line in (done.stdout + done.stderr).splitlines() if line.strip()]
+    # the exception's own line says why a run failed; the last lines are the JVM's shutdown noise
+    error = next((line.strip() for line in lines if "Exception:" in line or "Error:" in line), "")
+    return {"seconds": seconds, "returncode": done.returncode, "tail": lines[-3:], "error": error}
 
 
 def spark_pipelines(spec: dict[str, str], log_file: Path) -> dict[str, Any]:
@@ -245,10 +247,16 @@ def markdown(results: list[dict[str, Any]], meta: dict[str, Any]) -> str:
             second = r["sdp_delta_second"]
             out += ["", f"Views declared `format=\"delta\"` (SF{r['sf']:g}): first run rc "
                     f"{r['sdp_delta_first']['returncode']}, second run rc {second['returncode']}"
-                    + (f": `{' '.join(second['tail'])[:300]}`" if second["returncode"] else "") + "."]
+                    + (f": `{_why(second)}`" if second["returncode"] else "") + "."]
     if failed:
         out += ["", "Runs that failed: " + ", ".join(f"SF{sf:g} {k}" for sf, k in failed) + "."]
     return "\n".join(out)
+
+
+def _why(run: dict[str, Any]) -> str:
+    """The failure's message without its exception class chain (older results have only a tail)."""
+    error = run.get("error") or " ".join(run["tail"])
+    return error.rsplit("Exception: ", 1)[-1][:300]
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -261,13 +269,14 @@ def main(argv: list[str] | None = None) -> None:
     meta = {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "commit": bench.git("log", "-1", "--format=%h") or "?", "machine": bench.machine(),
             "load_before": bench.load_average()}
-    results = [run_scale(int(sf) if float(sf).is_integer() else sf, args.change_orders, args.delta_views)
-               for sf in args.sf]
-    meta["load_after"] = bench.load_average()
-    body = markdown(results, meta)
-    print(body)
     PEERS.mkdir(parents=True, exist_ok=True)
-    (PEERS / "results.json").write_text(json.dumps({"meta": meta, "results": results}, indent=1, default=str))
+    results = []
+    for sf in args.sf:
+        results.append(run_scale(int(sf) if float(sf).is_integer() else sf, args.change_orders, args.delta_views))
+        meta["load_after"] = bench.load_average()
+        # written after every scale: an SF10 run that dies keeps what SF1 and SF3 measured
+        (PEERS / "results.json").write_text(json.dumps({"meta": meta, "results": results}, indent=1, default=str))
+    print(markdown(results, meta))
 
 
 if __name__ == "__main__":

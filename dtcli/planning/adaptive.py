@@ -5,9 +5,14 @@ since the DT's frontier (`dtcli.state.change_size`), the size of a recompute fro
 row counts (Delta file statistics). Their cost comes from this DT's own measured refreshes: its
 recent INCREMENTAL refreshes give seconds per changed row on top of a fixed cost, its recent
 recomputes (FULL, REINITIALIZE, creation) seconds per input row. Until a DT has history, a
-changed row is taken to cost as much as ten rows of a recompute (an incremental refresh reads
-the change, joins it and applies it in a commit that removes rows), so a change of about a tenth
-of the input is where FULL starts to win; measurements replace that guess as they come in.
+changed row is taken to cost as much as a hundred rows of a recompute (an incremental refresh
+reads the change, joins it and applies it in a commit that removes rows), so a change of about
+1 % of the input is where FULL starts to win; measurements replace that guess as they come in.
+
+Small changes measure only the fixed cost: a history of refreshes of 100 and 1,000 changed rows
+that took the same time fits a line with no cost per row, and extrapolated flat it would
+predict that a change of a million rows is as cheap. So the learned line is trusted up to the
+largest change measured; beyond it, each further row costs at least the default's cost per row.
 """
 
 from __future__ import annotations
@@ -19,19 +24,45 @@ from dtcli.model import CREATION, FULL, INCREMENTAL, REINITIALIZE, SUCCEEDED, Re
 
 DEFAULT_FIXED_SECONDS = 2.0          # per refresh: planning the Spark work, one commit
 DEFAULT_SECONDS_PER_ROW = 1 / 2_000_000   # a recompute, per input row, on a small cluster
-DEFAULT_CHANGE_FACTOR = 10           # a changed row costs this many recomputed rows
+# a changed row costs this many recomputed rows: measured at TPC-H SF1 (benchmarks/adaptive_sweep.py),
+# 85 to 230 for the three DTs once a change reaches 1 % of the orders
+DEFAULT_CHANGE_FACTOR = 100
 SAMPLES = 8                          # recent refreshes of each kind the model learns from
+# FULL is chosen only when it is expected to save this much: it rewrites every file of the table
+# (another copy kept for time travel) and downstream DTs read the whole rewrite from the change
+# feed to find what changed, so near a tie applying the change is the better refresh. On small
+# tables both estimates are the fixed cost and differ by milliseconds.
+MIN_SAVING_SECONDS = 1.0
+MIN_SAVING_SHARE = 0.1               # of the FULL estimate
 
 
 @dataclass(frozen=True)
 class Line:
-    """Seconds = fixed + per_row × rows."""
+    """Seconds = fixed + per_row × rows, up to `known_up_to` rows (None: everywhere); beyond it
+    each row costs at least `beyond_per_row`."""
 
     fixed: float
     per_row: float
+    known_up_to: int | None = None
+    beyond_per_row: float = 0.0
 
     def at(self, rows: int) -> float:
-        return self.fixed + self.per_row * rows
+        if self.known_up_to is None or rows <= self.known_up_to:
+            return self.fixed + self.per_row * rows
+        return self.at(self.known_up_to) + self._steep * (rows - self.known_up_to)
+
+    def rows_at(self, seconds: float) -> int | None:
+        """The fewest rows that cost more than `seconds` (None: never)."""
+        if seconds < self.fixed:
+            return 0
+        if self.known_up_to is not None and self.at(self.known_up_to) <= seconds:
+            return self.known_up_to + int((seconds - self.at(self.known_up_to)) / self._steep) + 1 \
+                if self._steep > 0 else None
+        return int((seconds - self.fixed) / self.per_row) + 1 if self.per_row > 0 else None
+
+    @property
+    def _steep(self) -> float:
+        return max(self.per_row, self.beyond_per_row)
 
 
 @dataclass(frozen=True)
@@ -54,6 +85,8 @@ def learn(history: list[RefreshRecord]) -> CostModel:
     full = _fit(recomputes, default) or default
     guess = Line(full.fixed, full.per_row * DEFAULT_CHANGE_FACTOR)
     inc = _fit(incremental, guess) or guess
+    if incremental:     # measured up to the largest change; no flatter than the guess beyond it
+        inc = Line(inc.fixed, inc.per_row, max(n for n, _ in incremental), guess.per_row)
     basis = (f"measured: {len(incremental)} incremental and {len(recomputes)} full refreshes"
              if incremental or recomputes else "no refresh measured yet: default costs")
     return CostModel(inc, full, basis)
@@ -68,21 +101,27 @@ def _seconds(record: RefreshRecord) -> float:
     return max(0.0, (end - start).total_seconds())
 
 
+SPREAD = 1.5      # sizes that differ less than this (largest ÷ smallest) are one size to a fit
+
+
 def _fit(points: list[tuple[int, float]], prior: Line) -> Line | None:
-    """A line through measured (rows, seconds): least squares over distinct sizes; refreshes of
-    one size only tell the level, so the prior's cost per row is kept and the fixed cost moved."""
+    """A line through measured (rows, seconds): least squares when the sizes differ enough to
+    tell a cost per row; otherwise (one size, or recomputes of a table that grew by a few rows)
+    they only tell the level, so the prior's cost per row is kept and the fixed cost moved. A
+    slope fitted through sizes 20 rows apart would turn a second of noise into a cost per row
+    that predicts days."""
     points = [(max(int(n), 0), s) for n, s in points if s > 0]
     if not points:
         return None
-    sizes = {n for n, _ in points}
-    if len(sizes) >= 2:
+    sizes = [n for n, _ in points]
+    if max(sizes) >= SPREAD * max(min(sizes), 1):
         mean_n = sum(n for n, _ in points) / len(points)
         mean_s = sum(s for _, s in points) / len(points)
         var = sum((n - mean_n) ** 2 for n, _ in points)
         slope = max(0.0, sum((n - mean_n) * (s - mean_s) for n, s in points) / var)
         fixed = max(0.0, mean_s - slope * mean_n)
         return Line(fixed, slope)
-    n = points[0][0]
+    n = sorted(sizes)[len(sizes) // 2]
     seconds = sorted(s for _, s in points)[len(points) // 2]
     return Line(max(0.0, seconds - prior.per_row * n), prior.per_row)
 
@@ -93,18 +132,18 @@ class Estimate:
     input_rows: int
     incremental_seconds: float
     full_seconds: float
-    threshold_rows: int | None     # changed rows from which FULL is expected cheaper
+    threshold_rows: int | None     # changed rows from which FULL is chosen
     basis: str
 
     @property
     def action(self) -> str:
-        return INCREMENTAL if self.incremental_seconds <= self.full_seconds else FULL
+        return FULL if self.incremental_seconds > self.full_seconds + saving(self.full_seconds) else INCREMENTAL
 
     @property
     def reason(self) -> str:
         share = f" ({100 * self.change_rows / self.input_rows:.3g}% of {self.input_rows:,} input rows)" \
             if self.input_rows else ""
-        limit = f"; FULL is expected cheaper from {self.threshold_rows:,} changed rows" \
+        limit = f"; FULL is chosen from {self.threshold_rows:,} changed rows" \
             if self.threshold_rows is not None else ""
         return (f"adaptive: {self.change_rows:,} changed input rows{share}; expected INCREMENTAL "
                 f"{self.incremental_seconds:.1f} s, FULL {self.full_seconds:.1f} s{limit} ({self.basis})")
@@ -116,10 +155,13 @@ class Estimate:
                 "threshold_rows": self.threshold_rows, "basis": self.basis, "reason": self.reason}
 
 
+def saving(full_seconds: float) -> float:
+    """How much cheaper FULL must be expected to be to be chosen."""
+    return max(MIN_SAVING_SECONDS, MIN_SAVING_SHARE * full_seconds)
+
+
 def estimate(change_rows: int, input_rows: int, model: CostModel) -> Estimate:
     inc, full = model.incremental, model.full
     cost_full = full.at(input_rows)
-    threshold = None
-    if inc.per_row > 0:
-        threshold = max(0, int((cost_full - inc.fixed) / inc.per_row) + 1)
+    threshold = inc.rows_at(cost_full + saving(cost_full))
     return Estimate(change_rows, input_rows, inc.at(change_rows), cost_full, threshold, model.basis)

@@ -227,13 +227,13 @@ def test_adaptive_refreshes_reach_both_choices_and_match_the_recompute(spark, tm
     from Delta commit metrics and its own measured refreshes; either way the DT is exact."""
     env = Env(spark, tmp_path)
     env.create_source("a", SOURCES["a"])
-    env.sql("INSERT INTO {a} SELECT id % 97, CAST(id % 5 AS STRING), CAST(id AS DECIMAL(12,2)), NULL "
-            "FROM range(3000)")
+    env.sql("INSERT INTO {a} SELECT id % 997, CAST(id % 5 AS STRING), CAST(id AS DECIMAL(12,2)), NULL "
+            "FROM range(30000)")
     tables = {"ad_filtered": SHAPES["filtered"], "ad_grouped": SHAPES["grouped"]}
     env.write(tables, table_yml=dict.fromkeys(tables, "refresh_mode: adaptive\n"))
     env.refresh()
     chosen: list[str] = []
-    for change in ("UPDATE {a} SET v = v + 1 WHERE k = 3",                # ~1 % of the rows
+    for change in ("UPDATE {a} SET v = v + 1 WHERE k = 3",                # 0.1 % of the rows
                    "UPDATE {a} SET v = v + 1 WHERE k % 2 = 0",            # half of them: 2 change rows each
                    "DELETE FROM {a} WHERE k = 5"):
         env.sql(change)

@@ -1,0 +1,86 @@
+"""ADAPTIVE's estimate: INCREMENTAL for small changes, FULL for large ones, learnt from the DT's
+own refreshes without trusting a flat line beyond the changes it has measured."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+from dtcli.model import CREATION, FULL, INCREMENTAL, SUCCEEDED, RefreshRecord
+from dtcli.planning import adaptive
+
+INPUT = 7_500_000                # rows of the inputs (TPC-H SF1's lineitem and orders)
+_start = datetime(2026, 11, 1, tzinfo=timezone.utc)
+
+
+def record(action: str, seconds: float, *, change: int | None = None, minute: int = 0,
+           trigger: str = "SCHEDULED") -> RefreshRecord:
+    start = _start + timedelta(minutes=minute)
+    return RefreshRecord(name="t", state=SUCCEEDED, refresh_action=action, refresh_trigger=trigger,
+                         data_timestamp=None, refresh_start_time=start.isoformat(),
+                         refresh_end_time=(start + timedelta(seconds=seconds)).isoformat(), run_id="r",
+                         change_rows=change, input_rows=INPUT)
+
+
+def choose(change: int, history: list[RefreshRecord]) -> adaptive.Estimate:
+    return adaptive.estimate(change, INPUT, adaptive.learn(history))
+
+
+def test_without_history_a_small_change_is_incremental_and_a_few_percent_is_full():
+    assert choose(7_500, []).action == INCREMENTAL            # 0.1 % of the input
+    assert choose(300_000, []).action == FULL                 # 4 %
+
+
+def test_small_refreshes_that_cost_the_same_are_not_extrapolated_flat_to_a_large_change():
+    """Refreshes of 750 and 7,500 changed rows both took ~4.5 s: the fit has no cost per row.
+    A change of 75,000 rows (1 %) cost 16.5 s on TPC-H SF1 against FULL's 6 s: ADAPTIVE must
+    not predict 4.5 s for it."""
+    history = [record(FULL, 6.0, trigger=CREATION),
+               record(INCREMENTAL, 4.6, change=750, minute=1),
+               record(INCREMENTAL, 4.5, change=7_500, minute=2),
+               record(INCREMENTAL, 4.4, change=750, minute=3),
+               record(INCREMENTAL, 4.5, change=7_500, minute=4)]
+    assert choose(7_000, history).action == INCREMENTAL       # within what was measured
+    big = choose(75_000, history)
+    assert big.action == FULL, big.reason
+    assert big.threshold_rows is not None and 7_500 < big.threshold_rows < 75_000
+
+
+def test_a_large_change_measured_cheap_is_trusted():
+    """An append-heavy DT whose 100,000-row changes refreshed in 4.5 s keeps choosing INCREMENTAL
+    at that size: the floor on the cost per row applies only beyond what was measured."""
+    history = [record(FULL, 60.0, trigger=CREATION),
+               record(INCREMENTAL, 4.0, change=1_000, minute=1),
+               record(INCREMENTAL, 4.5, change=100_000, minute=2)]
+    assert choose(90_000, history).action == INCREMENTAL
+
+
+def test_the_threshold_is_where_the_choice_turns():
+    history = [record(FULL, 6.0, trigger=CREATION), record(INCREMENTAL, 4.5, change=7_500, minute=1)]
+    threshold = choose(0, history).threshold_rows
+    assert threshold is not None
+    assert choose(threshold - 1, history).action == INCREMENTAL
+    assert choose(threshold, history).action == FULL
+
+
+def test_recomputes_of_a_table_that_changed_by_a_few_rows_tell_the_level_not_a_slope():
+    """Three FULL refreshes at 7,501,193 to 7,501,215 input rows taking 5.4 to 9.9 s (noise):
+    a least-squares slope through them predicted FULL at 864,412 s, and ADAPTIVE never chose it."""
+    history = [record(FULL, 9.9, trigger=CREATION), record(FULL, 7.35, minute=1), record(FULL, 5.36, minute=2)]
+    for n, r in zip((7_501_215, 7_501_193, 7_501_210), history):
+        r.input_rows = n
+    full = adaptive.learn(history).full.at(INPUT)
+    assert 5 < full < 10
+    assert choose(500_000, history).action == FULL
+
+
+def test_full_is_chosen_only_when_it_saves_enough_to_be_worth_rewriting_the_table():
+    """A 30-row table of which 10 rows changed: both estimates are the fixed cost and differ by
+    microseconds, so the change is applied rather than the table rewritten."""
+    tiny = adaptive.estimate(10, 30, adaptive.learn([]))
+    assert tiny.full_seconds < tiny.incremental_seconds < tiny.full_seconds + 0.01
+    assert tiny.action == INCREMENTAL, tiny.reason
+    history = [record(FULL, 6.0, trigger=CREATION), record(INCREMENTAL, 4.5, change=7_500, minute=1)]
+    model = adaptive.learn(history)
+    full = model.full.at(INPUT)
+    just_over = next(n for n in range(7_500, INPUT, 500) if model.incremental.at(n) > full + 0.5)
+    assert choose(just_over, history).action == INCREMENTAL       # FULL would save only half a second
