@@ -97,6 +97,28 @@ def metastore(conf: dict[str, str], qualified: str) -> str:
     return f"Spark's session catalog ({conf.get('spark.sql.catalogImplementation', 'in-memory')})"
 
 
+def unreachable(spark) -> str | None:
+    """Why the session's Hive metastore cannot be used (None: it can, or the session has none).
+
+    With `spark.sql.catalogImplementation: hive`, Spark and Delta resolve every statement on a
+    Delta path (`delta.`/path``) through the session catalog first, so an unreachable metastore
+    fails the refresh itself, and a `CREATE OR REPLACE TABLE ... AS` only after its commit. Asked
+    once before the first refresh, so that no refresh starts that would fail half-way."""
+    from dtcli.engine.executor import error_message
+
+    conf = dict(spark.sparkContext.getConf().getAll())
+    if conf.get("spark.sql.catalogImplementation") != "hive":
+        return None
+    try:
+        spark.catalog.databaseExists("default")
+    except Exception as exc:
+        return (f"{metastore(conf, 'default.t')} cannot be reached: {error_message(exc)}; no refresh "
+                f"was started (with spark.sql.catalogImplementation: hive every statement on a "
+                f"Delta table goes through the metastore); start it or correct "
+                f"spark.hadoop.hive.metastore.uris in the target's spark.conf, and run again")
+    return None
+
+
 def publish(spark, plan: Plan, records: list[RefreshRecord], emit: Emit = lambda e: None) -> list[state.Event]:
     """The plan's catalog work, after its refreshes: register the DTs (not one whose refresh
     failed in this run: its table may not exist; the next run registers it), remove dropped
