@@ -90,6 +90,18 @@ class TableDef:
         return (tags,) if isinstance(tags, str) else tuple(tags)
 
 
+@dataclass(frozen=True)
+class CatalogSpec:
+    """Where the project's DTs appear as tables (`catalog: {name: C, schema: S}`): `S.<dt>` in
+    Spark's session catalog, or `C.S.<dt>` in a catalog plugin named C."""
+
+    schema: str
+    name: str | None = None
+
+    def qualified(self, table: str) -> str:
+        return ".".join([*([self.name] if self.name else []), self.schema, table])
+
+
 @dataclass
 class Project:
     root: Path
@@ -105,6 +117,11 @@ class Project:
     target: str | None = None
     disabled: dict[str, TableDef] = field(default_factory=dict)   # `enabled: false`
     threads: int = 4              # refreshes a run may execute side by side (`threads:`)
+    catalog: CatalogSpec | None = None   # `catalog:`: DTs are also tables in a metastore
+
+    def qualified_name(self, name: str) -> str | None:
+        """`schema.name` (or `catalog.schema.name`) of a DT, with `catalog:` set."""
+        return self.catalog.qualified(name) if self.catalog else None
 
     def table_path(self, name: str) -> str:
         return join_path(self.warehouse, name)
@@ -201,6 +218,10 @@ class Plan:
     steps: list[RefreshStep]
     spark_conf: dict[str, str] = field(default_factory=dict)
     threads: int = 1              # refreshes run side by side (each once its upstream finished)
+    # catalog work done after the refreshes (see dtcli/planning/catalog.py): each
+    # {name, qualified_name, path, previous}; and qualified names of dropped DTs to remove
+    registrations: list[dict[str, Any]] = field(default_factory=list)
+    unregistrations: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), indent=1, sort_keys=True)
@@ -218,6 +239,11 @@ class Plan:
     @property
     def spark_steps(self) -> list[RefreshStep]:
         return [s for s in self.steps if s.action != NO_DATA]
+
+    @property
+    def needs_spark(self) -> bool:
+        """Refreshes to run, or tables to (un)register in the metastore."""
+        return bool(self.spark_steps or self.registrations or self.unregistrations)
 
 
 @dataclass

@@ -22,5 +22,7 @@ step "dt show rows order_status_log (the seeds' orders, then the batch's inserts
 $DT show rows order_status_log -p $P --limit 40
 step "dt show refresh-history --limit 14"; $DT show refresh-history -p $P --limit 14
 step "dt show dynamic tables (scheduling state, next due time)"; $DT show dynamic tables -p $P
+step "spark.table(\"analytics.customer_revenue\"): the DT by its name, from the metastore"
+.venv/bin/python scripts/read_by_name.py $P analytics.customer_revenue
 step "dt docs generate (a site of the project: open example_project/target/docs/index.html)"
 $DT docs generate -p $P

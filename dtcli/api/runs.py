@@ -14,9 +14,10 @@ from datetime import datetime, timezone
 from typing import Any
 
 from dtcli.model import FAILED, MANUAL, NO_DATA, SCHEDULED, SUCCEEDED, Plan, RefreshRecord, any_failed
-from dtcli.planning import completion, on_demand, scheduler, selectors
+from dtcli.planning import catalog, completion, on_demand, scheduler, selectors
 from dtcli.planning.checked import Checked
 from dtcli.planning.plan import build_plan
+from dtcli.state import catalog as catalog_state
 from dtcli.state import history, reconcile, scheduling
 from dtcli.state.lock import warehouse_lock
 
@@ -35,7 +36,7 @@ def plan_run(checked: Checked, names: list[str] | None = None, *, trigger: str =
     past = history.read(checked.project.warehouse)
     plan = build_plan(checked, selected, trigger, full_refresh=full_refresh, history=past)
     stamps = scheduler.data_timestamps(checked.snapshot, past)
-    return completion.annotate(plan, checked.effective_lags, stamps)
+    return _plan_catalog(checked, completion.annotate(plan, checked.effective_lags, stamps))
 
 
 @dataclass
@@ -56,7 +57,8 @@ def plan_scheduled(checked: Checked, names: list[str] | None = None, *, all_tabl
     decision = scheduler.decide(checked, stamps, states, candidates,
                                 all_tables=all_tables or full_refresh, asked=names is not None)
     plan = build_plan(checked, decision.refresh, SCHEDULED, full_refresh=full_refresh, history=past)
-    return ScheduledPlan(completion.annotate(plan, checked.effective_lags, stamps), decision)
+    return ScheduledPlan(_plan_catalog(checked, completion.annotate(plan, checked.effective_lags, stamps)),
+                         decision)
 
 
 @dataclass
@@ -116,7 +118,7 @@ def execute(checked: Checked, plan: Plan, on_event: Events = lambda e: None,
     history.append(project.warehouse, quiet)
     for record in quiet:
         _announce(record, result, on_event)
-    if not plan.spark_steps:
+    if not plan.needs_spark:
         return result
     launched = launcher(project, plan, on_event)
     result.launched, result.log_path = True, str(launched.log_path)
@@ -189,6 +191,18 @@ def run(checked: Checked, names: list[str] | None = None, *, full_refresh: bool 
         result = execute(checked, plan, on_event, launcher)
     result.decision = decision
     return result
+
+
+def _plan_catalog(checked: Checked, plan: Plan) -> Plan:
+    """The plan with the metastore work of the run (`catalog:`), from what dt recorded of
+    earlier attempts."""
+    project = checked.project
+    if project.catalog is None:
+        return plan
+    existing = {n for n, info in checked.snapshot.tables.items() if info is not None}
+    plan.registrations, plan.unregistrations = catalog.catalog_work(
+        project, plan, existing, catalog_state.current(project.warehouse))
+    return plan
 
 
 def _register(checked: Checked, decision: scheduler.Decision, at: str) -> None:

@@ -102,6 +102,7 @@ def _row(project: Project, name: str, table: TableDef | None, info: TableInfo | 
     frontier = info.frontier if info else None
     return {
         "name": name, **_EMPTY,
+        **({"qualified_name": project.qualified_name(name)} if project.catalog else {}),
         "refresh_mode": frontier.refresh_mode if frontier else None,
         "data_timestamp": frontier.data_timestamp if frontier else None,
         "immutable_where": config.get("frozen_where"),

@@ -47,7 +47,9 @@ def drop(name: Annotated[str, typer.Argument(help="Dynamic table to delete.")],
          project_dir: ProjectDir = Path("."), target: Target = None,
          yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation (CI).")] = False,
          wait: Wait = 0.0) -> None:
-    """Delete a dynamic table: data, history, scheduling state. No Spark.
+    """Delete a dynamic table: data, history, scheduling state, and its table in the metastore.
+
+    No Spark, except with `catalog:` to remove the table from the metastore.
 
     An orphan (its .sql file was removed) is gone for good; a table still defined is created
     anew by the next `dt run` (how a table is recreated, e.g. to backfill it).
@@ -61,5 +63,11 @@ def drop(name: Annotated[str, typer.Argument(help="Dynamic table to delete.")],
         if not sys.stdin.isatty():
             raise UsageError(f"dropping {name} deletes its data; confirm with --yes when not in a terminal")
         typer.confirm(f"delete dynamic table {name} at {project.table_path(name.lower())}?", abort=True)
-    typer.echo(f"dropped {name.lower()} ({api.drop(project, name, wait=wait)})")
+    def said(event: dict) -> None:
+        if event.get("event") == "catalog":
+            from dtcli.ui.run_view import catalog_line
+
+            typer.echo(catalog_line(event))
+
+    typer.echo(f"dropped {name.lower()} ({api.drop(project, name, wait=wait, on_event=said)})")
 

@@ -115,6 +115,7 @@ def error_condition(exc: BaseException) -> str | None:
 
 OWNER_GONE = "DT_PROCESS_GONE"      # state_code of refreshes a dead dt's application did not start
 # state_code of a record whose state says it all (a FAILED one carries the error's condition)
+METASTORE_UNREACHABLE = "METASTORE_UNREACHABLE"
 STATE_CODES = {SUCCEEDED: "SUCCESS", UPSTREAM_FAILED: "UPSTREAM_FAILED", SKIPPED: "RUN_STOPPED",
                FAILED: "REFRESH_FAILED"}
 
@@ -187,6 +188,10 @@ def execute_plan(spark, plan: Plan, emit: Emit = lambda event: None,
           "run_id": plan.run_id})
     pending, running, finished = list(steps), {}, set()
     stopping: bool | str = False
+    if steps:
+        from dtcli.engine.catalog import unreachable
+
+        run.unavailable = unreachable(spark)
     in_plan = {s.name for s in steps}
 
     def finish(step: RefreshStep, record: RefreshRecord) -> None:
@@ -220,7 +225,12 @@ def execute_plan(spark, plan: Plan, emit: Emit = lambda event: None,
             done, _ = wait(running, return_when=FIRST_COMPLETED)
             for future in done:
                 finish(running.pop(future), future.result())
-    return [run.records[s.name] for s in steps]
+    records = [run.records[s.name] for s in steps]
+    if plan.registrations or plan.unregistrations:
+        from dtcli.engine.catalog import publish
+
+        publish(spark, plan, records, emit)     # after the commits: never undoes one
+    return records
 
 
 class _Run:
@@ -236,11 +246,14 @@ class _Run:
         self.failed: set[str] = set()
         self.records: dict[str, RefreshRecord] = {}
         self.lock = Lock()
+        self.unavailable: str | None = None     # why no refresh can start (the metastore is down)
 
     def not_run(self, step: RefreshStep, stopping: bool | str) -> RefreshRecord | None:
         """The record of a refresh that does not start (the run stops, an upstream failed)."""
         start = now_iso()
         blocked = [u for u in step.upstream if u in self.failed]
+        if self.unavailable:
+            return _record(self.plan, step, FAILED, start, message=self.unavailable, code=METASTORE_UNREACHABLE)
         if isinstance(stopping, str):   # dt is gone: nobody will record this refresh but us
             return _record(self.plan, step, FAILED, start, message=stopping, code=OWNER_GONE)
         if stopping:                    # its downstream must not run on a stale input either

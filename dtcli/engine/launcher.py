@@ -21,7 +21,7 @@ from dtcli.engine import jars as jarlib
 from dtcli.engine import secret_conf
 from dtcli.engine.driver import EVENT_PREFIX, STOP_FILE
 from dtcli.engine.owner_watch import Heartbeat
-from dtcli.engine.spark_conf import session_conf
+from dtcli.engine.spark_conf import catalog_conf, session_conf
 from dtcli.errors import ConfigError
 from dtcli.model import Plan, Project, RefreshRecord, join_path
 from dtcli.redact import scrub, scrub_file
@@ -50,7 +50,8 @@ def submit_command(project: Project, plan_path: Path | None, *driver_args: str) 
     submit = spark_home() / "bin" / "spark-submit"
     if not submit.exists():
         raise ConfigError(f"spark-submit not found at {submit}", hint="set SPARK_HOME or reinstall pyspark")
-    conf = session_conf(project.spark_conf, jarlib.resolve(project.jars, s3=uses_s3a(project)))
+    conf = session_conf({**project.spark_conf, **catalog_conf(project)},
+                        jarlib.resolve(project.jars, s3=uses_s3a(project)))
     cmd = [str(submit), "--master", project.spark_master, "--name", f"dt:{project.name}"]
     # secrets go in a private properties file: a command line is visible to every user (ps)
     cmd += secret_conf.properties_args(conf)

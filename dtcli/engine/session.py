@@ -22,3 +22,13 @@ def local_session(jars: list[str] | None = None, extra: dict[str, str] | None = 
     conf = session_conf(extra or {}, jars if jars is not None else jarlib.resolve())
     conf.setdefault("spark.driver.memory", "2g")
     return build_session(conf, master="local[2]", app_name="dt-local")
+
+
+def project_session(project, jars: list[str] | None = None):
+    """A local session configured as the project's refreshes are (its spark.conf and, with
+    `catalog:`, its metastore), for notebooks and scripts that read DTs by name:
+    `project_session(load_project(".")).table("analytics.customer_revenue")`. With the default
+    Derby metastore, one application at a time: not while a dt refresh runs."""
+    from dtcli.engine.spark_conf import catalog_conf
+
+    return local_session(jars, {**project.spark_conf, **catalog_conf(project)})

@@ -27,3 +27,38 @@ def session_conf(project_conf: dict[str, str], jars: list[str]) -> dict[str, str
     if jars:
         conf["spark.jars"] = ",".join(jars)
     return conf
+
+
+def catalog_conf(project) -> dict[str, str]:
+    """Spark settings for a project with `catalog:` that names no metastore of its own: Spark's
+    Hive support over an embedded Derby database under the warehouse's `_dt/` (needs no server;
+    one application at a time, which dt's warehouse lock gives). Derby's log and the directory of
+    managed schemas go there too, not into the working directory. A target that sets
+    `spark.sql.catalogImplementation` (a remote Hive metastore, Glue) or a catalog plugin of its
+    own gets nothing added."""
+    conf = project.spark_conf
+    catalog = project.catalog
+    if catalog is None or "spark.sql.catalogImplementation" in conf:
+        return {}
+    if catalog.name and catalog.name != "spark_catalog":
+        return {}       # a catalog plugin (Unity Catalog...): configured by its own settings
+    if conf.get("spark.hadoop.hive.metastore.uris"):
+        return {"spark.sql.catalogImplementation": "hive"}
+    home = derby_home(project.root, project.warehouse)
+    java = conf.get("spark.driver.extraJavaOptions", "")
+    return {
+        "spark.sql.catalogImplementation": "hive",
+        "spark.hadoop.javax.jdo.option.ConnectionURL":
+            f"jdbc:derby:;databaseName={home}/metastore_db;create=true",
+        "spark.sql.warehouse.dir": f"{home}/schemas",
+        "spark.driver.extraJavaOptions": f"{java} -Dderby.system.home={home}".strip(),
+    }
+
+
+def derby_home(root, warehouse: str) -> str:
+    """The local metastore's folder: `<warehouse>/_dt/metastore`, or `<project>/_dt/metastore`
+    when the warehouse is on an object store (Derby needs a local disk)."""
+    from pathlib import Path
+
+    base = Path(root) if "://" in warehouse else Path(warehouse)
+    return str(base / "_dt" / "metastore")

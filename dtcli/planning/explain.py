@@ -59,6 +59,7 @@ def explain(checked: Checked, name: str, history: list[RefreshRecord] = ()) -> d
                             f"only on demand (dt refresh {key}); remove target_lag from {origin.file}")
     return {
         "name": key, "file": table.file,
+        **({"qualified_name": project.qualified_name(key)} if project.catalog else {}),
         "refresh_mode": mode.mode, "refresh_mode_reason": mode.reason,
         "configured_refresh_mode": table.refresh_mode,
         "columns": [c.to_dict() for c in checked.schemas.get(key, ())],

@@ -60,7 +60,8 @@ def load_project(project_dir: str | Path = ".", target: str | None = None, *,
                       warehouse=settings.warehouse, spark_master=settings.spark_master,
                       spark_conf=settings.spark_conf, jars=settings.jars, sources=settings.sources,
                       tables=dict(sorted(tables.items())), vars=settings.vars, target=settings.target,
-                      disabled=disabled, threads=settings.threads)
+                      disabled=disabled, threads=settings.threads,
+                      catalog=settings.catalog)
     if check_sources:
         check_source_paths(project)
     return project

@@ -2,23 +2,28 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from dtcli.errors import ConfigError, suggest
-from dtcli.model import SourceDef, join_path
+from dtcli.model import CatalogSpec, SourceDef, join_path
 from dtcli.project.yamlio import LineDict, expect_mapping, load_yaml_file
 
 PROJECT_FILE = "dt_project.yml"
 PROJECT_KEYS = {"name", "dialect", "warehouse", "spark", "targets", "defaults", "sources", "vars",
-                "default_target", "version", "folders", "threads"}
-TARGET_KEYS = {"warehouse", "spark", "dialect", "vars", "defaults", "threads"}
+                "default_target", "version", "folders", "threads", "catalog"}
+TARGET_KEYS = {"warehouse", "spark", "dialect", "vars", "defaults", "threads", "catalog"}
 # Refreshes of independent DTs a run executes side by side, as dbt's `threads`: while one waits
 # on a commit or plans its queries, another computes.
 DEFAULT_THREADS = 4
 SOURCE_KEYS = {"path", "primary_key", "rely", "description", "columns"}
 SPARK_KEYS = {"master", "conf", "jars"}
+CATALOG_KEYS = {"schema", "name"}
+# A schema or catalog name dt writes into SQL unquoted: a plain identifier, as every metastore
+# (Hive, Glue, Unity Catalog) accepts it.
+_IDENTIFIER = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 DIALECTS = {"spark", "spark2", "databricks", "snowflake", "hive", "duckdb", "postgres", "bigquery", "trino"}
 
 
@@ -38,6 +43,7 @@ class Settings:
     target: str | None = None
     folders: LineDict = field(default_factory=LineDict)   # folder under tables/ -> its config
     threads: int = DEFAULT_THREADS
+    catalog: CatalogSpec | None = None
 
 
 def _check_keys(mapping: LineDict, allowed: set[str], file: Path, what: str) -> None:
@@ -79,6 +85,7 @@ def load_settings(root: Path, target: str | None = None) -> Settings:
     conf = dict(expect_mapping(spark.get("conf"), file, "spark.conf", spark.line_of("conf")))
     jars = spark.get("jars") or []
     threads = _threads(raw.get("threads", DEFAULT_THREADS), file, raw.line_of("threads"))
+    catalog = _catalog(raw, file)
 
     defaults = expect_mapping(raw.get("defaults"), file, "defaults", raw.line_of("defaults"))
     targets = expect_mapping(raw.get("targets"), file, "targets", raw.line_of("targets"))
@@ -99,6 +106,8 @@ def load_settings(root: Path, target: str | None = None) -> Settings:
         jars = tspark.get("jars", jars)
         if "threads" in over:
             threads = _threads(over["threads"], file, over.line_of("threads"))
+        if "catalog" in over:       # a target publishes elsewhere (or, with `catalog: null`, not at all)
+            catalog = _catalog(over, file)
         # a target's defaults override the project's key by key (e.g. deletion_vectors: false
         # for a target whose readers cannot read deletion vectors)
         tdefaults = expect_mapping(over.get("defaults"), file, f"target {target} defaults",
@@ -117,7 +126,8 @@ def load_settings(root: Path, target: str | None = None) -> Settings:
     return Settings(root=root, file=file, name=name, dialect=str(dialect).lower(), warehouse=wh,
                     spark_master=str(master), spark_conf={str(k): str(v) for k, v in conf.items()},
                     jars=tuple(_resolve_path(root, j) for j in jars), defaults=defaults,
-                    sources=sources, vars=variables, target=target, folders=folders, threads=threads)
+                    sources=sources, vars=variables, target=target, folders=folders, threads=threads,
+                    catalog=catalog)
 
 
 def _threads(value: Any, file: Path, line: int | None) -> int:
@@ -125,6 +135,26 @@ def _threads(value: Any, file: Path, line: int | None) -> int:
         raise ConfigError(f"threads must be a whole number of at least 1, not {value!r}", file=file,
                           line=line, hint="e.g. threads: 4 (1: one refresh at a time)")
     return value
+
+
+def _catalog(raw: LineDict, file: Path) -> CatalogSpec | None:
+    """`catalog: {schema: S}` or `{name: C, schema: S}`; None without it."""
+    if raw.get("catalog") is None:
+        return None
+    line = raw.line_of("catalog")
+    spec = expect_mapping(raw["catalog"], file, "catalog", line)
+    _check_keys(spec, CATALOG_KEYS, file, "catalog")
+    example = "e.g. catalog: {schema: analytics}"
+    if "schema" not in spec:
+        raise ConfigError("catalog needs a schema", file=file, line=line, hint=example)
+    for key in ("schema", "name"):
+        value = spec.get(key)
+        if key in spec and not (isinstance(value, str) and _IDENTIFIER.match(value)):
+            raise ConfigError(f"catalog {key} {value!r} is not an identifier", file=file,
+                              line=spec.line_of(key) or line,
+                              hint=f"letters, digits and _, not starting with a digit; {example}")
+    return CatalogSpec(schema=spec["schema"].lower(),
+                       name=spec["name"].lower() if spec.get("name") else None)
 
 
 def _overlay(base: LineDict, over: LineDict) -> LineDict:

@@ -36,9 +36,8 @@ def orphans(project: Project) -> list[str]:
     return found
 
 
-def drop(project: Project, name: str) -> str:
-    """Delete a DT's data, its refresh history and its scheduling state: an orphan for good, a
-    defined DT (to recreate it, e.g. from a backfill) until the next `dt run` creates it again."""
+def droppable(project: Project, name: str) -> str:
+    """The path of the DT `dt drop NAME` would delete, or a usage error saying why there is none."""
     key = name.lower()
     found = orphans(project)
     defined = key in project.tables or key in project.disabled
@@ -48,6 +47,14 @@ def drop(project: Project, name: str) -> str:
     path = project.table_path(key)
     if defined and open_table(path) is None:
         raise UsageError(f"{key} has not been created yet: there is nothing to drop")
+    return path
+
+
+def drop(project: Project, name: str) -> str:
+    """Delete a DT's data, its refresh history and its scheduling state: an orphan for good, a
+    defined DT (to recreate it, e.g. from a backfill) until the next `dt run` creates it again."""
+    key = name.lower()
+    path = droppable(project, name)
     # Metadata first: if we crash in between, the table is still found as an orphan and a second
     # `dt drop` finishes the job; the reverse order could leave history of a table that is gone.
     hist = open_table(history.history_path(project.warehouse))

@@ -10,7 +10,8 @@ from dtcli.ui.output import console, print_table
 def print_explain(data: dict[str, Any]) -> None:
     """Mode and reason, schedule, columns, operators, inputs, then the sections a table has
     (custom statement, adaptive choice, frozen region, ignored properties) and warnings."""
-    console.print(f"[bold]{data['name']}[/] ({data['file']}): refresh mode [bold]{data['refresh_mode']}[/]"
+    title = data.get("qualified_name") or data["name"]
+    console.print(f"[bold]{title}[/] ({data['file']}): refresh mode [bold]{data['refresh_mode']}[/]"
                   + (f" — {data['refresh_mode_reason']}" if data["refresh_mode_reason"] else ""))
     if data["scheduler"] != "ENABLE":
         schedule = "scheduler: disable (refreshed only on demand: dt refresh NAME)"

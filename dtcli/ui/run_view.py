@@ -22,6 +22,10 @@ class RunView:
 
             held = f"; held back downstream: {', '.join(event['downstream'])}" if event["downstream"] else ""
             err_console.print(f"suspended {event['name']}: {event['reason']}{held}", highlight=False, markup=False)
+        elif event.get("event") == "catalog":
+            from dtcli.ui.output import err_console
+
+            err_console.print(catalog_line(event), highlight=False, markup=False)
         elif self.bar:
             self.bar(event)
 
@@ -29,6 +33,17 @@ class RunView:
         if self.bar:
             self.bar.__exit__(None, None, None)
             self.bar = None
+
+
+def catalog_line(event: dict) -> str:
+    """One line per metastore registration a run did (or failed to do)."""
+    name, qualified = event["name"], event["qualified_name"]
+    if event["outcome"] == "REGISTERED":
+        again = " (retried after an earlier failure)" if event.get("retried") else ""
+        return f"registered {name} as {qualified}{again}"
+    if event["outcome"] == "UNREGISTERED":
+        return f"removed {qualified} from the metastore"
+    return f"warning: {event.get('message')}"
 
 
 def print_plan(plan, decision=None) -> None:
@@ -41,7 +56,9 @@ def print_plan(plan, decision=None) -> None:
                            "reason": s.options.get("action_reason") or s.reinit_reason or s.refresh_mode_reason,
                            "change_rows": s.options.get("change_rows"), "input_rows": s.options.get("input_rows"),
                            "inputs": {i.name: i.version for i in s.inputs}} for s in plan.steps],
-                "not_refreshed": dict(decision.skipped) if decision else {}})
+                "not_refreshed": dict(decision.skipped) if decision else {},
+                "register": [r["qualified_name"] for r in plan.registrations],
+                "unregister": [r["qualified_name"] for r in plan.unregistrations]})
 
 
 def print_summary(result, out=None, prefix: str = "") -> None:

@@ -78,7 +78,7 @@ def _last_style(row: dict[str, Any]) -> str:
 
 def table_columns(now: datetime) -> list[Col]:
     return [
-        Col("name", lambda r: r["name"], priority=0),
+        Col("name", lambda r: r.get("qualified_name") or r["name"], priority=0),
         Col("state", lambda r: r.get("scheduling_state") or "", priority=1,
             style=lambda r: STATE_STYLE.get(r.get("scheduling_state") or "", "")),
         Col("mode", lambda r: r.get("refresh_mode") or "", priority=2),

@@ -33,6 +33,9 @@ WAREHOUSE = f"s3a://{BUCKET}/shop"
 
 def _copy_example(root: Path, target_block: str = "") -> Path:
     shutil.copytree(REPO / "example_project", root, ignore=shutil.ignore_patterns("warehouse", "target"))
+    # no metastore on the cluster here: `catalog:` has tests of its own (tests/*/test_catalog*)
+    yml = root / "dt_project.yml"
+    yml.write_text(yml.read_text().replace("catalog:\n  schema: analytics\n", ""))
     if target_block:
         with open(root / "dt_project.yml", "a", encoding="utf-8") as f:
             f.write(target_block)

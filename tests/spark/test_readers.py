@@ -29,7 +29,9 @@ def _shop(tmp_path: Path) -> Path:
     text = (root / "dt_project.yml").read_text()
     # incremental (not auto, whose ADAPTIVE choice may recompute such tiny tables): the point is
     # what readers see after refreshes that removed rows
+    # (and without `catalog:`: registering by name is tests/spark/test_catalog.py's subject)
     (root / "dt_project.yml").write_text(text.replace("defaults:\n", "defaults:\n  deletion_vectors: false\n")
+                                         .replace("catalog:\n  schema: analytics\n", "")
                                          .replace("refresh_mode: auto", "refresh_mode: incremental"))
     (root / "tables" / "order_items.yml").write_text("deletion_vectors: true\n")
     api.seed(root)

@@ -1,0 +1,44 @@
+"""Which DTs a run registers in (or removes from) the metastore, decided without a JVM.
+
+With `catalog: {schema: S}` every created DT is a table `S.<name>` at its warehouse location.
+The metastore is only reachable from Spark, so dt plans from what its applications recorded
+(dtcli/state/catalog.py): a DT is registered when it has no REGISTERED event for its current
+qualified name and location (new, moved to another schema or warehouse, or its last attempt
+failed: the run retries and says so); a dropped DT's table is removed. Columns and comment need
+no re-registration: a Delta table in the catalog is a pointer to its location, and readers take
+both from the Delta log, which each refresh keeps current.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from dtcli.model import Plan, Project
+from dtcli.state.catalog import DROPPING, FAILED, REGISTERED, Event, registered_as
+
+
+def catalog_work(project: Project, plan: Plan, existing: set[str],
+                 events: dict[str, Event]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(registrations, unregistrations) for this run. `existing`: DTs whose Delta table exists;
+    DTs the plan creates are registered once their creation commits."""
+    if project.catalog is None:
+        return [], []
+    created = {s.name for s in plan.spark_steps}
+    registrations = []
+    for name in project.tables:
+        if name not in existing and name not in created:
+            continue
+        qualified, path = project.qualified_name(name), project.table_path(name)
+        last = events.get(name)
+        if last is not None and last.event == REGISTERED and last.qualified_name == qualified \
+                and last.path == path:
+            continue
+        previous = registered_as(last)
+        registrations.append({
+            "name": name, "qualified_name": qualified, "path": path,
+            "previous": previous if previous != qualified else None,
+            "retry": last.message if last is not None and last.event == FAILED else None})
+    registering = {r["name"] for r in registrations}
+    unregistrations = [{"name": e.name, "qualified_name": e.qualified_name, "path": e.path}
+                       for e in events.values() if e.event == DROPPING and e.name not in registering]
+    return registrations, unregistrations
