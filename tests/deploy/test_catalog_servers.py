@@ -76,7 +76,9 @@ def _config(uri: str) -> str:
 
 
 def _dt(*args: str, root) -> subprocess.CompletedProcess:
-    result = dt_process(*args, "-p", str(root), "-t", "hms", cwd=root, env={"SPARK_LOCAL_IP": "127.0.0.1"})
+    # this checkout's dtcli (the console script may belong to another editable checkout)
+    result = dt_process(*args, "-p", str(root), "-t", "hms", cwd=root,
+                        env={"SPARK_LOCAL_IP": "127.0.0.1", "PYTHONPATH": str(REPO)})
     assert result.returncode == 0, result.stdout + result.stderr[-3000:]
     return result
 
@@ -148,8 +150,9 @@ def test_thrift_and_connect_servers_read_a_dt_by_name_through_its_lifecycle(serv
     assert _run(root) == ["REINITIALIZE"]
     _check(thrift, connect, root, ["x", "y"], [[1, 2], [2, 4], [3, 6], [4, 8]], "first")
 
-    (root / "tables" / "d.yml").write_text("comment: second\n")                   # a config change
-    print("config change:", _run(root))
+    # a config change with no new data: NO_DATA, the comment reaches the table all the same
+    (root / "tables" / "d.yml").write_text("comment: second\n")
+    assert _run(root) == ["NO_DATA"]
     _check(thrift, connect, root, ["x", "y"], [[1, 2], [2, 4], [3, 6], [4, 8]], "second")
 
     pids = [s.proc.pid for s in (metastore, thrift, connect)]
