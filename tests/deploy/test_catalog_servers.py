@@ -77,7 +77,7 @@ def _config(uri: str) -> str:
 
 def _dt(*args: str, root) -> subprocess.CompletedProcess:
     # this checkout's dtcli (the console script may belong to another editable checkout)
-    result = dt_process(*args, "-p", str(root), "-t", "hms", cwd=root,
+    result = dt_process(*args, "-p", str(root), "-t", "hms", cwd=root, timeout=300,
                         env={"SPARK_LOCAL_IP": "127.0.0.1", "PYTHONPATH": str(REPO)})
     assert result.returncode == 0, result.stdout + result.stderr[-3000:]
     return result
