@@ -161,7 +161,8 @@ def resolve_names(spark, plan: Plan, emit: Emit = lambda e: None,
     """Where the sources the plan names by table live: each name's location and Delta table id
     from the metastore, recorded for JVM-free planning and announced. A name that does not
     resolve to a Delta table is recorded with the reason (the run reports it as bad input), as
-    is every name when the metastore is `unavailable`."""
+    is every name when the metastore is `unavailable`. A `recheck` of a known name (a refresh
+    run reading it) records only a different answer, and keeps the known one on a failure."""
     from dtcli.engine.executor import error_message
 
     conf = dict(spark.sparkContext.getConf().getAll())
@@ -169,14 +170,20 @@ def resolve_names(spark, plan: Plan, emit: Emit = lambda e: None,
     for item in plan.resolutions:
         table = item["table"]
         if unavailable:
-            found.append(names_state.Resolution(table, message=unavailable))
+            if not item.get("recheck"):
+                found.append(names_state.Resolution(table, message=unavailable))
             continue
         try:
             detail = spark.sql(f"DESCRIBE DETAIL {sql_name(table)}").collect()[0].asDict()
             if str(detail.get("format") or "").lower() != "delta":
                 raise ValueError(f"{table} is a {detail.get('format')} table, not a Delta table")
-            found.append(names_state.Resolution(table, _local(detail["location"]), detail.get("id")))
+            answer = names_state.Resolution(table, _local(detail["location"]), detail.get("id"))
+            if not item.get("recheck") or (answer.location, answer.table_id) != \
+                    (item.get("location"), item.get("table_id")):
+                found.append(answer)
         except Exception as exc:
+            if item.get("recheck"):
+                continue        # the known answer stands; this run reads from it as planned
             found.append(names_state.Resolution(
                 table, message=f"{metastore(conf, table)} does not resolve {table} to a Delta table: "
                                f"{error_message(exc)}"))
