@@ -51,6 +51,8 @@ class SourceDef:
     file: str | None = None
     line: int | None = None
     rely: bool = False            # the primary key holds: CHANGES() of it are compacted per key
+    table: str | None = None      # declared by table name (`table: raw.orders`): `path` is where
+    #                               the metastore last said it lives ("" until a run asked it)
 
 
 @dataclass
@@ -167,6 +169,7 @@ class Frontier:
     backfill: dict[str, Any] | None = None   # what the DT was copied from at creation
     input_ids: dict[str, str] | None = None  # custom tables: Delta table id of each CHANGES() input
     start_at: dict[str, Any] | None = None   # custom tables: the start_at they were created with
+    source_ids: dict[str, str] | None = None  # Delta table id of each source read by table name
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -222,6 +225,8 @@ class Plan:
     # {name, qualified_name, path, previous}; and qualified names of dropped DTs to remove
     registrations: list[dict[str, Any]] = field(default_factory=list)
     unregistrations: list[dict[str, Any]] = field(default_factory=list)
+    # sources declared by table name to look up in the metastore first: each {name, table}
+    resolutions: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), indent=1, sort_keys=True)
@@ -243,7 +248,7 @@ class Plan:
     @property
     def needs_spark(self) -> bool:
         """Refreshes to run, or tables to (un)register in the metastore."""
-        return bool(self.spark_steps or self.registrations or self.unregistrations)
+        return bool(self.spark_steps or self.registrations or self.unregistrations or self.resolutions)
 
 
 @dataclass

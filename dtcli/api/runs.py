@@ -197,12 +197,25 @@ def _plan_catalog(checked: Checked, plan: Plan) -> Plan:
     """The plan with the metastore work of the run (`catalog:`), from what dt recorded of
     earlier attempts."""
     project = checked.project
+    plan.resolutions = _rechecks(checked, plan)
     if project.catalog is None:
         return plan
     existing = {n for n, info in checked.snapshot.tables.items() if info is not None}
     plan.registrations, plan.unregistrations = catalog.catalog_work(
         project, plan, existing, catalog_state.current(project.warehouse))
     return plan
+
+
+def _rechecks(checked: Checked, plan: Plan) -> list[dict[str, Any]]:
+    """The sources read by name by the plan's refreshes, asked again in the application the run
+    starts anyway: a name given to a table elsewhere is then planned from by the next run."""
+    if not plan.spark_steps:
+        return []
+    project = checked.project
+    read = {i.name for s in plan.spark_steps for i in s.inputs}
+    return [{"name": n, "table": src.table, "recheck": True, "location": src.path,
+             "table_id": checked.snapshot.sources[n].table_id if n in checked.snapshot.sources else None}
+            for n, src in sorted(project.sources.items()) if src.table and n in read]
 
 
 def _register(checked: Checked, decision: scheduler.Decision, at: str) -> None:

@@ -51,7 +51,7 @@ def run(project_dir: ProjectDir = Path("."), target: Target = None,
     if watch:
         return _watch(project_dir, target, select, wait, max_ticks, fmt, args, idle_timeout, threads)
     checked = api.check(project_dir, target, check_sources=True, now=clock_from_env().now(),
-                        with_stats=True)
+                        with_stats=True, look_up_names=not dry_run, on_event=_said)
     _set_threads(checked, threads)
     if dry_run:
         planned = api.plan_scheduled(checked, select, all_tables=all_tables, full_refresh=full_refresh)
@@ -128,7 +128,8 @@ def _watch(project_dir: Path, target: Optional[str], select: Optional[list[str]]
 
     def check(now):       # called at the start of each pass
         state["started"] = _utcnow()
-        state["checked"] = api.check(project_dir, target, check_sources=True, now=now, with_stats=True)
+        state["checked"] = api.check(project_dir, target, check_sources=True, now=now, with_stats=True,
+                                     look_up_names=True, on_event=_said)
         _set_threads(state["checked"], threads)
         return state["checked"]
 
@@ -160,7 +161,7 @@ def refresh(name: Annotated[str, typer.Argument(help="Dynamic table to refresh n
 
     fmt = check_format(format)
     checked = api.check(project_dir, target, check_sources=True, now=clock_from_env().now(),
-                        with_stats=True)
+                        with_stats=True, look_up_names=not dry_run, on_event=_said)
     _set_threads(checked, threads)
     if dry_run:
         return print_plan(api.plan_run(checked, [checked.project.table_key(name)], trigger=MANUAL))
@@ -174,3 +175,10 @@ def refresh(name: Annotated[str, typer.Argument(help="Dynamic table to refresh n
     if result.failed:
         raise typer.Exit(EXIT_REFRESH_FAILED)
 
+
+def _said(event: dict) -> None:
+    """What looking source table names up in the metastore says (before a run plans)."""
+    if event.get("event") == "looking_up":
+        typer.echo(f"looking up {', '.join(event['tables'])} in the metastore (a Spark application)", err=True)
+    elif event.get("event") == "resolved" and event.get("location"):
+        typer.echo(f"{event['table']} is the Delta table at {event['location']}", err=True)

@@ -188,10 +188,12 @@ def execute_plan(spark, plan: Plan, emit: Emit = lambda event: None,
           "run_id": plan.run_id})
     pending, running, finished = list(steps), {}, set()
     stopping: bool | str = False
-    if steps:
-        from dtcli.engine.catalog import unreachable
+    if steps or plan.resolutions:
+        from dtcli.engine.catalog import resolve_names, unreachable
 
         run.unavailable = unreachable(spark)
+        if plan.resolutions:
+            resolve_names(spark, plan, emit, run.unavailable)
     in_plan = {s.name for s in steps}
 
     def finish(step: RefreshStep, record: RefreshRecord) -> None:
@@ -275,7 +277,8 @@ class _Run:
             versions = bind_inputs(spark, step, produced)
             frontier = Frontier(versions, step.definition_hash, plan.data_timestamp, plan.run_id,
                                 step.action, step.refresh_mode, step.options.get("frozen_where"),
-                                step.options.get("backfill_spec"))
+                                step.options.get("backfill_spec"),
+                                source_ids=step.options.get("source_ids"))
             ctx = RefreshContext(spark, plan, step, versions, frontier)
             # a custom table's own statement does every refresh of it, creation included
             result = strategy_for(step.refresh_mode if step.refresh_mode == CUSTOM_INCREMENTAL

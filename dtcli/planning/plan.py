@@ -78,6 +78,8 @@ def build_plan(checked: Checked, selected: set[str], trigger: str, *, full_refre
             action, reinit = REINITIALIZE, "the table has no dt frontier (created or rewritten outside dt)"
             if table.kind == "custom":
                 reinit = "the table has no dt frontier (its creation did not finish): it is created again"
+        elif replaced := _replaced_source(project, snapshot, table.inputs, frontier):
+            action, reinit = REINITIALIZE, replaced
         elif table.kind == "custom":
             action, why = custom.action(checked.customs[name], changed, full_refresh)
         elif frontier.definition_hash != digest:
@@ -112,6 +114,7 @@ def build_plan(checked: Checked, selected: set[str], trigger: str, *, full_refre
             refresh_mode_reason=mode.reason, reinit_reason=reinit, previous=frontier,
             upstream=[u for u in graph.upstream[name] if u in names],
             options={"previous_rows": info.rows if info else 0,
+                     "source_ids": _source_ids(project, snapshot, table.inputs),
                      "file": table.file,
                      "delta_sql": checked.delta_sql(name),
                      # an incremental refresh reads (and checks) only these columns of each input
@@ -187,3 +190,23 @@ def input_sizes(checked: Checked, name: str, previous: dict[str, int],
         else:
             change += size
     return change, rows
+
+
+def _source_ids(project, snapshot, inputs) -> dict[str, str] | None:
+    """The Delta table id of each source the DT reads by table name, kept in its frontier."""
+    ids = {i: snapshot.sources[i].table_id for i in inputs
+           if i in project.sources and project.sources[i].table and i in snapshot.sources}
+    return ids or None
+
+
+def _replaced_source(project, snapshot, inputs, frontier) -> str | None:
+    """Why a DT must be reinitialized because a source it reads by table name is another table
+    now (dropped and created again, or the name given to another table): its Delta table id is
+    not the one the DT last refreshed from."""
+    before = frontier.source_ids or {}
+    for name, table_id in (_source_ids(project, snapshot, inputs) or {}).items():
+        if name in before and before[name] != table_id:
+            source = project.sources[name]
+            return (f"source {name} ({source.table}) is another table now: Delta table id {table_id} "
+                    f"at {source.path}, was {before[name]}")
+    return None

@@ -10,6 +10,7 @@ from typing import Any
 from dtcli.errors import ConfigError, suggest
 from dtcli.model import CatalogSpec, SourceDef, join_path
 from dtcli.project.yamlio import LineDict, expect_mapping, load_yaml_file
+from dtcli.state import source_names
 
 PROJECT_FILE = "dt_project.yml"
 PROJECT_KEYS = {"name", "dialect", "warehouse", "spark", "targets", "defaults", "sources", "vars",
@@ -18,7 +19,7 @@ TARGET_KEYS = {"warehouse", "spark", "dialect", "vars", "defaults", "threads", "
 # Refreshes of independent DTs a run executes side by side, as dbt's `threads`: while one waits
 # on a commit or plans its queries, another computes.
 DEFAULT_THREADS = 4
-SOURCE_KEYS = {"path", "primary_key", "rely", "description", "columns"}
+SOURCE_KEYS = {"path", "table", "primary_key", "rely", "description", "columns"}
 SPARK_KEYS = {"master", "conf", "jars"}
 CATALOG_KEYS = {"schema", "name"}
 # A schema or catalog name dt writes into SQL unquoted: a plain identifier, as every metastore
@@ -172,15 +173,21 @@ def _load_sources(root: Path, file: Path, raw: LineDict, warehouse: str) -> dict
         pk, rely = _seed_key(csv.with_suffix(".yml"))
         sources[name] = SourceDef(name, join_path(warehouse, name), pk, origin="seed", file=str(csv), rely=rely)
     declared = expect_mapping(raw.get("sources"), file, "sources", raw.line_of("sources"))
+    resolved = None     # where the metastore said names live: read once, if any source has one
     for name, spec in declared.items():
         line = declared.line_of(name)
         if isinstance(spec, str):
             spec = {"path": spec}
         spec = expect_mapping(spec, file, f"source {name}", line)
         _check_keys(spec, SOURCE_KEYS, file, f"source '{name}'")
-        if not spec.get("path"):
+        if spec.get("path") and spec.get("table"):
+            raise ConfigError(f"source '{name}' has both a path and a table name", file=file,
+                              line=spec.line_of("table") or line,
+                              hint="keep one: `path:` for a Delta folder, `table:` for a name in the metastore")
+        if not spec.get("path") and not spec.get("table"):
             raise ConfigError(f"source '{name}' has no path", file=file, line=line,
-                              hint="add `path: data/<table>` (a Delta table)")
+                              hint="add `path: data/<table>` (a Delta table), or `table: schema.table` "
+                                   "(a Delta table in the metastore)")
         pk = spec.get("primary_key") or []
         pk = [pk] if isinstance(pk, str) else list(pk)
         rely = spec.get("rely", False)
@@ -188,9 +195,26 @@ def _load_sources(root: Path, file: Path, raw: LineDict, warehouse: str) -> dict
             raise ConfigError(f"source '{name}': rely must be true or false, with a primary_key to rely on",
                               file=file, line=spec.line_of("rely") or line,
                               hint="e.g. {path: data/users, primary_key: [id], rely: true}")
-        sources[str(name).lower()] = SourceDef(str(name).lower(), _resolve_path(root, str(spec["path"])),
-                                               tuple(pk), "declared", str(file), line, rely)
+        if spec.get("table"):
+            table = _table_name(spec["table"], file, spec.line_of("table") or line, str(name))
+            resolved = source_names.current(warehouse) if resolved is None else resolved
+            found = resolved.get(table)
+            path = found.location if found is not None and found.location else ""
+        else:
+            table, path = None, _resolve_path(root, str(spec["path"]))
+        sources[str(name).lower()] = SourceDef(str(name).lower(), path, tuple(pk), "declared", str(file),
+                                               line, rely, table)
     return sources
+
+
+def _table_name(value: Any, file: Path, line: int | None, source: str) -> str:
+    """`schema.table` or `catalog.schema.table`, each part an identifier; lower case."""
+    parts = str(value).split(".") if isinstance(value, str) else []
+    if not 2 <= len(parts) <= 3 or not all(_IDENTIFIER.match(p) for p in parts):
+        raise ConfigError(f"source '{source}': table {value!r} is not a qualified table name", file=file,
+                          line=line, hint="write schema.table (or catalog.schema.table): letters, digits "
+                                          "and _, not starting with a digit, e.g. table: raw.orders")
+    return ".".join(parts).lower()
 
 
 def _seed_key(yml: Path) -> tuple[tuple[str, ...], bool]:
