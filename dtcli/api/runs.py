@@ -69,10 +69,17 @@ class RunResult:
     log_path: str | None = None
     decision: scheduler.Decision | None = None
     suspended: list[dict[str, Any]] = field(default_factory=list)   # auto-suspensions of this run
+    interrupted: bool = False     # stopped by the user (Ctrl-C, SIGTERM) between refreshes
 
     @property
     def failed(self) -> bool:
+        """Whether a refresh failed (FAILURE_STATES): the exit code, the summary and
+        run_results' `success` all say this."""
         return any_failed(self.records)
+
+    @property
+    def success(self) -> bool:
+        return not self.failed and not self.interrupted
 
 
 def _now() -> str:
@@ -122,6 +129,7 @@ def execute(checked: Checked, plan: Plan, on_event: Events = lambda e: None,
         return result
     launched = launcher(project, plan, on_event)
     result.launched, result.log_path = True, str(launched.log_path)
+    result.interrupted = bool(getattr(launched, "interrupted", False))
     result.records.extend(r if isinstance(r, RefreshRecord) else RefreshRecord.from_dict(r)
                           for r in launched.records)
     finished = {r.name for r in result.records}

@@ -64,8 +64,7 @@ def run(project_dir: ProjectDir = Path("."), target: Target = None,
     finally:
         progress.close()
     _report(checked, result, "run", args, started, fmt)
-    if result.failed:
-        raise typer.Exit(EXIT_REFRESH_FAILED)
+    _exit(result)
 
 
 
@@ -172,6 +171,16 @@ def refresh(name: Annotated[str, typer.Argument(help="Dynamic table to refresh n
     finally:
         progress.close()
     _report(checked, result, "refresh", {"name": name}, started, fmt)
+    _exit(result)
+
+
+def _exit(result) -> None:
+    """A run stopped by the user exits as an interrupted program does (after its results were
+    written); one with a failed refresh exits 1."""
+    if result.interrupted:
+        from dtcli.cli import interrupted_exit_code
+
+        raise typer.Exit(interrupted_exit_code())
     if result.failed:
         raise typer.Exit(EXIT_REFRESH_FAILED)
 

@@ -36,6 +36,7 @@ class LaunchResult:
     records: list[RefreshRecord] = field(default_factory=list)
     log_path: Path | None = None
     done: bool = False
+    interrupted: bool = False     # the user stopped the run (Ctrl-C, SIGTERM): the rest was SKIPPED
 
 
 def spark_home() -> Path:
@@ -149,8 +150,7 @@ def launch(project: Project, plan: Plan, on_event: Callable[[dict[str, Any]], No
         result.returncode = proc.wait()
     secret_conf.forget()
     scrub_file(log_path)     # Spark's stderr went straight to the file
-    if interrupted:
-        raise KeyboardInterrupt
+    result.interrupted = interrupted    # reported by the caller, with what did and did not run
     return result
 
 

@@ -107,8 +107,7 @@ class WarmEngine:
         else:       # the application ended mid-plan: api.execute records the lost steps
             result.returncode = self._proc.wait()
             self.close()
-        if interrupted:
-            raise KeyboardInterrupt
+        result.interrupted = interrupted    # reported by the caller, with what did and did not run
         return result
 
     def _noting(self, project: Project, on_event: Callable[[dict[str, Any]], None]):
