@@ -22,6 +22,9 @@ CREATION, SCHEDULED, MANUAL = "CREATION", "SCHEDULED", "MANUAL"
 SUCCEEDED, FAILED, SKIPPED, UPSTREAM_FAILED = "SUCCEEDED", "FAILED", "SKIPPED", "UPSTREAM_FAILED"
 # The one definition of a refresh that failed: it, or the upstream refresh it needed, broke.
 FAILURE_STATES = frozenset({FAILED, UPSTREAM_FAILED})
+# state_code of the FAILED rows of a run whose Spark application could not start: no refresh
+# ran, so they neither count toward auto-suspension nor break a streak
+APPLICATION_NOT_STARTED = "APPLICATION_NOT_STARTED"
 
 
 @dataclass(frozen=True)

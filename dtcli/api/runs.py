@@ -13,7 +13,17 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from dtcli.model import FAILED, MANUAL, NO_DATA, SCHEDULED, SUCCEEDED, Plan, RefreshRecord, any_failed
+from dtcli.model import (
+    APPLICATION_NOT_STARTED,
+    FAILED,
+    MANUAL,
+    NO_DATA,
+    SCHEDULED,
+    SUCCEEDED,
+    Plan,
+    RefreshRecord,
+    any_failed,
+)
 from dtcli.planning import catalog, completion, on_demand, scheduler, selectors
 from dtcli.planning.checked import Checked
 from dtcli.planning.plan import build_plan
@@ -70,6 +80,7 @@ class RunResult:
     decision: scheduler.Decision | None = None
     suspended: list[dict[str, Any]] = field(default_factory=list)   # auto-suspensions of this run
     interrupted: bool = False     # stopped by the user (Ctrl-C, SIGTERM) between refreshes
+    not_started: str | None = None    # why the Spark application could not start (no refresh ran)
 
     @property
     def failed(self) -> bool:
@@ -134,6 +145,21 @@ def execute(checked: Checked, plan: Plan, on_event: Events = lambda e: None,
                           for r in launched.records)
     finished = {r.name for r in result.records}
     lost = [s for s in plan.spark_steps if s.name not in finished]
+    not_started = _not_started(launched) if lost and not result.records else None
+    if not_started:
+        # No refresh ran: one error for the run, and records that do not count toward
+        # auto-suspension (a mistyped setting must not suspend the project after five runs).
+        result.not_started = not_started
+        stamp = _now()
+        records = [RefreshRecord(name=s.name, state=FAILED, refresh_action=s.action, refresh_trigger=s.trigger,
+                                 data_timestamp=None, refresh_start_time=stamp, refresh_end_time=stamp,
+                                 run_id=plan.run_id, state_message=f"the run failed to start: {not_started}",
+                                 definition_hash=s.definition_hash, state_code=APPLICATION_NOT_STARTED,
+                                 **_targets(s))
+                   for s in lost]
+        history.append(project.warehouse, records)
+        result.records.extend(records)
+        lost = []
     if lost:
         # The application died (killed, out of memory): those refreshes did not commit, unless
         # it died between a commit and its history row.
@@ -153,6 +179,18 @@ def execute(checked: Checked, plan: Plan, on_event: Events = lambda e: None,
     if result.failed:
         result.suspended = _auto_suspend(checked, on_event)
     return result
+
+
+def _not_started(launched) -> str | None:
+    """Why the application could not start a Spark session (a setting Spark rejects, a missing
+    jar, no Java, a master it cannot reach), in Spark's own words; None if it started."""
+    if getattr(launched, "not_started", None):
+        return launched.not_started
+    if getattr(launched, "started", True):
+        return None
+    from dtcli.engine.launcher import last_error
+
+    return last_error(launched.log_path) or f"spark-submit exited with code {launched.returncode}"
 
 
 def _auto_suspend(checked: Checked, on_event: Events) -> list[dict[str, Any]]:

@@ -176,7 +176,16 @@ def refresh(name: Annotated[str, typer.Argument(help="Dynamic table to refresh n
 
 def _exit(result) -> None:
     """A run stopped by the user exits as an interrupted program does (after its results were
-    written); one with a failed refresh exits 1."""
+    written); one whose Spark application could not start is one error; one with a failed
+    refresh exits 1."""
+    if result.not_started:
+        from dtcli.ui.output import err_console
+
+        err_console.print(f"error: the Spark application did not start, so no refresh ran: "
+                          f"{result.not_started}\n  fix: correct the setting or environment it names "
+                          f"(the target's spark: settings in dt_project.yml); the whole log: {result.log_path}",
+                          highlight=False, markup=False, soft_wrap=True)
+        raise typer.Exit(EXIT_REFRESH_FAILED)
     if result.interrupted:
         from dtcli.cli import interrupted_exit_code
 

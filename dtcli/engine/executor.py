@@ -51,8 +51,13 @@ def bind_inputs(spark, step: RefreshStep, produced: dict[str, int]) -> dict[str,
 
 
 def unbind_inputs(spark, step: RefreshStep) -> None:
+    """Drop the step's input views; never raises (it runs after a failure too, whose error is
+    the one to report)."""
     for inp in step.inputs:
-        spark.catalog.dropTempView(inp.name)
+        try:
+            spark.catalog.dropTempView(inp.name)
+        except Exception:
+            pass
 
 
 _JAVA_EXCEPTION = re.compile(r"^:?\s*[\w.$]+(?:Exception|Error): (.+)$")

@@ -37,6 +37,8 @@ class LaunchResult:
     log_path: Path | None = None
     done: bool = False
     interrupted: bool = False     # the user stopped the run (Ctrl-C, SIGTERM): the rest was SKIPPED
+    started: bool = False         # the driver's Python ran (spark-submit found Java, the jars)
+    not_started: str | None = None    # why the driver could not start a Spark session
 
 
 def spark_home() -> Path:
@@ -163,4 +165,27 @@ def handle(line: str, result: LaunchResult, log, on_event: Callable[[dict[str, A
         result.records.append(RefreshRecord.from_dict(event["record"]))
     if event.get("event") == "done":
         result.done = True
+    if event.get("event") == "started":
+        result.started = True
+    if event.get("event") == "not_started":
+        result.not_started = event.get("message")
     on_event(event)
+
+
+def last_error(log_path: Path | None) -> str | None:
+    """The last line of a spark-submit log that states an error (Spark's `[CONDITION] message`
+    first, else an exception's or the launcher's message): what a user would look for in it."""
+    import re
+
+    try:
+        lines = Path(log_path).read_text(encoding="utf-8", errors="replace").splitlines() if log_path else []
+    except OSError:
+        return None
+    condition = re.compile(r"(\[[A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*\] .*)$")
+    stated = re.compile(r"^(?:[\w.$]+(?:Exception|Error)|Error|error): (.+)$")
+    for pattern in (condition, stated):
+        for line in reversed(lines):
+            found = pattern.search(line.strip())
+            if found:
+                return found.group(1).strip()
+    return None

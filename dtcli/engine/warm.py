@@ -79,7 +79,7 @@ class WarmEngine:
             held.note(spark_submit_pid=self._proc.pid, application_id=self._app_id)
         on_event = self._noting(project, on_event)
         assert self._proc is not None and self._proc.stdout is not None
-        result = LaunchResult(returncode=-1, log_path=self._log_path)
+        result = LaunchResult(returncode=-1, log_path=self._log_path, started=True)   # it serves
         try:
             if self._conn is None:
                 self._conn = self._accept()
