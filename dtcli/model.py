@@ -222,7 +222,6 @@ class Plan:
     data_timestamp: str           # ISO-8601 UTC: the snapshot moment every step reflects
     source_versions: dict[str, int]
     steps: list[RefreshStep]
-    spark_conf: dict[str, str] = field(default_factory=dict)
     threads: int = 1              # refreshes run side by side (each once its upstream finished)
     # catalog work done after the refreshes (see dtcli/planning/catalog.py): each
     # {name, qualified_name, path, previous}; and qualified names of dropped DTs to remove

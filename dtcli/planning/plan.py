@@ -131,7 +131,6 @@ def build_plan(checked: Checked, selected: set[str], trigger: str, *, full_refre
                      "deletion_vectors": table.config.get("deletion_vectors", True),
                      "deletion_vectors_outdated": info is not None and
                      info.deletion_vectors_differ(table.config.get("deletion_vectors", True)),
-                     "changed_inputs": changed,
                      # frozen regions: the predicate (for the frontier), and at this refresh's
                      # data timestamp the active and frozen regions as Spark SQL
                      "frozen_where": regions.predicate,

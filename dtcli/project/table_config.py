@@ -32,9 +32,6 @@ DEFAULTS = {"target_lag": "1 hour", "refresh_mode": "auto", "initialize": "on_cr
 # Not in DEFAULTS: a layout change redefines no data.
 SORT_BY_KEY = False
 MAX_ROWS_PER_FILE = 1_000_000
-# Part of the contract but not built yet: accepting them silently would give wrong semantics
-# (a "frozen" region that refreshes rewrite), so they are refused until they are.
-NOT_YET: dict[str, str] = {}
 
 
 def check_keys(config: dict[str, Any], origin: dict[str, Located], file: str) -> None:
@@ -108,10 +105,6 @@ def normalise(config: dict[str, Any], origin: dict[str, Located], file: str) -> 
         loc = origin.get(key)
         return {"file": loc.file if loc and loc.file else file, "line": loc.line if loc else None}
 
-    for key, feature in NOT_YET.items():
-        if config.get(key) is not None:
-            raise ConfigError(f"'{key}' is not supported yet ({feature} are not implemented in this version of dt)",
-                              **where(key), hint=f"remove '{key}' for now")
     out = dict(config)
     if "immutable_where" in out:
         if "frozen_where" in out:
