@@ -56,6 +56,8 @@ class SourceDef:
     rely: bool = False            # the primary key holds: CHANGES() of it are compacted per key
     table: str | None = None      # declared by table name (`table: raw.orders`): `path` is where
     #                               the metastore last said it lives ("" until a run asked it)
+    description: str | None = None
+    columns: tuple[tuple[str, str | None], ...] = ()   # declared (name, type): checked against Delta
 
 
 @dataclass
@@ -123,6 +125,7 @@ class Project:
     disabled: dict[str, TableDef] = field(default_factory=dict)   # `enabled: false`
     threads: int = 4              # refreshes a run may execute side by side (`threads:`)
     catalog: CatalogSpec | None = None   # `catalog:`: DTs are also tables in a metastore
+    version: str | None = None    # the project's own `version:` (shown in run_results and docs)
 
     def qualified_name(self, name: str) -> str | None:
         """`schema.name` (or `catalog.schema.name`) of a DT, with `catalog:` set."""

@@ -61,7 +61,7 @@ def load_project(project_dir: str | Path = ".", target: str | None = None, *,
                       spark_conf=settings.spark_conf, jars=settings.jars, sources=settings.sources,
                       tables=dict(sorted(tables.items())), vars=settings.vars, target=settings.target,
                       disabled=disabled, threads=settings.threads,
-                      catalog=settings.catalog)
+                      catalog=settings.catalog, version=settings.version)
     if check_sources:
         check_source_paths(project)
     return project
