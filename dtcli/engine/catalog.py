@@ -105,7 +105,7 @@ def unreachable(spark) -> str | None:
     Delta path (`delta.`/path``) through the session catalog first, so an unreachable metastore
     fails the refresh itself, and a `CREATE OR REPLACE TABLE ... AS` only after its commit. Asked
     once before the first refresh, so that no refresh starts that would fail half-way."""
-    from dtcli.engine.executor import error_message
+    from dtcli.engine.spark_errors import error_message
 
     conf = dict(spark.sparkContext.getConf().getAll())
     if conf.get("spark.sql.catalogImplementation") != "hive":
@@ -138,7 +138,7 @@ def publish(spark, plan: Plan, records: list[RefreshRecord], emit: Emit = lambda
 
 
 def _attempt(spark, item: dict[str, Any], done: str, conf: dict[str, str]) -> state.Event:
-    from dtcli.engine.executor import error_message
+    from dtcli.engine.spark_errors import error_message
 
     name, qualified, path = item["name"], item["qualified_name"], item.get("path")
     try:
@@ -163,7 +163,7 @@ def resolve_names(spark, plan: Plan, emit: Emit = lambda e: None,
     resolve to a Delta table is recorded with the reason (the run reports it as bad input), as
     is every name when the metastore is `unavailable`. A `recheck` of a known name (a refresh
     run reading it) records only a different answer, and keeps the known one on a failure."""
-    from dtcli.engine.executor import error_message
+    from dtcli.engine.spark_errors import error_message
 
     conf = dict(spark.sparkContext.getConf().getAll())
     found = []

@@ -14,9 +14,11 @@ import json
 import sys
 from pathlib import Path
 
-EVENT_PREFIX = "@@dt "
-STOP_FILE = "stop"   # created next to the plan by the launcher: finish the current refresh, then stop
+if __name__ == "__main__":
+    # spark-submit runs this file as a script: the package is importable from its checkout too
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from dtcli.engine.protocol import EVENT_PREFIX, STOP_FILE
 
 _silent = False      # set once dt is gone: nobody reads our stdout any more
 
@@ -108,7 +110,7 @@ def startup_error(exc: BaseException) -> str:
     `[CONDITION] message` of the Java causes (the outer ones only say a builder failed)."""
     import re
 
-    from dtcli.engine.executor import error_message
+    from dtcli.engine.spark_errors import error_message
 
     stated = re.findall(r"(\[[A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*\] [^\n]*)", str(exc))
     return stated[-1].strip() if stated else error_message(exc)
@@ -162,6 +164,4 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    # spark-submit runs this file as a script; make the package importable from its checkout too.
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
     sys.exit(main(sys.argv[1:]))

@@ -19,8 +19,8 @@ from typing import Any
 
 from dtcli.engine import jars as jarlib
 from dtcli.engine import secret_conf
-from dtcli.engine.driver import EVENT_PREFIX, STOP_FILE
 from dtcli.engine.owner_watch import Heartbeat
+from dtcli.engine.protocol import EVENT_PREFIX, STOP_FILE
 from dtcli.engine.spark_conf import catalog_conf, session_conf
 from dtcli.errors import ConfigError
 from dtcli.model import Plan, Project, RefreshRecord, join_path

@@ -28,7 +28,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from dtcli.engine.driver import STOP_FILE
 from dtcli.engine.launcher import (
     LaunchResult,
     handle,
@@ -40,7 +39,7 @@ from dtcli.engine.launcher import (
     submit_env,
     write_plan,
 )
-from dtcli.engine.serve import TOKEN_ENV
+from dtcli.engine.protocol import STOP_FILE, TOKEN_ENV
 from dtcli.model import Plan, Project
 from dtcli.redact import scrub_file
 from dtcli.state import lock as locks

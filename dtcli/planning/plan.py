@@ -18,8 +18,10 @@ from dtcli.model import (
     FULL,
     INCREMENTAL,
     MANUAL,
+    MAX_ROWS_PER_FILE,
     NO_DATA,
     REINITIALIZE,
+    SORT_BY_KEY,
     Plan,
     RefreshRecord,
     RefreshStep,
@@ -28,7 +30,6 @@ from dtcli.model import (
 from dtcli.planning import adaptive, custom, frozen, on_demand
 from dtcli.planning.checked import Checked
 from dtcli.planning.refresh_mode import ResolvedMode
-from dtcli.project.table_config import MAX_ROWS_PER_FILE, SORT_BY_KEY
 from dtcli.sql.columns_read import columns_read
 from dtcli.sql.incremental_rewrite.layout import key_positions
 

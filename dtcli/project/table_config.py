@@ -25,13 +25,6 @@ REFRESH_MODES = ("auto", "adaptive", "incremental", "full", "custom_incremental"
 INITIALIZE = ("on_create", "on_schedule")
 SCHEDULER = ("enable", "disable")
 DEFAULTS = {"target_lag": "1 hour", "refresh_mode": "auto", "initialize": "on_create"}
-# How a recompute writes the DT (docs/configuration.md, "Layout"): optionally its rows in order of
-# the key its incremental refreshes name rows by, in files of at most this many rows, so that Delta
-# skips the files a change does not touch. Sorting is off by default: on the TPC-H DTs it bought no
-# faster refresh (their rows arrive in key order or hash-spread) and cost every recompute a sort.
-# Not in DEFAULTS: a layout change redefines no data.
-SORT_BY_KEY = False
-MAX_ROWS_PER_FILE = 1_000_000
 
 
 def check_keys(config: dict[str, Any], origin: dict[str, Located], file: str) -> None:
