@@ -99,19 +99,11 @@ def _now() -> str:
 
 def no_data_records(plan: Plan) -> list[RefreshRecord]:
     stamp = _now()
-    return [RefreshRecord(name=s.name, state=SUCCEEDED, refresh_action=NO_DATA, refresh_trigger=s.trigger,
-                          data_timestamp=plan.data_timestamp, refresh_start_time=stamp,
-                          refresh_end_time=stamp, run_id=plan.run_id,
-                          source_versions=s.previous.source_versions if s.previous else {},
-                          definition_hash=s.definition_hash, state_code="SUCCESS",
-                          refresh_action_reason="no input changed since the last refresh",
-                          **_targets(s))
+    return [RefreshRecord.of_step(s, plan.run_id, SUCCEEDED, stamp, code="SUCCESS",
+                                  data_timestamp=plan.data_timestamp,
+                                  source_versions=s.previous.source_versions if s.previous else {},
+                                  refresh_action_reason="no input changed since the last refresh")
             for s in plan.steps if s.action == NO_DATA]
-
-
-def _targets(step) -> dict[str, Any]:
-    return {"target_lag_sec": step.options.get("target_lag_sec"),
-            "completion_target": step.options.get("completion_target")}
 
 
 def spark_submit(project, plan: Plan, on_event: Events):
@@ -151,11 +143,8 @@ def execute(checked: Checked, plan: Plan, on_event: Events = lambda e: None,
         # auto-suspension (a mistyped setting must not suspend the project after five runs).
         result.not_started = not_started
         stamp = _now()
-        records = [RefreshRecord(name=s.name, state=FAILED, refresh_action=s.action, refresh_trigger=s.trigger,
-                                 data_timestamp=None, refresh_start_time=stamp, refresh_end_time=stamp,
-                                 run_id=plan.run_id, state_message=f"the run failed to start: {not_started}",
-                                 definition_hash=s.definition_hash, state_code=APPLICATION_NOT_STARTED,
-                                 **_targets(s))
+        records = [RefreshRecord.of_step(s, plan.run_id, FAILED, stamp, code=APPLICATION_NOT_STARTED,
+                                         message=f"the run failed to start: {not_started}")
                    for s in lost]
         history.append(project.warehouse, records)
         result.records.extend(records)
@@ -167,10 +156,8 @@ def execute(checked: Checked, plan: Plan, on_event: Events = lambda e: None,
                f"see {launched.log_path}")
         stamp = _now()
         records = [reconcile.committed_in_run(s.name, s.path, plan.run_id, s.trigger)
-                   or RefreshRecord(name=s.name, state=FAILED, refresh_action=s.action, refresh_trigger=s.trigger,
-                                    data_timestamp=None, refresh_start_time=stamp, refresh_end_time=stamp,
-                                    run_id=plan.run_id, state_message=why, definition_hash=s.definition_hash,
-                                    state_code="SPARK_APPLICATION_EXITED", **_targets(s))
+                   or RefreshRecord.of_step(s, plan.run_id, FAILED, stamp, message=why,
+                                            code="SPARK_APPLICATION_EXITED")
                    for s in lost]
         history.append(project.warehouse, records)
         for record in records:
