@@ -22,6 +22,17 @@ CREATION, SCHEDULED, MANUAL = "CREATION", "SCHEDULED", "MANUAL"
 SUCCEEDED, FAILED, SKIPPED, UPSTREAM_FAILED = "SUCCEEDED", "FAILED", "SKIPPED", "UPSTREAM_FAILED"
 # The one definition of a refresh that failed: it, or the upstream refresh it needed, broke.
 FAILURE_STATES = frozenset({FAILED, UPSTREAM_FAILED})
+# state_code of the FAILED rows of a run whose Spark application could not start: no refresh
+# ran, so they neither count toward auto-suspension nor break a streak
+APPLICATION_NOT_STARTED = "APPLICATION_NOT_STARTED"
+
+# How a recompute writes the DT (docs/configuration.md, "Layout"): optionally its rows in order of
+# the key its incremental refreshes name rows by, in files of at most this many rows, so that Delta
+# skips the files a change does not touch. Sorting is off by default: on the TPC-H DTs it bought no
+# faster refresh (their rows arrive in key order or hash-spread) and cost every recompute a sort.
+# Not in DEFAULTS: a layout change redefines no data.
+SORT_BY_KEY = False
+MAX_ROWS_PER_FILE = 1_000_000
 
 
 @dataclass(frozen=True)
@@ -51,6 +62,10 @@ class SourceDef:
     file: str | None = None
     line: int | None = None
     rely: bool = False            # the primary key holds: CHANGES() of it are compacted per key
+    table: str | None = None      # declared by table name (`table: raw.orders`): `path` is where
+    #                               the metastore last said it lives ("" until a run asked it)
+    description: str | None = None
+    columns: tuple[tuple[str, str | None], ...] = ()   # declared (name, type): checked against Delta
 
 
 @dataclass
@@ -118,6 +133,7 @@ class Project:
     disabled: dict[str, TableDef] = field(default_factory=dict)   # `enabled: false`
     threads: int = 4              # refreshes a run may execute side by side (`threads:`)
     catalog: CatalogSpec | None = None   # `catalog:`: DTs are also tables in a metastore
+    version: str | None = None    # the project's own `version:` (shown in run_results and docs)
 
     def qualified_name(self, name: str) -> str | None:
         """`schema.name` (or `catalog.schema.name`) of a DT, with `catalog:` set."""
@@ -167,6 +183,7 @@ class Frontier:
     backfill: dict[str, Any] | None = None   # what the DT was copied from at creation
     input_ids: dict[str, str] | None = None  # custom tables: Delta table id of each CHANGES() input
     start_at: dict[str, Any] | None = None   # custom tables: the start_at they were created with
+    source_ids: dict[str, str] | None = None  # Delta table id of each source read by table name
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -216,12 +233,13 @@ class Plan:
     data_timestamp: str           # ISO-8601 UTC: the snapshot moment every step reflects
     source_versions: dict[str, int]
     steps: list[RefreshStep]
-    spark_conf: dict[str, str] = field(default_factory=dict)
     threads: int = 1              # refreshes run side by side (each once its upstream finished)
     # catalog work done after the refreshes (see dtcli/planning/catalog.py): each
     # {name, qualified_name, path, previous}; and qualified names of dropped DTs to remove
     registrations: list[dict[str, Any]] = field(default_factory=list)
     unregistrations: list[dict[str, Any]] = field(default_factory=list)
+    # sources declared by table name to look up in the metastore first: each {name, table}
+    resolutions: list[dict[str, Any]] = field(default_factory=list)
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), indent=1, sort_keys=True)
@@ -243,7 +261,7 @@ class Plan:
     @property
     def needs_spark(self) -> bool:
         """Refreshes to run, or tables to (un)register in the metastore."""
-        return bool(self.spark_steps or self.registrations or self.unregistrations)
+        return bool(self.spark_steps or self.registrations or self.unregistrations or self.resolutions)
 
 
 @dataclass
@@ -282,6 +300,19 @@ class RefreshRecord:
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
+
+    @classmethod
+    def of_step(cls, step: RefreshStep, run_id: str, state: str, at: str, *, message: str | None = None,
+                code: str | None = None, data_timestamp: str | None = None, **fields: Any) -> RefreshRecord:
+        """The row of a planned step that no refresh of the engine wrote (NO_DATA, a run that did
+        not start, an application or a dt process that died): every such row carries the same
+        step fields, so history, `show` and run_results read them as they read the engine's."""
+        return cls(name=step.name, state=state, refresh_action=fields.pop("refresh_action", step.action),
+                   refresh_trigger=step.trigger, data_timestamp=data_timestamp, refresh_start_time=at,
+                   refresh_end_time=at, run_id=run_id, state_message=message,
+                   definition_hash=step.definition_hash, state_code=code,
+                   target_lag_sec=step.options.get("target_lag_sec"),
+                   completion_target=step.options.get("completion_target"), **fields)
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> RefreshRecord:

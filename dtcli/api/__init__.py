@@ -46,11 +46,26 @@ def load(project_dir: str | Path = ".", target: str | None = None, *,
 
 def check(project_dir: str | Path | Project = ".", target: str | None = None, *,
           now: datetime | None = None, with_stats: bool = False,
-          check_sources: bool = False) -> Checked:
+          check_sources: bool = False, look_up_names: bool = False,
+          on_event=lambda event: None) -> Checked:
     """Load (unless given a loaded project), snapshot and check the project: names, cycles,
-    columns and types, lags, refresh modes. Raises the first problem, with file and line."""
-    project = project_dir if isinstance(project_dir, Project) else \
-        load_project(project_dir, target, check_sources=check_sources)
+    columns and types, lags, refresh modes. Raises the first problem, with file and line.
+
+    `look_up_names` (a run): sources declared by a table name dt does not know a location for
+    are first looked up in the metastore, in a Spark application (dtcli.api.names)."""
+    if isinstance(project_dir, Project):
+        project = project_dir
+    elif look_up_names:
+        from dtcli.api import names
+        from dtcli.project.loader import check_source_paths
+
+        project = load_project(project_dir, target)
+        if names.look_up(project, on_event=on_event):
+            project = load_project(project_dir, target)      # with the locations just found
+        if check_sources:
+            check_source_paths(project)
+    else:
+        project = load_project(project_dir, target, check_sources=check_sources)
     return _check(project, take_snapshot(project, with_stats=with_stats, now=now))
 
 

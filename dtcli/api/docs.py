@@ -62,7 +62,8 @@ def facts(checked: Checked, select: list[str] | None = None, *,
     return {
         "metadata": {
             "format_version": FORMAT_VERSION, "dt_version": __version__, "generated_at": now.isoformat(),
-            "project": project.name, "target": project.target, "dialect": project.dialect,
+            "project": project.name, "project_version": project.version, "target": project.target,
+            "dialect": project.dialect,
             "warehouse": project.warehouse, "select": list(select) if select else None,
             "history_per_table": history_per_table,
         },
@@ -179,7 +180,8 @@ def _source(checked: Checked, name: str, tables: dict[str, dict[str, Any]]) -> d
     return {
         "name": name, "kind": "seed" if source.origin == "seed" else "source",
         "path": source.path, "file": _relative(checked.project.root, source.file), "line": source.line,
-        "primary_key": list(source.primary_key), "rely": source.rely,
+        "primary_key": list(source.primary_key), "rely": source.rely, "table": source.table,
+        "description": source.description,
         "change_data_feed": info.change_data_feed if info else None,
         "version": info.version if info else None, "rows": info.rows if info else None,
         "columns": [c.to_dict() for c in checked.schemas.get(name, ())],

@@ -13,7 +13,17 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
-from dtcli.model import FAILED, MANUAL, NO_DATA, SCHEDULED, SUCCEEDED, Plan, RefreshRecord, any_failed
+from dtcli.model import (
+    APPLICATION_NOT_STARTED,
+    FAILED,
+    MANUAL,
+    NO_DATA,
+    SCHEDULED,
+    SUCCEEDED,
+    Plan,
+    RefreshRecord,
+    any_failed,
+)
 from dtcli.planning import catalog, completion, on_demand, scheduler, selectors
 from dtcli.planning.checked import Checked
 from dtcli.planning.plan import build_plan
@@ -69,10 +79,18 @@ class RunResult:
     log_path: str | None = None
     decision: scheduler.Decision | None = None
     suspended: list[dict[str, Any]] = field(default_factory=list)   # auto-suspensions of this run
+    interrupted: bool = False     # stopped by the user (Ctrl-C, SIGTERM) between refreshes
+    not_started: str | None = None    # why the Spark application could not start (no refresh ran)
 
     @property
     def failed(self) -> bool:
+        """Whether a refresh failed (FAILURE_STATES): the exit code, the summary and
+        run_results' `success` all say this."""
         return any_failed(self.records)
+
+    @property
+    def success(self) -> bool:
+        return not self.failed and not self.interrupted
 
 
 def _now() -> str:
@@ -81,19 +99,11 @@ def _now() -> str:
 
 def no_data_records(plan: Plan) -> list[RefreshRecord]:
     stamp = _now()
-    return [RefreshRecord(name=s.name, state=SUCCEEDED, refresh_action=NO_DATA, refresh_trigger=s.trigger,
-                          data_timestamp=plan.data_timestamp, refresh_start_time=stamp,
-                          refresh_end_time=stamp, run_id=plan.run_id,
-                          source_versions=s.previous.source_versions if s.previous else {},
-                          definition_hash=s.definition_hash, state_code="SUCCESS",
-                          refresh_action_reason="no input changed since the last refresh",
-                          **_targets(s))
+    return [RefreshRecord.of_step(s, plan.run_id, SUCCEEDED, stamp, code="SUCCESS",
+                                  data_timestamp=plan.data_timestamp,
+                                  source_versions=s.previous.source_versions if s.previous else {},
+                                  refresh_action_reason="no input changed since the last refresh")
             for s in plan.steps if s.action == NO_DATA]
-
-
-def _targets(step) -> dict[str, Any]:
-    return {"target_lag_sec": step.options.get("target_lag_sec"),
-            "completion_target": step.options.get("completion_target")}
 
 
 def spark_submit(project, plan: Plan, on_event: Events):
@@ -122,10 +132,23 @@ def execute(checked: Checked, plan: Plan, on_event: Events = lambda e: None,
         return result
     launched = launcher(project, plan, on_event)
     result.launched, result.log_path = True, str(launched.log_path)
+    result.interrupted = bool(getattr(launched, "interrupted", False))
     result.records.extend(r if isinstance(r, RefreshRecord) else RefreshRecord.from_dict(r)
                           for r in launched.records)
     finished = {r.name for r in result.records}
     lost = [s for s in plan.spark_steps if s.name not in finished]
+    not_started = _not_started(launched) if lost and not result.records else None
+    if not_started:
+        # No refresh ran: one error for the run, and records that do not count toward
+        # auto-suspension (a mistyped setting must not suspend the project after five runs).
+        result.not_started = not_started
+        stamp = _now()
+        records = [RefreshRecord.of_step(s, plan.run_id, FAILED, stamp, code=APPLICATION_NOT_STARTED,
+                                         message=f"the run failed to start: {not_started}")
+                   for s in lost]
+        history.append(project.warehouse, records)
+        result.records.extend(records)
+        lost = []
     if lost:
         # The application died (killed, out of memory): those refreshes did not commit, unless
         # it died between a commit and its history row.
@@ -133,10 +156,8 @@ def execute(checked: Checked, plan: Plan, on_event: Events = lambda e: None,
                f"see {launched.log_path}")
         stamp = _now()
         records = [reconcile.committed_in_run(s.name, s.path, plan.run_id, s.trigger)
-                   or RefreshRecord(name=s.name, state=FAILED, refresh_action=s.action, refresh_trigger=s.trigger,
-                                    data_timestamp=None, refresh_start_time=stamp, refresh_end_time=stamp,
-                                    run_id=plan.run_id, state_message=why, definition_hash=s.definition_hash,
-                                    state_code="SPARK_APPLICATION_EXITED", **_targets(s))
+                   or RefreshRecord.of_step(s, plan.run_id, FAILED, stamp, message=why,
+                                            code="SPARK_APPLICATION_EXITED")
                    for s in lost]
         history.append(project.warehouse, records)
         for record in records:
@@ -145,6 +166,18 @@ def execute(checked: Checked, plan: Plan, on_event: Events = lambda e: None,
     if result.failed:
         result.suspended = _auto_suspend(checked, on_event)
     return result
+
+
+def _not_started(launched) -> str | None:
+    """Why the application could not start a Spark session (a setting Spark rejects, a missing
+    jar, no Java, a master it cannot reach), in Spark's own words; None if it started."""
+    if getattr(launched, "not_started", None):
+        return launched.not_started
+    if getattr(launched, "started", True):
+        return None
+    from dtcli.engine.launcher import last_error
+
+    return last_error(launched.log_path) or f"spark-submit exited with code {launched.returncode}"
 
 
 def _auto_suspend(checked: Checked, on_event: Events) -> list[dict[str, Any]]:
@@ -197,12 +230,25 @@ def _plan_catalog(checked: Checked, plan: Plan) -> Plan:
     """The plan with the metastore work of the run (`catalog:`), from what dt recorded of
     earlier attempts."""
     project = checked.project
+    plan.resolutions = _rechecks(checked, plan)
     if project.catalog is None:
         return plan
     existing = {n for n, info in checked.snapshot.tables.items() if info is not None}
     plan.registrations, plan.unregistrations = catalog.catalog_work(
         project, plan, existing, catalog_state.current(project.warehouse))
     return plan
+
+
+def _rechecks(checked: Checked, plan: Plan) -> list[dict[str, Any]]:
+    """The sources read by name by the plan's refreshes, asked again in the application the run
+    starts anyway: a name given to a table elsewhere is then planned from by the next run."""
+    if not plan.spark_steps:
+        return []
+    project = checked.project
+    read = {i.name for s in plan.spark_steps for i in s.inputs}
+    return [{"name": n, "table": src.table, "recheck": True, "location": src.path,
+             "table_id": checked.snapshot.sources[n].table_id if n in checked.snapshot.sources else None}
+            for n, src in sorted(project.sources.items()) if src.table and n in read]
 
 
 def _register(checked: Checked, decision: scheduler.Decision, at: str) -> None:

@@ -60,6 +60,8 @@ def watch(check: Callable[[datetime], Checked], names: list[str] | None = None, 
             passes += 1
             wake = next_wake(checked, result, clock.now())
             on_pass(passes, result, wake)
+            if result.interrupted:      # its results are reported: now stop as Ctrl-C stops dt
+                raise KeyboardInterrupt
             if (max_ticks is not None and passes >= max_ticks) or wake is None:
                 return passes
             try:

@@ -7,6 +7,7 @@ commands on them when imported here.
 from __future__ import annotations
 
 import importlib
+import signal
 import sys
 
 from dtcli.cli.app import _state, app
@@ -27,6 +28,7 @@ def main() -> None:
     from dtcli.ui.output import err_console
     from dtcli.ui.quiet import library_noise
 
+    signal.signal(signal.SIGTERM, _terminated)
     try:
         with library_noise("--debug" in sys.argv[1:]):
             app()
@@ -39,5 +41,20 @@ def main() -> None:
         sys.exit(err.exit_code)
     except KeyboardInterrupt:
         err_console.print("interrupted")
-        sys.exit(130)
+        sys.exit(interrupted_exit_code())
+
+
+_stopped_by = {"signal": signal.SIGINT}
+
+
+def _terminated(signum, frame) -> None:
+    """SIGTERM (a CI job's timeout, a service manager) stops a run as Ctrl-C does: between
+    refreshes, with its results written."""
+    _stopped_by["signal"] = signum
+    raise KeyboardInterrupt
+
+
+def interrupted_exit_code() -> int:
+    """128 + the signal that stopped dt: 130 for Ctrl-C, 143 for SIGTERM."""
+    return 128 + int(_stopped_by["signal"])
 

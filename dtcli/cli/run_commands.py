@@ -51,7 +51,7 @@ def run(project_dir: ProjectDir = Path("."), target: Target = None,
     if watch:
         return _watch(project_dir, target, select, wait, max_ticks, fmt, args, idle_timeout, threads)
     checked = api.check(project_dir, target, check_sources=True, now=clock_from_env().now(),
-                        with_stats=True)
+                        with_stats=True, look_up_names=not dry_run, on_event=_said)
     _set_threads(checked, threads)
     if dry_run:
         planned = api.plan_scheduled(checked, select, all_tables=all_tables, full_refresh=full_refresh)
@@ -64,8 +64,7 @@ def run(project_dir: ProjectDir = Path("."), target: Target = None,
     finally:
         progress.close()
     _report(checked, result, "run", args, started, fmt)
-    if result.failed:
-        raise typer.Exit(EXIT_REFRESH_FAILED)
+    _exit(result)
 
 
 
@@ -128,7 +127,8 @@ def _watch(project_dir: Path, target: Optional[str], select: Optional[list[str]]
 
     def check(now):       # called at the start of each pass
         state["started"] = _utcnow()
-        state["checked"] = api.check(project_dir, target, check_sources=True, now=now, with_stats=True)
+        state["checked"] = api.check(project_dir, target, check_sources=True, now=now, with_stats=True,
+                                     look_up_names=True, on_event=_said)
         _set_threads(state["checked"], threads)
         return state["checked"]
 
@@ -160,7 +160,7 @@ def refresh(name: Annotated[str, typer.Argument(help="Dynamic table to refresh n
 
     fmt = check_format(format)
     checked = api.check(project_dir, target, check_sources=True, now=clock_from_env().now(),
-                        with_stats=True)
+                        with_stats=True, look_up_names=not dry_run, on_event=_said)
     _set_threads(checked, threads)
     if dry_run:
         return print_plan(api.plan_run(checked, [checked.project.table_key(name)], trigger=MANUAL))
@@ -171,6 +171,32 @@ def refresh(name: Annotated[str, typer.Argument(help="Dynamic table to refresh n
     finally:
         progress.close()
     _report(checked, result, "refresh", {"name": name}, started, fmt)
+    _exit(result)
+
+
+def _exit(result) -> None:
+    """A run stopped by the user exits as an interrupted program does (after its results were
+    written); one whose Spark application could not start is one error; one with a failed
+    refresh exits 1."""
+    if result.not_started:
+        from dtcli.ui.output import err_console
+
+        err_console.print(f"error: the Spark application did not start, so no refresh ran: "
+                          f"{result.not_started}\n  fix: correct the setting or environment it names "
+                          f"(the target's spark: settings in dt_project.yml); the whole log: {result.log_path}",
+                          highlight=False, markup=False, soft_wrap=True)
+        raise typer.Exit(EXIT_REFRESH_FAILED)
+    if result.interrupted:
+        from dtcli.cli import interrupted_exit_code
+
+        raise typer.Exit(interrupted_exit_code())
     if result.failed:
         raise typer.Exit(EXIT_REFRESH_FAILED)
 
+
+def _said(event: dict) -> None:
+    """What looking source table names up in the metastore says (before a run plans)."""
+    if event.get("event") == "looking_up":
+        typer.echo(f"looking up {', '.join(event['tables'])} in the metastore (a Spark application)", err=True)
+    elif event.get("event") == "resolved" and event.get("location"):
+        typer.echo(f"{event['table']} is the Delta table at {event['location']}", err=True)

@@ -17,6 +17,7 @@ from dtcli.engine.changes import quote
 from dtcli.engine.commit import set_comment
 from dtcli.model import SUCCEEDED, Plan, RefreshRecord
 from dtcli.state import catalog as state
+from dtcli.state import source_names as names_state
 
 Emit = Callable[[dict[str, Any]], None]
 
@@ -105,7 +106,7 @@ def unreachable(spark) -> str | None:
     Delta path (`delta.`/path``) through the session catalog first, so an unreachable metastore
     fails the refresh itself, and a `CREATE OR REPLACE TABLE ... AS` only after its commit. Asked
     once before the first refresh, so that no refresh starts that would fail half-way."""
-    from dtcli.engine.executor import error_message
+    from dtcli.engine.spark_errors import error_message
 
     conf = dict(spark.sparkContext.getConf().getAll())
     if conf.get("spark.sql.catalogImplementation") != "hive":
@@ -138,7 +139,7 @@ def publish(spark, plan: Plan, records: list[RefreshRecord], emit: Emit = lambda
 
 
 def _attempt(spark, item: dict[str, Any], done: str, conf: dict[str, str]) -> state.Event:
-    from dtcli.engine.executor import error_message
+    from dtcli.engine.spark_errors import error_message
 
     name, qualified, path = item["name"], item["qualified_name"], item.get("path")
     try:
@@ -156,3 +157,49 @@ def _attempt(spark, item: dict[str, Any], done: str, conf: dict[str, str]) -> st
                    f"target's spark.conf: the next dt run retries")
         return state.Event(name, event, qualified, path, message, item.get("previous"))
     return state.Event(name, done, qualified, path)
+
+
+def resolve_names(spark, plan: Plan, emit: Emit = lambda e: None,
+                  unavailable: str | None = None) -> list[names_state.Resolution]:
+    """Where the sources the plan names by table live: each name's location and Delta table id
+    from the metastore, recorded for JVM-free planning and announced. A name that does not
+    resolve to a Delta table is recorded with the reason (the run reports it as bad input), as
+    is every name when the metastore is `unavailable`. A `recheck` of a known name (a refresh
+    run reading it) records only a different answer, and keeps the known one on a failure."""
+    from dtcli.engine.spark_errors import error_message
+
+    conf = dict(spark.sparkContext.getConf().getAll())
+    found = []
+    for item in plan.resolutions:
+        table = item["table"]
+        if unavailable:
+            if not item.get("recheck"):
+                found.append(names_state.Resolution(table, message=unavailable))
+            continue
+        try:
+            detail = spark.sql(f"DESCRIBE DETAIL {sql_name(table)}").collect()[0].asDict()
+            if str(detail.get("format") or "").lower() != "delta":
+                raise ValueError(f"{table} is a {detail.get('format')} table, not a Delta table")
+            answer = names_state.Resolution(table, _local(detail["location"]), detail.get("id"))
+            if not item.get("recheck") or (answer.location, answer.table_id) != \
+                    (item.get("location"), item.get("table_id")):
+                found.append(answer)
+        except Exception as exc:
+            if item.get("recheck"):
+                continue        # the known answer stands; this run reads from it as planned
+            found.append(names_state.Resolution(
+                table, message=f"{metastore(conf, table)} does not resolve {table} to a Delta table: "
+                               f"{error_message(exc)}"))
+    names_state.append(plan.warehouse, found)
+    for resolution in found:
+        emit({"event": "resolved", **resolution.to_dict()})
+    return found
+
+
+def _local(location: str) -> str:
+    """A metastore location as dt writes paths: `file:/x` is the local path `/x`."""
+    if location.startswith("file:"):
+        location = location[len("file:"):]
+        while location.startswith("//"):
+            location = location[1:]
+    return location.rstrip("/")

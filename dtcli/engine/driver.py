@@ -14,9 +14,11 @@ import json
 import sys
 from pathlib import Path
 
-EVENT_PREFIX = "@@dt "
-STOP_FILE = "stop"   # created next to the plan by the launcher: finish the current refresh, then stop
+if __name__ == "__main__":
+    # spark-submit runs this file as a script: the package is importable from its checkout too
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
+from dtcli.engine.protocol import EVENT_PREFIX, STOP_FILE
 
 _silent = False      # set once dt is gone: nobody reads our stdout any more
 
@@ -100,6 +102,20 @@ def configure_storage(spark, renew_lease: bool = True) -> None:
         renew_in_driver()   # the warehouse lease dt holds for this application (S3 warehouses)
 
 
+NOT_STARTED = 3     # exit code: the application could not start a Spark session
+
+
+def startup_error(exc: BaseException) -> str:
+    """Spark's own condition and message for a session that could not be built: the innermost
+    `[CONDITION] message` of the Java causes (the outer ones only say a builder failed)."""
+    import re
+
+    from dtcli.engine.spark_errors import error_message
+
+    stated = re.findall(r"(\[[A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*\] [^\n]*)", str(exc))
+    return stated[-1].strip() if stated else error_message(exc)
+
+
 def main(argv: list[str]) -> int:
     from dtcli.engine.session import build_session
     from dtcli.model import Plan
@@ -133,14 +149,19 @@ def main(argv: list[str]) -> int:
     plan = Plan.from_json(plan_path.read_text(encoding="utf-8"))
     watch = watch_owner(options, plan.warehouse)
     emit({"event": "started"})
-    spark = build_session({}, app_name=f"dt:{plan.project}")
-    configure_storage(spark)
+    try:
+        spark = build_session({}, app_name=f"dt:{plan.project}")
+        configure_storage(spark)
+        # Spark builds the SQL session state (and checks the SQL settings) at its first use:
+        # here, so that a setting it rejects fails the application before any refresh starts
+        spark._jsparkSession.sessionState()
+    except Exception as exc:
+        emit({"event": "not_started", "message": startup_error(exc)})
+        return NOT_STARTED
     code = run_plan(spark, plan, stop_check(watch, plan_path.with_name(STOP_FILE)), watch.check)
     spark.stop()
     return code
 
 
 if __name__ == "__main__":
-    # spark-submit runs this file as a script; make the package importable from its checkout too.
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
     sys.exit(main(sys.argv[1:]))

@@ -8,7 +8,6 @@ step alone; each finished step is appended to the refresh history at once.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any
@@ -16,6 +15,7 @@ from typing import Any
 from dtcli.engine import commit, deletion_vectors
 from dtcli.engine.context import RefreshContext, RefreshResult
 from dtcli.engine.progress import job_group
+from dtcli.engine.spark_errors import at_file, condition_of, error_condition, error_message
 from dtcli.engine.strategies import strategy_for
 from dtcli.model import (
     CUSTOM_INCREMENTAL,
@@ -28,7 +28,6 @@ from dtcli.model import (
     RefreshRecord,
     RefreshStep,
 )
-from dtcli.redact import scrub
 from dtcli.state import history
 
 Emit = Callable[[dict[str, Any]], None]
@@ -51,66 +50,13 @@ def bind_inputs(spark, step: RefreshStep, produced: dict[str, int]) -> dict[str,
 
 
 def unbind_inputs(spark, step: RefreshStep) -> None:
+    """Drop the step's input views; never raises (it runs after a failure too, whose error is
+    the one to report)."""
     for inp in step.inputs:
-        spark.catalog.dropTempView(inp.name)
-
-
-_JAVA_EXCEPTION = re.compile(r"^:?\s*[\w.$]+(?:Exception|Error): (.+)$")
-
-
-_CAUSED_BY = re.compile(r"^Caused by: [\w.$]+(?:Exception|Error): (\[[A-Z][A-Z0-9_.]*\].*)$")
-_CONDITION = re.compile(r"^\[([A-Z][A-Z0-9_.]*)\]")
-# Conditions that only say a task failed: the cause (a division by zero, a cast...) is deeper.
-_WRAPPERS = ("TASK_WRITE_FAILED", "FAILED_EXECUTE_UDF")
-
-
-def error_message(exc: BaseException) -> str:
-    """One line a user can act on: the error condition and its message, not Py4J's wrapper."""
-    text = str(exc).strip() or type(exc).__name__
-    lines = [line.strip() for line in text.splitlines() if line.strip()]
-    if lines and lines[0].startswith("An error occurred while calling"):
-        # Py4J's first line names only the JVM call; the cause is the first Java exception line.
-        cause = next((m.group(1) for m in map(_JAVA_EXCEPTION.match, lines[1:]) if m), None)
-        if cause:
-            lines = [cause]
-            wrapper = _CONDITION.match(cause)
-            if (wrapper and wrapper.group(1) in _WRAPPERS) or cause.startswith("Job aborted due to stage failure"):
-                # a failed task: the root cause is the last "Caused by" that names a condition
-                roots = [m.group(1) for m in map(_CAUSED_BY.match, text.splitlines()[1:]) if m]
-                lines = roots[-1:] or lines
-    text = lines[0] if lines else text
-    condition = error_condition(exc)
-    first = scrub(text[:500])
-    return f"[{condition}] {first}" if condition and condition not in first else first
-
-
-_COMPILED_AT = re.compile(r";?\s*line (\d+),? pos (\d+)")
-
-
-def at_file(step: RefreshStep, message: str) -> str:
-    """An error about the SQL dt compiled from the DT's file, reported against that file: the
-    position Spark gives is in text the user never wrote, so it is dropped."""
-    file = step.options.get("file")
-    if not file:
-        return message
-    return f"{file}: " + _COMPILED_AT.sub("", message).rstrip()
-
-
-def condition_of(message: str) -> str | None:
-    """The error condition an error message starts with ("[DIVIDE_BY_ZERO] ..."), if any."""
-    match = _CONDITION.match(message)
-    return match.group(1) if match else None
-
-
-def error_condition(exc: BaseException) -> str | None:
-    """Spark's or Delta's error condition (e.g. DELTA_MISSING_CHANGE_DATA), when it has one."""
-    getter = getattr(exc, "getCondition", None)
-    if callable(getter):
         try:
-            return getter() or None
+            spark.catalog.dropTempView(inp.name)
         except Exception:
-            return None
-    return None
+            pass
 
 
 OWNER_GONE = "DT_PROCESS_GONE"      # state_code of refreshes a dead dt's application did not start
@@ -188,10 +134,12 @@ def execute_plan(spark, plan: Plan, emit: Emit = lambda event: None,
           "run_id": plan.run_id})
     pending, running, finished = list(steps), {}, set()
     stopping: bool | str = False
-    if steps:
-        from dtcli.engine.catalog import unreachable
+    if steps or plan.resolutions:
+        from dtcli.engine.catalog import resolve_names, unreachable
 
         run.unavailable = unreachable(spark)
+        if plan.resolutions:
+            resolve_names(spark, plan, emit, run.unavailable)
     in_plan = {s.name for s in steps}
 
     def finish(step: RefreshStep, record: RefreshRecord) -> None:
@@ -275,7 +223,8 @@ class _Run:
             versions = bind_inputs(spark, step, produced)
             frontier = Frontier(versions, step.definition_hash, plan.data_timestamp, plan.run_id,
                                 step.action, step.refresh_mode, step.options.get("frozen_where"),
-                                step.options.get("backfill_spec"))
+                                step.options.get("backfill_spec"),
+                                source_ids=step.options.get("source_ids"))
             ctx = RefreshContext(spark, plan, step, versions, frontier)
             # a custom table's own statement does every refresh of it, creation included
             result = strategy_for(step.refresh_mode if step.refresh_mode == CUSTOM_INCREMENTAL

@@ -11,53 +11,16 @@ Run `python -m dtcli.engine.jars provision` (the Makefile does) to fill the cach
 from __future__ import annotations
 
 import os
-import re
-import shutil
-import subprocess
 import sys
-import tempfile
 from pathlib import Path
 
+from dtcli.engine.maven import cached, dependency, fetch, pyspark_jars_dir  # noqa: F401 (launcher)
 from dtcli.errors import ConfigError
 
 # delta-spark 4.4.1's jar is asked for first; Maven Central may only carry 4.4.0 of the same
 # line for Spark 4.2, which the Python package works with, so it is the fallback.
 DELTA_ARTIFACT = "io.delta:delta-spark_4.2_2.13"
 DELTA_VERSIONS = ("4.4.1", "4.4.0")
-MANIFEST = "manifest.txt"
-
-_POM = """<project xmlns="http://maven.apache.org/POM/4.0.0"><modelVersion>4.0.0</modelVersion>
-<groupId>dt.provision</groupId><artifactId>dt-jars</artifactId><version>1</version>
-<packaging>pom</packaging><dependencies>{dependencies}</dependencies></project>
-"""
-
-
-def dependency(coordinate: str, exclude: tuple[str, ...] = ()) -> str:
-    """A pom <dependency> for `group:artifact:version`, without the `group:artifact`s excluded."""
-    group, artifact, version = coordinate.split(":")
-    exclusions = "".join(f"<exclusion><groupId>{x.split(':')[0]}</groupId><artifactId>{x.split(':')[1]}"
-                         "</artifactId></exclusion>" for x in exclude)
-    return (f"<dependency><groupId>{group}</groupId><artifactId>{artifact}</artifactId>"
-            f"<version>{version}</version>" + (f"<exclusions>{exclusions}</exclusions>" if exclusions else "")
-            + "</dependency>")
-
-
-def cache_dir() -> Path:
-    base = os.environ.get("DT_CACHE_DIR") or os.path.join(os.path.expanduser("~"), ".cache", "dt")
-    return Path(base) / "jars"
-
-
-def pyspark_jars_dir() -> Path:
-    import importlib.util
-
-    spec = importlib.util.find_spec("pyspark")
-    if spec is None or not spec.submodule_search_locations:
-        raise ConfigError("pyspark is not installed", hint="run `make demo` or `pip install -e .`")
-    return Path(list(spec.submodule_search_locations)[0]) / "jars"
-
-
-def _artifact_name(jar: str) -> str:
-    return re.sub(r"-\d[\w.]*(-\d+)?\.jar$", "", jar)
 
 
 def user_jars() -> list[str] | None:
@@ -75,16 +38,6 @@ def user_jars() -> list[str] | None:
         elif item.strip():
             raise ConfigError(f"DT_JARS entry {item} does not exist", hint="point DT_JARS at jar files or a directory")
     return jars
-
-
-def cached(key: str) -> list[str] | None:
-    """The jars cached under `key` (a complete set: its manifest is written last), or None."""
-    manifest = cache_dir() / key / MANIFEST
-    if manifest.is_file():
-        jars = [str(manifest.parent / j) for j in manifest.read_text().split()]
-        if all(Path(j).is_file() for j in jars):
-            return jars
-    return None
 
 
 def provisioned() -> list[str] | None:
@@ -112,38 +65,6 @@ def resolve(project_jars: tuple[str, ...] = (), *, s3: bool = False) -> list[str
 
         jars = jars + s3_jars.resolve()
     return jars
-
-
-def fetch(key: str, dependencies: list[str], quiet: bool = False) -> tuple[list[str] | None, str]:
-    """Resolve `dependencies` (pom <dependency> elements) with Maven into the cache under `key`,
-    keeping the jars pyspark does not ship: (jars, "") or (None, Maven's last words)."""
-    mvn = shutil.which("mvn")
-    if mvn is None:
-        raise ConfigError("jars are not provisioned and Maven (mvn) is not on PATH",
-                          hint="install Maven, or set DT_JARS to pre-downloaded jars")
-    shipped = {_artifact_name(j.name) for j in pyspark_jars_dir().glob("*.jar")}
-    with tempfile.TemporaryDirectory(prefix="dt-jars-") as tmp:
-        (Path(tmp) / "pom.xml").write_text(_POM.format(dependencies="".join(dependencies)))
-        out = Path(tmp) / "jars"
-        proc = subprocess.run([mvn, "-q", "-B", "dependency:copy-dependencies",
-                               f"-DoutputDirectory={out}", "-DincludeScope=runtime"],
-                              cwd=tmp, capture_output=True, text=True)
-        if proc.returncode != 0:
-            return None, ((proc.stdout + proc.stderr).strip().splitlines() or [key])[-1]
-        keep = sorted(j.name for j in out.glob("*.jar") if _artifact_name(j.name) not in shipped)
-        target = cache_dir() / key
-        cache_dir().mkdir(parents=True, exist_ok=True)
-        staging = Path(tempfile.mkdtemp(prefix=".staging-", dir=cache_dir()))
-        for name in keep:
-            shutil.copy2(out / name, staging / name)
-        (staging / MANIFEST).write_text("\n".join(keep) + "\n")
-        if target.exists():
-            shutil.rmtree(target)
-        os.replace(staging, target)  # the manifest appears only with a complete jar set
-    if not quiet:
-        size = sum((target / n).stat().st_size for n in keep) / 1e6
-        print(f"dt: {key} jars provisioned in {target} ({len(keep)} jars, {size:.0f} MB)", file=sys.stderr)
-    return [str(target / n) for n in keep], ""
 
 
 def provision(quiet: bool = False) -> list[str]:

@@ -19,8 +19,8 @@ from typing import Any
 
 from dtcli.engine import jars as jarlib
 from dtcli.engine import secret_conf
-from dtcli.engine.driver import EVENT_PREFIX, STOP_FILE
 from dtcli.engine.owner_watch import Heartbeat
+from dtcli.engine.protocol import EVENT_PREFIX, STOP_FILE
 from dtcli.engine.spark_conf import catalog_conf, session_conf
 from dtcli.errors import ConfigError
 from dtcli.model import Plan, Project, RefreshRecord, join_path
@@ -36,6 +36,9 @@ class LaunchResult:
     records: list[RefreshRecord] = field(default_factory=list)
     log_path: Path | None = None
     done: bool = False
+    interrupted: bool = False     # the user stopped the run (Ctrl-C, SIGTERM): the rest was SKIPPED
+    started: bool = False         # the driver's Python ran (spark-submit found Java, the jars)
+    not_started: str | None = None    # why the driver could not start a Spark session
 
 
 def spark_home() -> Path:
@@ -149,8 +152,7 @@ def launch(project: Project, plan: Plan, on_event: Callable[[dict[str, Any]], No
         result.returncode = proc.wait()
     secret_conf.forget()
     scrub_file(log_path)     # Spark's stderr went straight to the file
-    if interrupted:
-        raise KeyboardInterrupt
+    result.interrupted = interrupted    # reported by the caller, with what did and did not run
     return result
 
 
@@ -163,4 +165,27 @@ def handle(line: str, result: LaunchResult, log, on_event: Callable[[dict[str, A
         result.records.append(RefreshRecord.from_dict(event["record"]))
     if event.get("event") == "done":
         result.done = True
+    if event.get("event") == "started":
+        result.started = True
+    if event.get("event") == "not_started":
+        result.not_started = event.get("message")
     on_event(event)
+
+
+def last_error(log_path: Path | None) -> str | None:
+    """The last line of a spark-submit log that states an error (Spark's `[CONDITION] message`
+    first, else an exception's or the launcher's message): what a user would look for in it."""
+    import re
+
+    try:
+        lines = Path(log_path).read_text(encoding="utf-8", errors="replace").splitlines() if log_path else []
+    except OSError:
+        return None
+    condition = re.compile(r"(\[[A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*\] .*)$")
+    stated = re.compile(r"^(?:[\w.$]+(?:Exception|Error)|Error|error): (.+)$")
+    for pattern in (condition, stated):
+        for line in reversed(lines):
+            found = pattern.search(line.strip())
+            if found:
+                return found.group(1).strip()
+    return None

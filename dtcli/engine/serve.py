@@ -22,13 +22,7 @@ import threading
 from collections.abc import Callable
 from pathlib import Path
 
-from dtcli.engine.driver import STOP_FILE
-
-IDLE_EXIT = "idle"        # the "exit" event's reason when no plan came within the idle timeout
-OWNER_GONE = "owner-gone"
-
-
-TOKEN_ENV = "DT_SERVE_TOKEN"
+from dtcli.engine.protocol import IDLE_EXIT, OWNER_GONE, STOP_FILE, TOKEN_ENV
 
 
 def connect(address: str):

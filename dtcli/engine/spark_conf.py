@@ -30,7 +30,8 @@ def session_conf(project_conf: dict[str, str], jars: list[str]) -> dict[str, str
 
 
 def catalog_conf(project) -> dict[str, str]:
-    """Spark settings for a project with `catalog:` that names no metastore of its own: Spark's
+    """Spark settings for a project with `catalog:` (or sources declared by table name) that
+    names no metastore of its own: Spark's
     Hive support over an embedded Derby database under the warehouse's `_dt/` (needs no server;
     one application at a time, which dt's warehouse lock gives). Derby's log and the directory of
     managed schemas go there too, not into the working directory. A target that sets
@@ -38,9 +39,10 @@ def catalog_conf(project) -> dict[str, str]:
     own gets nothing added."""
     conf = project.spark_conf
     catalog = project.catalog
-    if catalog is None or "spark.sql.catalogImplementation" in conf:
+    by_name = any(s.table for s in project.sources.values())    # sources read by table name
+    if (catalog is None and not by_name) or "spark.sql.catalogImplementation" in conf:
         return {}
-    if catalog.name and catalog.name != "spark_catalog":
+    if catalog is not None and catalog.name and catalog.name != "spark_catalog":
         return {}       # a catalog plugin (Unity Catalog...): configured by its own settings
     if conf.get("spark.hadoop.hive.metastore.uris"):
         return {"spark.sql.catalogImplementation": "hive"}

@@ -28,7 +28,6 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from dtcli.engine.driver import STOP_FILE
 from dtcli.engine.launcher import (
     LaunchResult,
     handle,
@@ -40,7 +39,7 @@ from dtcli.engine.launcher import (
     submit_env,
     write_plan,
 )
-from dtcli.engine.serve import TOKEN_ENV
+from dtcli.engine.protocol import STOP_FILE, TOKEN_ENV
 from dtcli.model import Plan, Project
 from dtcli.redact import scrub_file
 from dtcli.state import lock as locks
@@ -79,7 +78,7 @@ class WarmEngine:
             held.note(spark_submit_pid=self._proc.pid, application_id=self._app_id)
         on_event = self._noting(project, on_event)
         assert self._proc is not None and self._proc.stdout is not None
-        result = LaunchResult(returncode=-1, log_path=self._log_path)
+        result = LaunchResult(returncode=-1, log_path=self._log_path, started=True)   # it serves
         try:
             if self._conn is None:
                 self._conn = self._accept()
@@ -107,8 +106,7 @@ class WarmEngine:
         else:       # the application ended mid-plan: api.execute records the lost steps
             result.returncode = self._proc.wait()
             self.close()
-        if interrupted:
-            raise KeyboardInterrupt
+        result.interrupted = interrupted    # reported by the caller, with what did and did not run
         return result
 
     def _noting(self, project: Project, on_event: Callable[[dict[str, Any]], None]):

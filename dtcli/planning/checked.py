@@ -14,7 +14,7 @@ from typing import Any
 
 from dtcli.errors import ValidationError
 from dtcli.model import Column, Project
-from dtcli.planning import backfill, custom, frozen
+from dtcli.planning import backfill, custom, declared_columns, frozen
 from dtcli.planning.backfill import BackfillSource
 from dtcli.planning.definition import definition_hash
 from dtcli.planning.graph import Graph
@@ -72,6 +72,8 @@ def check(project: Project, snapshot: Snapshot) -> Checked:
     resolution = resolve_lags(scheduled, graph.upstream, {n: t.file for n, t in project.tables.items()})
     hashes = {n: definition_hash(t) for n, t in project.tables.items()}
     schemas: dict[str, tuple[Column, ...]] = {n: i.schema for n, i in snapshot.sources.items()}
+    for name in sorted(snapshot.sources):
+        declared_columns.check(project.sources[name], schemas[name], project.root)
     unsure: set[str] = set()        # DTs whose column names only Spark will know for sure
     qualified: dict[str, Any] = {}
     analyses: dict[str, QueryAnalysis] = {}

@@ -63,7 +63,7 @@ def explain(checked: Checked, name: str, history: list[RefreshRecord] = ()) -> d
         "refresh_mode": mode.mode, "refresh_mode_reason": mode.reason,
         "configured_refresh_mode": table.refresh_mode,
         "columns": [c.to_dict() for c in checked.schemas.get(key, ())],
-        "operators": list(analysis.to_dict()["operators"]),
+        "operators": list(analysis.to_dict()["operators"]) + _shape_row(mode),
         "inputs": inputs,
         "target_lag": None if manual else str(lag), "effective_lag": effective,
         "scheduler": scheduler_value(table),
@@ -80,6 +80,15 @@ def explain(checked: Checked, name: str, history: list[RefreshRecord] = ()) -> d
         "ignored_properties": [dict(p) for p in table.ignored],
         "warnings": warnings,
     }
+
+
+def _shape_row(mode) -> list[dict[str, Any]]:
+    """The query's shape as a row of its own when it, not one operator, makes the DT refresh FULL,
+    so that the operator table and the refresh mode never disagree."""
+    if not mode.shape_reason:
+        return []
+    return [{"operator": "(the query as a whole)", "strategy": "recompute in full",
+             "considerations": [mode.shape_reason], "line": None, "incremental": False}]
 
 
 def _frozen(checked: Checked, name: str) -> dict[str, Any] | None:

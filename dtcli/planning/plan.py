@@ -10,7 +10,9 @@ DT's resolved refresh mode.
 from __future__ import annotations
 
 import uuid
-from dataclasses import replace
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from functools import partial
 
 from dtcli.model import (
     ADAPTIVE,
@@ -18,8 +20,10 @@ from dtcli.model import (
     FULL,
     INCREMENTAL,
     MANUAL,
+    MAX_ROWS_PER_FILE,
     NO_DATA,
     REINITIALIZE,
+    SORT_BY_KEY,
     Plan,
     RefreshRecord,
     RefreshStep,
@@ -28,7 +32,6 @@ from dtcli.model import (
 from dtcli.planning import adaptive, custom, frozen, on_demand
 from dtcli.planning.checked import Checked
 from dtcli.planning.refresh_mode import ResolvedMode
-from dtcli.project.table_config import MAX_ROWS_PER_FILE, SORT_BY_KEY
 from dtcli.sql.columns_read import columns_read
 from dtcli.sql.incremental_rewrite.layout import key_positions
 
@@ -70,40 +73,21 @@ def build_plan(checked: Checked, selected: set[str], trigger: str, *, full_refre
         predicate = checked.frozen.get(name)
         regions = frozen.plan_refresh(predicate, frontier, snapshot.taken_at, project.dialect) \
             if frontier else frozen.initial(predicate, snapshot.taken_at)
-        if info is None:
-            # A `dt refresh` of a DT not created yet stays MANUAL: what the user asked for, and
-            # (unlike scheduled creation) never counted toward auto-suspension.
-            action, step_trigger = FULL, (MANUAL if trigger == MANUAL else CREATION)
-        elif frontier is None:
-            action, reinit = REINITIALIZE, "the table has no dt frontier (created or rewritten outside dt)"
-            if table.kind == "custom":
-                reinit = "the table has no dt frontier (its creation did not finish): it is created again"
-        elif table.kind == "custom":
-            action, why = custom.action(checked.customs[name], changed, full_refresh)
-        elif frontier.definition_hash != digest:
-            action, reinit = REINITIALIZE, "the definition changed (query, columns or refresh mode)"
-            if regions.keep_frozen and not _same_columns(checked, name):
-                regions = replace(regions, keep_frozen=False)
-                reinit += "; its columns changed, so the rows frozen_where froze are recomputed too"
-            elif regions.keep_frozen:
-                reinit += "; the active region is recomputed, frozen rows are kept"
-        elif regions.reinit_reason:
-            action, reinit = REINITIALIZE, regions.reinit_reason
-        elif full_refresh:
-            action, why = FULL, "a full refresh was asked for (--full-refresh)"
-        elif not changed:
-            action = NO_DATA
-        elif mode.mode == ADAPTIVE:
-            guess = adaptive.estimate(change_rows, input_rows,
-                                      adaptive.learn([r for r in history if r.name == name]))
-            action, why = guess.action, guess.reason
-        else:
-            action = INCREMENTAL if mode.incremental else FULL
-            why = f"refresh_mode is {mode.mode}" + (f": {mode.reason}" if mode.reason else "")
-        if info is None:
-            why = "the table is created"
-        elif reinit:
-            why = reinit
+        decided = decide_action(Situation(
+            exists=info is not None, has_frontier=frontier is not None, custom=table.kind == "custom",
+            manual=trigger == MANUAL,
+            replaced=_replaced_source(project, snapshot, table.inputs, frontier) if frontier else None,
+            definition_changed=frontier is not None and frontier.definition_hash != digest,
+            keep_frozen=regions.keep_frozen, frozen_reinit=regions.reinit_reason,
+            same_columns=partial(_same_columns, checked, name), full_refresh=full_refresh,
+            changed=bool(changed), mode=mode,
+            custom_action=partial(custom.action, checked.customs.get(name), changed, full_refresh),
+            adaptive_action=partial(_adaptive, change_rows, input_rows, history, name)))
+        action, reinit, why = decided.action, decided.reinit, decided.why
+        if decided.creation:
+            step_trigger = CREATION
+        if regions.keep_frozen and not decided.keep_frozen:
+            regions = replace(regions, keep_frozen=False)
         if action != NO_DATA:
             refreshed[name] = (action, change_rows)
         steps.append(RefreshStep(
@@ -112,6 +96,7 @@ def build_plan(checked: Checked, selected: set[str], trigger: str, *, full_refre
             refresh_mode_reason=mode.reason, reinit_reason=reinit, previous=frontier,
             upstream=[u for u in graph.upstream[name] if u in names],
             options={"previous_rows": info.rows if info else 0,
+                     "source_ids": _source_ids(project, snapshot, table.inputs),
                      "file": table.file,
                      "delta_sql": checked.delta_sql(name),
                      # an incremental refresh reads (and checks) only these columns of each input
@@ -128,7 +113,6 @@ def build_plan(checked: Checked, selected: set[str], trigger: str, *, full_refre
                      "deletion_vectors": table.config.get("deletion_vectors", True),
                      "deletion_vectors_outdated": info is not None and
                      info.deletion_vectors_differ(table.config.get("deletion_vectors", True)),
-                     "changed_inputs": changed,
                      # frozen regions: the predicate (for the frontier), and at this refresh's
                      # data timestamp the active and frozen regions as Spark SQL
                      "frozen_where": regions.predicate,
@@ -187,3 +171,95 @@ def input_sizes(checked: Checked, name: str, previous: dict[str, int],
         else:
             change += size
     return change, rows
+
+
+def _source_ids(project, snapshot, inputs) -> dict[str, str] | None:
+    """The Delta table id of each source the DT reads by table name, kept in its frontier."""
+    ids = {i: snapshot.sources[i].table_id for i in inputs
+           if i in project.sources and project.sources[i].table and i in snapshot.sources}
+    return ids or None
+
+
+def _replaced_source(project, snapshot, inputs, frontier) -> str | None:
+    """Why a DT must be reinitialized because a source it reads by table name is another table
+    now (dropped and created again, or the name given to another table): its Delta table id is
+    not the one the DT last refreshed from."""
+    before = frontier.source_ids or {}
+    for name, table_id in (_source_ids(project, snapshot, inputs) or {}).items():
+        if name in before and before[name] != table_id:
+            source = project.sources[name]
+            return (f"source {name} ({source.table}) is another table now: Delta table id {table_id} "
+                    f"at {source.path}, was {before[name]}")
+    return None
+
+
+@dataclass(frozen=True)
+class Situation:
+    """What decides a DT's refresh action, gathered by build_plan (the callables are asked only
+    when the decision reaches them: a custom table's statement, ADAPTIVE's estimate)."""
+
+    exists: bool                    # the DT's table exists
+    has_frontier: bool              # ... and carries dt's frontier
+    custom: bool                    # a custom incremental table (REFRESH USING)
+    manual: bool                    # `dt refresh`, not a scheduled run
+    replaced: str | None            # why a source read by name is another table now
+    definition_changed: bool
+    keep_frozen: bool               # the frozen region's rows are to be kept
+    frozen_reinit: str | None       # why the frozen region forces a REINITIALIZE
+    same_columns: Callable[[], bool]
+    full_refresh: bool              # --full-refresh
+    changed: bool                   # an input it reads changed since its frontier
+    mode: ResolvedMode
+    custom_action: Callable[[], tuple[str, str | None]]
+    adaptive_action: Callable[[], tuple[str, str | None]]
+
+
+@dataclass(frozen=True)
+class Decision:
+    action: str
+    reinit: str | None = None       # why a REINITIALIZE
+    why: str | None = None          # the action's reason, as the history records it
+    creation: bool = False          # the refresh creates the table (trigger CREATION)
+    keep_frozen: bool = True        # False: the frozen rows are recomputed too
+
+
+def decide_action(s: Situation) -> Decision:
+    """The refresh action of one DT, in order of precedence: creation, a table dt cannot trust,
+    a replaced source, a custom table's own rule, a changed definition, the frozen region, an
+    asked-for full refresh, no change, ADAPTIVE's estimate, the resolved mode."""
+    if not s.exists:
+        # A `dt refresh` of a DT not created yet stays MANUAL: what the user asked for, and
+        # (unlike scheduled creation) never counted toward auto-suspension.
+        return Decision(FULL, why="the table is created", creation=not s.manual)
+    if not s.has_frontier:
+        why = ("the table has no dt frontier (its creation did not finish): it is created again" if s.custom
+               else "the table has no dt frontier (created or rewritten outside dt)")
+        return Decision(REINITIALIZE, why, why)
+    if s.replaced:
+        return Decision(REINITIALIZE, s.replaced, s.replaced)
+    if s.custom:
+        action, why = s.custom_action()
+        return Decision(action, why=why)
+    if s.definition_changed:
+        why, keep = "the definition changed (query, columns or refresh mode)", s.keep_frozen
+        if s.keep_frozen and not s.same_columns():
+            why, keep = why + "; its columns changed, so the rows frozen_where froze are recomputed too", False
+        elif s.keep_frozen:
+            why += "; the active region is recomputed, frozen rows are kept"
+        return Decision(REINITIALIZE, why, why, keep_frozen=keep)
+    if s.frozen_reinit:
+        return Decision(REINITIALIZE, s.frozen_reinit, s.frozen_reinit)
+    if s.full_refresh:
+        return Decision(FULL, why="a full refresh was asked for (--full-refresh)")
+    if not s.changed:
+        return Decision(NO_DATA)
+    if s.mode.mode == ADAPTIVE:
+        action, why = s.adaptive_action()
+        return Decision(action, why=why)
+    return Decision(INCREMENTAL if s.mode.incremental else FULL,
+                    why=f"refresh_mode is {s.mode.mode}" + (f": {s.mode.reason}" if s.mode.reason else ""))
+
+
+def _adaptive(change_rows: int, input_rows: int, history, name: str) -> tuple[str, str]:
+    guess = adaptive.estimate(change_rows, input_rows, adaptive.learn([r for r in history if r.name == name]))
+    return guess.action, guess.reason

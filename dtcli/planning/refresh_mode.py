@@ -22,6 +22,9 @@ from dtcli.sql.incremental_rewrite import unsupported_reason
 class ResolvedMode:
     mode: str                 # ADAPTIVE | INCREMENTAL | FULL
     reason: str | None = None
+    # the change compiler's refusal of a query every operator of which the analyzer accepts (a
+    # shape, not one construct: two outer joins in one SELECT...): explain lists it as a row
+    shape_reason: str | None = None
 
     @property
     def incremental(self) -> bool:
@@ -57,8 +60,15 @@ def resolve_modes(project: Project, graph: Graph, source_cdf: dict[str, bool],
                                   line=origin.line if origin else None,
                                   hint="use refresh_mode: auto (or full), or rewrite that construct")
         else:
-            modes[name] = ResolvedMode(FULL, reason)
+            shape = reason if analysed[name].incremental and reason == _compiler_reason(
+                project, name, qualified.get(name)) else None
+            modes[name] = ResolvedMode(FULL, reason, shape)
     return modes
+
+
+def _compiler_reason(project: Project, name: str, qualified: Any) -> str | None:
+    table = project.tables[name]
+    return unsupported_reason(qualified if qualified is not None else table.spark_sql, list(table.inputs))
 
 
 def _blocker(project: Project, name: str, analysis: QueryAnalysis, qualified: Any,
@@ -67,8 +77,7 @@ def _blocker(project: Project, name: str, analysis: QueryAnalysis, qualified: An
         return analysis.reason
     table = project.tables[name]
     # the engine's own limits: its compiler must turn the query into change queries
-    reason = unsupported_reason(qualified if qualified is not None else table.spark_sql,
-                                list(table.inputs))
+    reason = _compiler_reason(project, name, qualified)
     if reason:
         return reason
     for inp in table.inputs:

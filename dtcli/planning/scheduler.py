@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from dtcli.model import FAILED, MANUAL, SUCCEEDED, Frontier, Project, RefreshRecord
+from dtcli.model import APPLICATION_NOT_STARTED, FAILED, MANUAL, SUCCEEDED, Frontier, Project, RefreshRecord
 from dtcli.planning import on_demand
 from dtcli.planning.checked import Checked
 from dtcli.planning.graph import Graph
@@ -169,14 +169,15 @@ def next_wake(checked: Checked, stamps: Mapping[str, datetime | None], states: M
 
 def failure_streaks(history_rows: list[RefreshRecord], resumed: Mapping[str, str]) -> dict[str, dict]:
     """Consecutive failed non-manual refreshes per DT, newest first, since its last success or
-    resume. Manual failures and UPSTREAM_FAILED neither count nor break a streak."""
+    resume. Manual failures, UPSTREAM_FAILED and runs whose application did not start neither
+    count nor break a streak."""
     rows = sorted(history_rows, key=lambda r: (r.refresh_end_time or "", r.refresh_start_time or ""),
                   reverse=True)
     streaks: dict[str, dict] = {}
     done: set[str] = set()
     for row in rows:
         name = row.name
-        if name in done:
+        if name in done or row.state_code == APPLICATION_NOT_STARTED:
             continue
         since = resumed.get(name)
         if row.state == SUCCEEDED or (since and (row.refresh_end_time or "") <= since):

@@ -74,6 +74,10 @@ def take_snapshot(project: Project, names: set[str] | None = None, *, with_stats
         table = open_table(project.sources[name].path)
         if table is None:
             src = project.sources[name]
+            if src.table:
+                raise ValidationError(f"source '{name}' is the table {src.table}, which dt has not found "
+                                      f"at {src.path or 'a location yet'}", file=src.file, line=src.line,
+                                      hint="`dt run` looks table names up in the metastore before it plans")
             raise ValidationError(f"source '{name}' at {src.path} is not a Delta table", file=src.file,
                                   line=src.line, hint="run `dt seed`, or fix the source path")
         handles[name] = table

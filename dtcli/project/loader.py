@@ -12,7 +12,7 @@ from pathlib import Path
 
 from dtcli import redact
 from dtcli.errors import ConfigError, ValidationError
-from dtcli.model import Project, TableDef
+from dtcli.model import Project, SourceDef, TableDef
 from dtcli.project.custom_table import load_custom
 from dtcli.project.settings import Settings, load_settings
 from dtcli.project.snowflake_ddl import Ddl, is_ddl, parse_ddl
@@ -61,7 +61,7 @@ def load_project(project_dir: str | Path = ".", target: str | None = None, *,
                       spark_conf=settings.spark_conf, jars=settings.jars, sources=settings.sources,
                       tables=dict(sorted(tables.items())), vars=settings.vars, target=settings.target,
                       disabled=disabled, threads=settings.threads,
-                      catalog=settings.catalog)
+                      catalog=settings.catalog, version=settings.version)
     if check_sources:
         check_source_paths(project)
     return project
@@ -174,8 +174,23 @@ def _ddl(sql: str, name: str, file: str, settings: Settings, own: dict, own_file
     return ddl
 
 
+def unresolved_names(project: Project) -> list[SourceDef]:
+    """Sources read by table name whose location dt must ask the metastore for: never asked, or
+    the location it gave holds no Delta table any more (the table was dropped or moved)."""
+    used = {i for t in project.tables.values() for i in t.inputs if i in project.sources}
+    return [s for n, s in sorted(project.sources.items()) if n in used and s.table and
+            (not s.path or ("://" not in s.path and not (Path(s.path) / "_delta_log").is_dir()))]
+
+
 def check_source_paths(project: Project) -> None:
     """Every source a table reads must be an existing Delta table (local paths are checked)."""
+    for source in unresolved_names(project):
+        where = f"was at {source.path}, which holds no Delta table now" if source.path else \
+            "has not been looked up in the metastore yet"
+        raise ValidationError(f"source '{source.name}' is the table {source.table}, which {where}",
+                              file=_rel(project.root, Path(source.file)), line=source.line,
+                              hint="`dt run` looks table names up (in the metastore of the target's "
+                                   "spark.conf) before it plans")
     used = {i for t in project.tables.values() for i in t.inputs if i in project.sources}
     for name in sorted(used):
         source = project.sources[name]

@@ -10,6 +10,7 @@ from typing import Any
 from dtcli.errors import ConfigError, suggest
 from dtcli.model import CatalogSpec, SourceDef, join_path
 from dtcli.project.yamlio import LineDict, expect_mapping, load_yaml_file
+from dtcli.state import source_names
 
 PROJECT_FILE = "dt_project.yml"
 PROJECT_KEYS = {"name", "dialect", "warehouse", "spark", "targets", "defaults", "sources", "vars",
@@ -18,7 +19,7 @@ TARGET_KEYS = {"warehouse", "spark", "dialect", "vars", "defaults", "threads", "
 # Refreshes of independent DTs a run executes side by side, as dbt's `threads`: while one waits
 # on a commit or plans its queries, another computes.
 DEFAULT_THREADS = 4
-SOURCE_KEYS = {"path", "primary_key", "rely", "description", "columns"}
+SOURCE_KEYS = {"path", "table", "primary_key", "rely", "description", "columns"}
 SPARK_KEYS = {"master", "conf", "jars"}
 CATALOG_KEYS = {"schema", "name"}
 # A schema or catalog name dt writes into SQL unquoted: a plain identifier, as every metastore
@@ -44,6 +45,7 @@ class Settings:
     folders: LineDict = field(default_factory=LineDict)   # folder under tables/ -> its config
     threads: int = DEFAULT_THREADS
     catalog: CatalogSpec | None = None
+    version: str | None = None            # the project's own version (`version:`), as in dbt
 
 
 def _check_keys(mapping: LineDict, allowed: set[str], file: Path, what: str) -> None:
@@ -127,7 +129,7 @@ def load_settings(root: Path, target: str | None = None) -> Settings:
                     spark_master=str(master), spark_conf={str(k): str(v) for k, v in conf.items()},
                     jars=tuple(_resolve_path(root, j) for j in jars), defaults=defaults,
                     sources=sources, vars=variables, target=target, folders=folders, threads=threads,
-                    catalog=catalog)
+                    catalog=catalog, version=None if raw.get("version") is None else str(raw["version"]))
 
 
 def _threads(value: Any, file: Path, line: int | None) -> int:
@@ -169,18 +171,25 @@ def _load_sources(root: Path, file: Path, raw: LineDict, warehouse: str) -> dict
     # Seeds become sources stored in the warehouse (`dt seed` writes them there).
     for csv in sorted((root / "seeds").glob("*.csv")):
         name = csv.stem.lower()
-        pk, rely = _seed_key(csv.with_suffix(".yml"))
-        sources[name] = SourceDef(name, join_path(warehouse, name), pk, origin="seed", file=str(csv), rely=rely)
+        pk, rely, description = _seed_key(csv.with_suffix(".yml"))
+        sources[name] = SourceDef(name, join_path(warehouse, name), pk, origin="seed", file=str(csv), rely=rely,
+                                  description=description)
     declared = expect_mapping(raw.get("sources"), file, "sources", raw.line_of("sources"))
+    resolved = None     # where the metastore said names live: read once, if any source has one
     for name, spec in declared.items():
         line = declared.line_of(name)
         if isinstance(spec, str):
             spec = {"path": spec}
         spec = expect_mapping(spec, file, f"source {name}", line)
         _check_keys(spec, SOURCE_KEYS, file, f"source '{name}'")
-        if not spec.get("path"):
+        if spec.get("path") and spec.get("table"):
+            raise ConfigError(f"source '{name}' has both a path and a table name", file=file,
+                              line=spec.line_of("table") or line,
+                              hint="keep one: `path:` for a Delta folder, `table:` for a name in the metastore")
+        if not spec.get("path") and not spec.get("table"):
             raise ConfigError(f"source '{name}' has no path", file=file, line=line,
-                              hint="add `path: data/<table>` (a Delta table)")
+                              hint="add `path: data/<table>` (a Delta table), or `table: schema.table` "
+                                   "(a Delta table in the metastore)")
         pk = spec.get("primary_key") or []
         pk = [pk] if isinstance(pk, str) else list(pk)
         rely = spec.get("rely", False)
@@ -188,20 +197,80 @@ def _load_sources(root: Path, file: Path, raw: LineDict, warehouse: str) -> dict
             raise ConfigError(f"source '{name}': rely must be true or false, with a primary_key to rely on",
                               file=file, line=spec.line_of("rely") or line,
                               hint="e.g. {path: data/users, primary_key: [id], rely: true}")
-        sources[str(name).lower()] = SourceDef(str(name).lower(), _resolve_path(root, str(spec["path"])),
-                                               tuple(pk), "declared", str(file), line, rely)
+        if spec.get("table"):
+            table = _table_name(spec["table"], file, spec.line_of("table") or line, str(name))
+            resolved = source_names.current(warehouse) if resolved is None else resolved
+            found = resolved.get(table)
+            path = found.location if found is not None and found.location else ""
+        else:
+            table, path = None, _resolve_path(root, str(spec["path"]))
+        sources[str(name).lower()] = SourceDef(
+            str(name).lower(), path, tuple(pk), "declared", str(file), line, rely, table,
+            description=_text(spec, "description", file, f"source '{name}'"),
+            columns=_columns(spec, file, f"source '{name}'"))
     return sources
 
 
-def _seed_key(yml: Path) -> tuple[tuple[str, ...], bool]:
-    """A seed's `primary_key` (and `rely`) from `seeds/<name>.yml`, as a declared source's."""
+def _table_name(value: Any, file: Path, line: int | None, source: str) -> str:
+    """`schema.table` or `catalog.schema.table`, each part an identifier; lower case."""
+    parts = str(value).split(".") if isinstance(value, str) else []
+    if not 2 <= len(parts) <= 3 or not all(_IDENTIFIER.match(p) for p in parts):
+        raise ConfigError(f"source '{source}': table {value!r} is not a qualified table name", file=file,
+                          line=line, hint="write schema.table (or catalog.schema.table): letters, digits "
+                                          "and _, not starting with a digit, e.g. table: raw.orders")
+    return ".".join(parts).lower()
+
+
+def _text(spec: LineDict, key: str, file: Path, what: str) -> str | None:
+    value = spec.get(key)
+    if value is not None and not isinstance(value, str):
+        raise ConfigError(f"{what}: {key} must be text", file=file, line=spec.line_of(key),
+                          hint=f"e.g. {key}: 'Orders as the shop system writes them'")
+    return value
+
+
+def _columns(spec: LineDict, file: Path, what: str) -> tuple[tuple[str, str | None], ...]:
+    """Declared columns, checked against the Delta table when the project is checked: a list of
+    names or of {name, type, description}, or a mapping name: type."""
+    raw = spec.get("columns")
+    if raw is None:
+        return ()
+    line = spec.line_of("columns")
+    items = list(raw.items()) if isinstance(raw, dict) else None
+    if items is None and isinstance(raw, list):
+        items = []
+        for item in raw:
+            if isinstance(item, str):
+                items.append((item, None))
+            elif isinstance(item, dict) and isinstance(item.get("name"), str):
+                unknown = set(item) - {"name", "type", "description"}
+                if unknown:
+                    raise ConfigError(f"{what}: unknown key '{sorted(unknown)[0]}' in a column", file=file,
+                                      line=line, hint="a column is {name, type, description}")
+                items.append((item["name"], item.get("type")))
+            else:
+                items = None
+                break
+    if items is None or any(t is not None and not isinstance(t, str) for _, t in items):
+        raise ConfigError(f"{what}: columns must be a list of names or of {{name, type}}, or name: type",
+                          file=file, line=line, hint="e.g. columns: [{name: id, type: bigint}, {name: amount}]")
+    return tuple((str(n).lower(), t) for n, t in items)
+
+
+SEED_KEYS = {"primary_key", "rely", "description", "columns"}   # columns: read by `dt seed`
+
+
+def _seed_key(yml: Path) -> tuple[tuple[str, ...], bool, str | None]:
+    """A seed's `primary_key`, `rely` and `description` from `seeds/<name>.yml`, as a declared
+    source's."""
     if not yml.is_file():
-        return (), False
+        return (), False, None
     raw = expect_mapping(load_yaml_file(yml), yml, yml.name)
+    _check_keys(raw, SEED_KEYS, yml, f"seed '{yml.stem}'")
     pk = raw.get("primary_key") or []
     pk = [pk] if isinstance(pk, str) else list(pk)
     rely = raw.get("rely", False)
     if not isinstance(rely, bool) or (rely and not pk):
         raise ConfigError("rely must be true or false, with a primary_key to rely on", file=yml,
                           line=raw.line_of("rely"), hint="e.g. primary_key: [id] and rely: true")
-    return tuple(str(c) for c in pk), rely
+    return tuple(str(c) for c in pk), rely, _text(raw, "description", yml, f"seed '{yml.stem}'")

@@ -25,16 +25,6 @@ REFRESH_MODES = ("auto", "adaptive", "incremental", "full", "custom_incremental"
 INITIALIZE = ("on_create", "on_schedule")
 SCHEDULER = ("enable", "disable")
 DEFAULTS = {"target_lag": "1 hour", "refresh_mode": "auto", "initialize": "on_create"}
-# How a recompute writes the DT (docs/configuration.md, "Layout"): optionally its rows in order of
-# the key its incremental refreshes name rows by, in files of at most this many rows, so that Delta
-# skips the files a change does not touch. Sorting is off by default: on the TPC-H DTs it bought no
-# faster refresh (their rows arrive in key order or hash-spread) and cost every recompute a sort.
-# Not in DEFAULTS: a layout change redefines no data.
-SORT_BY_KEY = False
-MAX_ROWS_PER_FILE = 1_000_000
-# Part of the contract but not built yet: accepting them silently would give wrong semantics
-# (a "frozen" region that refreshes rewrite), so they are refused until they are.
-NOT_YET: dict[str, str] = {}
 
 
 def check_keys(config: dict[str, Any], origin: dict[str, Located], file: str) -> None:
@@ -108,10 +98,6 @@ def normalise(config: dict[str, Any], origin: dict[str, Located], file: str) -> 
         loc = origin.get(key)
         return {"file": loc.file if loc and loc.file else file, "line": loc.line if loc else None}
 
-    for key, feature in NOT_YET.items():
-        if config.get(key) is not None:
-            raise ConfigError(f"'{key}' is not supported yet ({feature} are not implemented in this version of dt)",
-                              **where(key), hint=f"remove '{key}' for now")
     out = dict(config)
     if "immutable_where" in out:
         if "frozen_where" in out:

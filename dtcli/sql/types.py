@@ -8,32 +8,8 @@ dt names every column type the way Spark's DDL does (`BIGINT`, `DECIMAL(12,2)`,
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any
 
 from sqlglot import exp
-
-
-def from_arrow(arrow_type: Any) -> str:
-    """An Arrow type (a seed read from CSV) as the Spark SQL type `dt seed` stores it as."""
-    import pyarrow as pa
-
-    t = arrow_type
-    checks = ((pa.types.is_string, "STRING"), (pa.types.is_large_string, "STRING"),
-              (pa.types.is_int8, "TINYINT"), (pa.types.is_int16, "SMALLINT"),
-              (pa.types.is_int32, "INT"), (pa.types.is_int64, "BIGINT"),
-              (pa.types.is_float32, "FLOAT"), (pa.types.is_float64, "DOUBLE"),
-              (pa.types.is_boolean, "BOOLEAN"), (pa.types.is_date, "DATE"),
-              (pa.types.is_binary, "BINARY"), (pa.types.is_null, "STRING"))
-    for check, name in checks:
-        if check(t):
-            return name
-    if pa.types.is_timestamp(t):
-        return "TIMESTAMP" if t.tz else "TIMESTAMP_NTZ"
-    if pa.types.is_decimal(t):
-        return f"DECIMAL({t.precision},{t.scale})"
-    if pa.types.is_list(t) or pa.types.is_large_list(t):
-        return f"ARRAY<{from_arrow(t.value_type)}>"
-    return str(t).upper()
 
 
 @lru_cache(maxsize=512)

@@ -65,6 +65,7 @@ class TableInfo:
     description: str | None = None           # the table comment
     properties: dict[str, str] = field(default_factory=dict)
     reader_features: tuple[str, ...] = ()    # protocol features a reader must support
+    table_id: str | None = None              # Delta's id of the table (a new table, a new id)
 
     def deletion_vectors_differ(self, want: bool) -> bool:
         """Whether the table is not written as `deletion_vectors: want` says: the property
@@ -141,7 +142,8 @@ def info_of(table, *, with_stats: bool = True) -> TableInfo:
                      change_data_feed=cdf_enabled(meta.configuration), created_on=created_on,
                      frontier=frontier, frontier_version=fversion, schema=schema,
                      description=meta.description or None, properties=dict(meta.configuration),
-                     reader_features=tuple(table.protocol().reader_features or ()))
+                     reader_features=tuple(table.protocol().reader_features or ()),
+                     table_id=meta.id or None)
 
 
 def frontier_metadata(frontier: Frontier) -> str:

@@ -126,12 +126,10 @@ def missing(project: Project, tables: dict[str, TableInfo | None],
         gone = f"dt (pid {who[0]})" if who else "the dt process"
         for step in plan.spark_steps:
             if (step.name, plan.run_id) not in recorded:
-                new.append(RefreshRecord(
-                    name=step.name, state=FAILED, refresh_action=step.action, refresh_trigger=step.trigger,
-                    data_timestamp=None, refresh_start_time=stamp, refresh_end_time=stamp, run_id=plan.run_id,
-                    state_message=f"{gone} of run {plan.run_id} is gone; its Spark application ended "
-                                  "before this refresh committed",
-                    definition_hash=step.definition_hash, state_code=GONE_CODE))
+                new.append(RefreshRecord.of_step(
+                    step, plan.run_id, FAILED, stamp, code=GONE_CODE,
+                    message=f"{gone} of run {plan.run_id} is gone; its Spark application ended "
+                            "before this refresh committed"))
                 recorded.add((step.name, plan.run_id))
     return new, dead
 

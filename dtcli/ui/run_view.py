@@ -66,10 +66,15 @@ def print_summary(result, out=None, prefix: str = "") -> None:
 
     out = out or console
 
-    bad = [r for r in result.records if r.state != "SUCCEEDED"]
-    text = f"{len(result.records) - len(bad)} succeeded, {len(bad)} failed"
-    if not result.records:
+    records = result.records
+    succeeded = sum(r.state == "SUCCEEDED" for r in records)
+    failed = sum(r.failed for r in records)      # FAILURE_STATES: as the exit code counts
+    skipped = len(records) - succeeded - failed
+    text = f"{succeeded} succeeded, {failed} failed" + (f", {skipped} skipped" if skipped else "")
+    if not records:
         text = "nothing to refresh"
+    if getattr(result, "interrupted", False):
+        text = "stopped by the user: " + text
     decision = result.decision
     if decision and decision.skipped:
         text += f"; {len(decision.skipped)} not refreshed now"

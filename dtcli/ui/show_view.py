@@ -58,12 +58,6 @@ def count(value: Any) -> str:
     return f"{value:,}" if isinstance(value, int) else ("" if value is None else str(value))
 
 
-def moment(value: Any) -> str:
-    """An ISO timestamp to the second, as 2026-11-01 10:00:03 (UTC)."""
-    stamp = _time(value)
-    return stamp.astimezone(timezone.utc).strftime("%Y-%m-%d %H:%M:%S") if stamp else ""
-
-
 def _last(row: dict[str, Any]) -> str:
     action, state = row.get("last_refresh_action"), row.get("last_refresh_state")
     if not action:

@@ -169,3 +169,16 @@ def test_an_edited_custom_statement_waits_for_its_schedule_unless_it_adds_column
         "target_lag: 1 hour\ncolumns: [{name: x, type: BIGINT}, {name: y, type: BIGINT}]\n")
     project = load_project(project.root)
     assert _decide(project, snapshot_tables={"c": info(project, "c", definition="old")}).refresh == {"c"}
+
+
+def test_runs_whose_application_did_not_start_do_not_count_toward_auto_suspension():
+    """A mistyped Spark setting fails every run before any refresh: five cron runs of it must
+    not suspend the project, nor hide the failures around them."""
+    from dataclasses import replace
+
+    from dtcli.model import APPLICATION_NOT_STARTED
+
+    rows = [_row("a", FAILED, minute=m, message=f"boom {m}") for m in range(1, 5)]
+    rows += [replace(_row("a", FAILED, minute=10 + m), state_code=APPLICATION_NOT_STARTED) for m in range(6)]
+    assert scheduler.failure_streaks(rows, {})["a"]["count"] == 4
+    assert scheduler.auto_suspensions(scheduler.failure_streaks(rows, {}), {}, "now") == []

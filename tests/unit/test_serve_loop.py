@@ -7,7 +7,8 @@ import os
 import threading
 import time
 
-from dtcli.engine.serve import IDLE_EXIT, OWNER_GONE, PlanInbox, serve
+from dtcli.engine.protocol import IDLE_EXIT, OWNER_GONE
+from dtcli.engine.serve import PlanInbox, serve
 
 
 def test_plans_run_in_order_then_the_owner_closing_ends_the_loop(tmp_path):

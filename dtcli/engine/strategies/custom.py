@@ -22,7 +22,6 @@ from dtcli.engine.changes import ChangesUnavailable, is_unavailable, quote
 from dtcli.engine.checkpoints import release
 from dtcli.engine.context import RefreshContext, RefreshResult
 from dtcli.engine.deletion_vectors import table_property
-from dtcli.engine.strategies import register
 from dtcli.model import CUSTOM_INCREMENTAL, FULL, REINITIALIZE
 from dtcli.sql.custom import SELF_VIEW, changes_view
 
@@ -33,7 +32,6 @@ class CustomRefreshFailed(Exception):
     """The statement cannot be applied as written; the message says why and what to do."""
 
 
-@register(CUSTOM_INCREMENTAL)
 def custom_refresh(ctx: RefreshContext) -> RefreshResult:
     views: list[str] = []
     held: list = []       # checkpointed change rows, released with the views
@@ -180,3 +178,6 @@ def _backfilled(ctx: RefreshContext, opts: dict) -> RefreshResult:
     last = commit.last_commit(ctx.step.path)
     return RefreshResult(copied=int(last["metrics"].get("numOutputRows", 0)), table_version=last["version"],
                          extra={"table_replaced": True})
+
+
+STRATEGIES = {CUSTOM_INCREMENTAL: custom_refresh}   # refresh kinds this module does

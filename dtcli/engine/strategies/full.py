@@ -12,11 +12,9 @@ from dtcli.engine import apply, commit
 from dtcli.engine.checkpoints import release
 from dtcli.engine.context import RefreshContext, RefreshResult
 from dtcli.engine.deletion_vectors import table_property
-from dtcli.engine.strategies import register
 from dtcli.model import FULL, REINITIALIZE
 
 
-@register(FULL, REINITIALIZE)
 def full_refresh(ctx: RefreshContext) -> RefreshResult:
     step, spark = ctx.step, ctx.spark
     options = step.options
@@ -85,3 +83,6 @@ def shaped(df, columns: list[dict] | None):
     renamed = df.toDF(*[c["name"] for c in columns])
     return renamed.select(*[F.col(f"`{c['name']}`").cast(c["type"]).alias(c["name"]) if c.get("type")
                             else F.col(f"`{c['name']}`") for c in columns])
+
+
+STRATEGIES = {FULL: full_refresh, REINITIALIZE: full_refresh}   # refresh kinds this module does

@@ -23,7 +23,6 @@ from dtcli.engine import key_predicates, own_rows
 from dtcli.engine.changes import WEIGHT, ChangeSet, ChangesUnavailable, quote, read_changes
 from dtcli.engine.checkpoints import release
 from dtcli.engine.context import RefreshContext, RefreshResult
-from dtcli.engine.strategies import register
 from dtcli.model import FULL, INCREMENTAL, REINITIALIZE
 from dtcli.sql.incremental_rewrite import (
     BOTH,
@@ -51,7 +50,6 @@ KEYS_RECOMPUTED, NO_ROW_CHANGED = "keys_recomputed", "no_row_changed"
 _VIEW_NAME = re.compile(r"__dt_i\d+_(?:new|old|plus|minus|both|weighted)\b")
 
 
-@register(INCREMENTAL)
 def incremental_refresh(ctx: RefreshContext) -> RefreshResult:
     try:
         return _Refresh(ctx).run()
@@ -331,3 +329,5 @@ def _check_types(schema) -> None:
         if has_map(f.dataType):
             raise Unsupported(f"column {f.name} holds a MAP, which rows cannot be compared on")
 
+
+STRATEGIES = {INCREMENTAL: incremental_refresh}   # refresh kinds this module does

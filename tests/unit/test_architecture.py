@@ -1,0 +1,76 @@
+"""The package's shape, as its folders' charters state it: cli → api → project | ui →
+planning | engine → state → sql → model. No module imports one of a higher layer, there is no
+import circle (imports inside functions included), and only the engine imports pyspark."""
+
+from __future__ import annotations
+
+import ast
+from collections import defaultdict
+from pathlib import Path
+
+PACKAGE = Path(__file__).resolve().parents[2] / "dtcli"
+RANK = {"model": 0, "errors": 0, "redact": 0, "sql": 1, "state": 2, "planning": 3, "engine": 3,
+        "project": 4, "ui": 4, "api": 5, "cli": 6}
+
+
+def _modules() -> dict[str, Path]:
+    found = {}
+    for path in PACKAGE.rglob("*.py"):
+        parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        found[name] = path
+    return found
+
+
+MODULES = _modules()
+
+
+def _imports(path: Path) -> set[str]:
+    out = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            for alias in node.names:
+                full = f"{node.module}.{alias.name}"
+                out.add(full if full in MODULES else node.module)
+        elif isinstance(node, ast.Import):
+            out.update(alias.name for alias in node.names)
+    return out
+
+
+GRAPH = {name: {i for i in _imports(path) if i in MODULES} for name, path in MODULES.items()}
+
+
+def _layer(module: str) -> str:
+    parts = module.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def test_no_module_imports_a_higher_layer():
+    upward = [(m, i) for m, deps in GRAPH.items() for i in deps
+              if _layer(m) in RANK and _layer(i) in RANK and RANK[_layer(i)] > RANK[_layer(m)]]
+    assert upward == []
+
+
+def test_there_is_no_import_circle():
+    state: dict[str, int] = defaultdict(int)
+    circles: list[list[str]] = []
+
+    def visit(module: str, path: list[str]) -> None:
+        state[module] = 1
+        for dep in sorted(GRAPH[module]):
+            if state[dep] == 1:
+                circles.append(path[path.index(dep):] + [dep] if dep in path else [module, dep])
+            elif state[dep] == 0:
+                visit(dep, path + [dep])
+        state[module] = 2
+
+    for module in sorted(MODULES):
+        if state[module] == 0:
+            visit(module, [module])
+    assert circles == []
+
+
+def test_only_the_engine_imports_pyspark():
+    users = sorted(m for m, path in MODULES.items()
+                   if any(i == "pyspark" or i.startswith("pyspark.") for i in _imports(path)))
+    assert users and all(m.startswith("dtcli.engine") for m in users), users
