@@ -14,6 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 from dtcli.engine.changes import quote
+from dtcli.engine.commit import set_comment
 from dtcli.model import SUCCEEDED, Plan, RefreshRecord
 from dtcli.state import catalog as state
 from dtcli.state import source_names as names_state
@@ -144,6 +145,8 @@ def _attempt(spark, item: dict[str, Any], done: str, conf: dict[str, str]) -> st
     try:
         if done == state.REGISTERED:
             register(spark, qualified, path, item.get("previous"))
+            if "comment" in item:      # edited while no input changed: no refresh commits it
+                set_comment(spark, path, item["comment"])
         else:
             unregister(spark, qualified, path)
     except Exception as exc:

@@ -6,14 +6,16 @@ The metastore is only reachable from Spark, so dt plans from what its applicatio
 qualified name and location (new, moved to another schema or warehouse, or its last attempt
 failed: the run retries and says so); a dropped DT's table is removed. Columns and comment need
 no re-registration: a Delta table in the catalog is a pointer to its location, and readers take
-both from the Delta log, which each refresh keeps current.
+both from the Delta log, which each refresh keeps current. Only a `comment` edited while no
+input changed (a NO_DATA step, which runs no Spark) would leave the name showing the old
+comment: the run then brings it to the table in its catalog work (a metadata-only commit).
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from dtcli.model import Plan, Project
+from dtcli.model import NO_DATA, Plan, Project
 from dtcli.state.catalog import DROPPING, FAILED, REGISTERED, Event, registered_as
 
 
@@ -24,6 +26,9 @@ def catalog_work(project: Project, plan: Plan, existing: set[str],
     if project.catalog is None:
         return [], []
     created = {s.name for s in plan.spark_steps}
+    # comments edited with no new data: no refresh commits them, the catalog work does
+    comments = {s.name: s.options.get("comment") for s in plan.steps
+                if s.action == NO_DATA and s.options.get("comment_outdated")}
     registrations = []
     for name in project.tables:
         if name not in existing and name not in created:
@@ -31,13 +36,14 @@ def catalog_work(project: Project, plan: Plan, existing: set[str],
         qualified, path = project.qualified_name(name), project.table_path(name)
         last = events.get(name)
         if last is not None and last.event == REGISTERED and last.qualified_name == qualified \
-                and last.path == path:
+                and last.path == path and name not in comments:
             continue
         previous = registered_as(last)
         registrations.append({
             "name": name, "qualified_name": qualified, "path": path,
             "previous": previous if previous != qualified else None,
-            "retry": last.message if last is not None and last.event == FAILED else None})
+            "retry": last.message if last is not None and last.event == FAILED else None,
+            **({"comment": comments[name]} if name in comments else {})})
     registering = {r["name"] for r in registrations}
     unregistrations = [{"name": e.name, "qualified_name": e.qualified_name, "path": e.path}
                        for e in events.values() if e.event == DROPPING and e.name not in registering]

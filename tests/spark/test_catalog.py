@@ -68,6 +68,12 @@ def test_a_dt_is_a_table_by_name_through_creation_reinitialize_config_change_and
     assert sorted(r.y for r in spark.table("cat_life.d").collect()) == [2, 4, 6, 8]
     assert _comment(spark, "cat_life.d") == "second"
 
+    # a comment edited while no input changed: NO_DATA, and the name shows the new comment
+    (project.root / "tables" / "d.yml").write_text("comment: third\n")
+    quiet = _run(spark, project.root, all_tables=True)
+    assert {r.name: r.refresh_action for r in quiet.records}["d"] == "NO_DATA"
+    assert _comment(spark, "cat_life.d") == "third"
+
     # an orphan (its file removed) stays registered until it is dropped
     (project.root / "tables" / "o.sql").unlink()
     _run(spark, project.root, all_tables=True)

@@ -99,6 +99,20 @@ def test_a_run_registers_what_is_not_registered_where_it_should_be(tmp_path):
                                                                     ("analytics.e", "old.e")]
 
 
+def test_a_comment_edited_with_no_new_data_is_brought_to_the_table_by_the_catalog_work(tmp_path):
+    project = _project(tmp_path)
+    path = project.table_path
+    done = {n: state.Event(n, state.REGISTERED, f"analytics.{n}", path(n)) for n in "de"}
+    plan = _plan(project)
+    options = {"comment": "second", "comment_outdated": True}
+    plan.steps = [RefreshStep(name="d", path=path("d"), action="NO_DATA", trigger="SCHEDULED", sql="", inputs=[],
+                              definition_hash="h", refresh_mode="FULL", options=options)]
+    regs, _ = catalog_work(project, plan, {"d", "e"}, done)
+    assert [(r["name"], r["qualified_name"], r["comment"]) for r in regs] == [("d", "analytics.d", "second")]
+    plan.steps[0].options = {"comment": "second", "comment_outdated": False}
+    assert catalog_work(project, plan, {"d", "e"}, done) == ([], [])
+
+
 def test_a_dropped_dt_is_removed_from_the_metastore_and_without_catalog_nothing_happens(tmp_path):
     project = _project(tmp_path)
     events = {"gone": state.Event("gone", state.DROPPING, "analytics.gone", "/w/gone")}
