@@ -14,8 +14,18 @@ import random
 from dataclasses import dataclass, field
 
 SOURCES = {"a": (("k", "int"), ("g", "str"), ("v", "int")),
-           "b": (("k", "int"), ("g", "str"), ("w", "int"))}
-DDL = {"a": "k INT, g STRING, v INT", "b": "k INT, g STRING, w INT"}
+           "b": (("k", "int"), ("g", "str"), ("w", "int")),
+           "c": (("k", "int"), ("arr", "arr"))}
+DDL = {"a": "k INT, g STRING, v INT", "b": "k INT, g STRING, w INT", "c": "k INT, arr ARRAY<INT>"}
+JOINABLE = ("a", "b")       # c is read through LATERAL VIEW explode only
+# constructs outside the operator table's incremental rows, generated now and then so that the
+# refusal count (by the analyzer's reason) is exercised: each must be refused, never run
+REFUSED = ["SELECT t1.k AS c0, RANK() OVER (ORDER BY t1.v) AS c1 FROM a AS t1",
+           "SELECT t1.k AS c0 FROM a AS t1 WHERE t1.k IN (SELECT t2.k FROM b AS t2)",
+           "SELECT t1.k AS c0 FROM a AS t1 WHERE EXISTS (SELECT 1 FROM b AS t2 WHERE t2.k = t1.k)",
+           "SELECT t1.k AS c0 FROM a AS t1 ORDER BY t1.k LIMIT 3",
+           "SELECT t1.k AS c0 FROM a AS t1 EXCEPT SELECT t2.k AS c0 FROM b AS t2",
+           "SELECT t1.k AS c0, rand() AS c1 FROM a AS t1"]
 
 
 @dataclass
@@ -43,7 +53,7 @@ class Gen:
     # -- relations ---------------------------------------------------------------------------
 
     def table(self, name: str | None = None) -> Rel:
-        name = name or self.rng.choice(sorted(SOURCES))
+        name = name or self.rng.choice(JOINABLE)
         t = self.alias()
         return Rel(f"{name} AS {t}", [(f"{t}.{c}", ty) for c, ty in SOURCES[name]], name)
 
@@ -51,8 +61,12 @@ class Gen:
         r = self.rng.random()
         if depth < self.max_depth and r < 0.2:
             return self.subquery(depth + 1)
-        if r < 0.55:
+        if r < 0.5:
             return self.table()
+        if r < 0.55 and depth == 0:      # LATERAL VIEW follows every FROM item: only on its own
+            t, e = self.alias(), self.alias()
+            return Rel(f"c AS {t} LATERAL VIEW explode({t}.arr) {e} AS x", [(f"{t}.k", "int"), (f"{e}.x", "int")],
+                       "explode(c)")
         if r < 0.65:       # self-join
             return self.join(self.table("a"), self.table("a"), "INNER", composite=self.rng.random() < 0.3)
         kind = self.rng.choice(["INNER", "INNER", "LEFT", "RIGHT", "FULL OUTER"])
@@ -88,7 +102,9 @@ class Gen:
         """(sql, type, shape) of a scalar expression."""
         c, ty = self.pick(rel)
         r = self.rng.random()
-        if ty == "int":
+        if ty == "float":
+            options = [(c, "float", "col"), (f"COALESCE({c}, 0)", "float", "coalesce")]
+        elif ty == "int":
             options = [(c, "int", "col"), (f"{c} + {self.rng.randint(1, 3)}", "int", "arith"),
                        (f"COALESCE({c}, 0)", "int", "coalesce"),
                        (f"CASE WHEN {c} > {self.rng.randint(0, 3)} THEN {c} ELSE -1 END", "int", "case"),
@@ -103,7 +119,7 @@ class Gen:
         def atom() -> str:
             c, ty = self.pick(rel)
             n = self.rng.randint(0, 4)
-            if ty == "int":
+            if ty in ("int", "float"):
                 return self.rng.choice([f"{c} > {n}", f"{c} IS NULL", f"{c} IS NOT NULL",
                                         f"COALESCE({c}, 0) BETWEEN 1 AND {n + 8}", f"NOT ({c} = {n})",
                                         f"{c} IN ({n}, {n + 1})"])
@@ -121,16 +137,20 @@ class Gen:
         kinds = ["linear", "linear", "group", "distinct", "window", "scalar"]
         if depth == 0:
             kinds += ["union", "cte_twice"]
+            if kind is None and self.rng.random() < 0.03:
+                return _Sel(self.rng.choice(REFUSED), [("c0", "int")], "refused")
         kind = kind or self.rng.choice(kinds)
         if kind == "union":
             left = self.select(depth + 1, "linear")
-            while True:
-                right = self.select(depth + 1, "linear")
-                if [t for _, t in right.cols] == [t for _, t in left.cols]:
-                    break
-                right = _Sel(self._retype(right, [t for _, t in left.cols]), [c for c in left.cols], right.shape)
-                break
-            return _Sel(f"{left.sql} UNION ALL {right.sql}", left.cols, f"union({left.shape},{right.shape})")
+            right = self.select(depth + 1, "linear")
+            lt, rt = [t for _, t in left.cols], [t for _, t in right.cols]
+            # the branches' types as they are where they agree, else both as strings
+            types = [a if a == b else "str" for a, b in zip(lt, rt)] + ["str"] * (len(lt) - len(rt))
+            types = types[:len(lt)]
+            lsql = left.sql if types == lt else self._retype(left, types)
+            rsql = right.sql if types == rt[:len(types)] and len(rt) == len(types) else self._retype(right, types)
+            return _Sel(f"{lsql} UNION ALL {rsql}", [(f"c{i}", t) for i, t in enumerate(types)],
+                        f"union({left.shape},{right.shape})")
         if kind == "cte_twice":
             inner = self.select(depth + 1, self.rng.choice(["linear", "group", "distinct"]))
             key = next((n for n, t in inner.cols if t == "int"), inner.cols[0][0])
@@ -198,7 +218,7 @@ class Gen:
             have = sel.cols[i][1] if i < len(sel.cols) else None
             src = f"u.c{i}" if have is not None else "NULL"
             if have != t:
-                src = f"CAST({src} AS {'STRING' if t == 'str' else 'DOUBLE' if t == 'float' else 'INT'})"
+                src = f"CAST({src} AS STRING)" if have is not None else f"CAST(NULL AS {'STRING' if t == 'str' else 'INT'})"
             outs.append(f"{src} AS c{i}")
         return f"SELECT {', '.join(outs)} FROM ({sel.sql}) AS u"
 
@@ -218,6 +238,8 @@ def query(seed: int, max_depth: int = 2) -> _Sel:
 
 def _row(rng: random.Random, name: str) -> tuple:
     k = rng.choice([None, 1, 1, 1, 2, 2, 3, 4])        # skewed, with NULLs
+    if name == "c":
+        return (k, rng.choice([None, (), (1,), (1, 2), (2, 2, None)]))
     g = rng.choice([None, "x", "x", "y", "z"])
     v = rng.choice([None, 0, 1, 2, 3, 5])
     return (k, g, v)
@@ -243,7 +265,7 @@ def commit(rng: random.Random, name: str, rows: list[tuple]) -> tuple[list[tuple
         return [r for r in rows if r[0] != k], [(r, "delete") for r in gone]
     if kind == "update":
         k = rng.choice(rows)[0]
-        column = rng.choice([0, 1, 2])
+        column = rng.choice(range(len(rows[0])))
         value = _row(rng, name)[column]
         out, feed = [], []
         for r in rows:

@@ -1,0 +1,243 @@
+"""The oracle loop on DuckDB: dt's change queries and apply step against a recompute.
+
+For one generated case: sources with versions and a change feed emulated as Delta writes it
+(`_change_type` insert / delete / update_preimage / update_postimage, several commits per step,
+overwrites), consolidated as dt's `changes.py` does (weights per row, zeros dropped). dt's
+compiler turns the query into change queries over the bound views (`__dt_i<k>_new`, `_old`,
+`_plus`, `_minus`, `_both`, `_weighted`); they run on DuckDB (Spark SQL transpiled by sqlglot)
+and are applied as the engine does: the affected keys' rows replaced (keyed blocks with a small
+key set), else the net per distinct row, checked to remove only rows the DT holds. The check:
+the DT equals the query recomputed at the new versions, as a multiset.
+
+What this loop does not run: the own-rows paths (aggregates and windows maintained from the DT's
+own rows, engine/own_rows.py) and literal pushdown into scans, which are Spark code; the Spark
+replay covers those.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+
+import duckdb
+import sqlglot
+
+from dtcli.sql.analysis import analyze
+from dtcli.sql.incremental_rewrite import Bindings, DeltaCompiler, KeySet, Unsupported, unsupported_reason
+from dtcli.sql.parse import parse_sql, the_query
+from dtcli.sql.resolve import resolve
+from tests.fuzz import generator
+
+WEIGHTS = {"insert": 1, "update_postimage": 1, "delete": -1, "update_preimage": -1}
+TYPES = {"int": "INTEGER", "str": "VARCHAR", "arr": "INTEGER[]"}
+SPARK_TYPES = {"int": "int", "str": "string", "arr": "array<int>"}
+LITERAL_KEYS = 10_000
+
+
+@dataclass
+class Outcome:
+    seed: int
+    sql: str
+    shape: str
+    refused: str | None = None
+    mismatch: str | None = None
+    paths: list[str] = field(default_factory=list)
+    steps: list = field(default_factory=list)
+
+
+def judge(sql: str) -> tuple[str | None, str | None]:
+    """(the query as the compiler sees it, None) when dt accepts it for INCREMENTAL, else
+    (None, the analyzer's or compiler's reason)."""
+    from dtcli.model import Column
+
+    inputs = {n: tuple(Column(c, SPARK_TYPES[t]) for c, t in cols)
+              for n, cols in generator.SOURCES.items()}
+    try:
+        parsed = parse_sql(sql, "spark")
+        query = the_query(parsed)
+        resolved = resolve(query, inputs, "spark")
+    except Exception as err:      # a generator bug, or a query dt rejects outright
+        return None, f"invalid: {str(err).splitlines()[0][:120]}"
+    analysis = analyze(parsed, resolved.query if resolved else query)
+    if not analysis.incremental:
+        return None, analysis.reason
+    delta_sql = resolved.query.sql(dialect="spark") if resolved else sql
+    reason = unsupported_reason(delta_sql, sorted(set(re.findall(r"\b([a-z]) AS t\d+", sql))))
+    return (None, reason) if reason else (delta_sql, None)
+
+
+def duck(sql: str) -> str:
+    return sqlglot.transpile(sql, read="spark", write="duckdb")[0]
+
+
+def _value(x):
+    if isinstance(x, float):
+        return round(x, 6)
+    return tuple(x) if isinstance(x, list) else x
+
+
+def norm(rows) -> Counter:
+    return Counter(tuple(_value(x) for x in r) for r in rows)
+
+
+class Case:
+    def __init__(self, con, seed: int, rng: random.Random, sql: str):
+        self.con, self.seed, self.rng = con, seed, rng
+        # the inputs the query reads (views of the others are never read)
+        self.inputs = sorted(set(re.findall(r"\b([a-z]) AS t\d+", sql)))
+        self.key_views = 0
+
+    def load(self, name: str, rows: list[tuple], columns, weight: bool = False) -> None:
+        ddl = ", ".join(f"{c} {TYPES[t]}" for c, t in columns) + (", __dt_w BIGINT" if weight else "")
+        self.con.execute(f"CREATE OR REPLACE TABLE {name} ({ddl})")
+        if rows:
+            marks = ", ".join("?" for _ in range(len(rows[0])))
+            self.con.executemany(f"INSERT INTO {name} VALUES ({marks})",
+                                 [[list(x) if isinstance(x, tuple) else x for x in r] for r in rows])
+
+    def run(self, spark_sql: str) -> list[tuple]:
+        return self.con.execute(duck(spark_sql)).fetchall()
+
+    def materialize(self, query) -> KeySet:
+        self.key_views += 1
+        name = f"__dt_k{self.key_views}"
+        self.con.execute(f"CREATE OR REPLACE TABLE {name} AS SELECT DISTINCT * FROM "
+                         f"({duck(query.sql(dialect='spark'))}) AS __dt_keys")
+        rows = self.con.execute(f"SELECT * FROM {name}").fetchall()
+        # the engine keeps small key sets as literals (keyed replace); large ones as a view only:
+        # both are exercised
+        small = len(rows) <= LITERAL_KEYS and self.rng.random() < 0.7
+        return KeySet(name, rows=[tuple(r) for r in rows] if small else None)
+
+    def bind(self, before: dict[str, list], after: dict[str, list], feeds: dict[str, list]) -> Bindings:
+        changed = set()
+        weighted: dict[str, list] = {}
+        for name in self.inputs:
+            sums: Counter = Counter()
+            for row, kind in feeds.get(name, []):
+                sums[row] += WEIGHTS[kind]
+            weighted[name] = [(*r, w) for r, w in sums.items() if w != 0]
+            if weighted[name]:
+                changed.add(name)
+        b = Bindings.for_inputs(self.inputs, changed)
+        for name in self.inputs:
+            views, cols = b.views[name], generator.SOURCES[name]
+            self.load(name, after[name], cols)
+            self.load(views["new"], after[name], cols)
+            self.load(views["old"], before[name], cols)
+            plus = [r[:-1] for r in weighted[name] for _ in range(max(r[-1], 0))]
+            minus = [r[:-1] for r in weighted[name] for _ in range(max(-r[-1], 0))]
+            self.load(views["plus"], plus, cols)
+            self.load(views["minus"], minus, cols)
+            self.load(views["both"], plus + minus, cols)
+            self.load(views["weighted"], weighted[name], cols, weight=True)
+        return b
+
+    def refresh(self, delta_sql: str, table: Counter, bindings: Bindings, out: Outcome) -> Counter:
+        """dt's incremental refresh of `table` (the DT's rows) as the engine applies it."""
+        if not bindings.changed:
+            out.paths.append("no_data")
+            return table
+        compiler = DeltaCompiler(bindings, self.materialize)
+        keyed = compiler.keyed(delta_sql)
+        if keyed is not None and keyed.keys.rows is not None:
+            keys = set(keyed.keys.rows)
+            composite_null = len(keyed.positions) > 1 and any(v is None for k in keys for v in k)
+            if not keys:
+                out.paths.append("keys_none")
+                return table
+            if not composite_null:
+                rows = norm(self.run(keyed.query.sql(dialect="spark")))
+                pick = keyed.positions
+                outside = [r for r in rows if tuple(r[p] for p in pick) not in keys]
+                if outside:
+                    raise Mismatch(f"replaceWhere would refuse rows outside the keys: {outside[:3]}")
+                kept = Counter({r: n for r, n in table.items() if tuple(r[p] for p in pick) not in keys})
+                out.paths.append("keys_recomputed")
+                return kept + rows
+        plus, minus = compiler.compile(delta_sql)
+        net: Counter = Counter()
+        for query, sign in ((plus, 1), (minus, -1)):
+            if query is not None:
+                for r, n in norm(self.run(query.sql(dialect="spark"))).items():
+                    net[r] += sign * n
+        result = Counter(table)
+        for r, n in net.items():
+            result[r] += n
+            if result[r] < 0:
+                raise Mismatch(f"the change deletes rows the DT does not hold: {r} ({result[r]})")
+        out.paths.append("rows_changed")
+        return +result
+
+
+class Mismatch(Exception):
+    pass
+
+
+def run_case(seed: int, steps: int = 3, con=None) -> Outcome:
+    rng = random.Random(seed)
+    q = generator.query(seed)
+    out = Outcome(seed, q.sql, q.shape)
+    delta_sql, refused = judge(q.sql)
+    if refused:
+        out.refused = refused
+        return out
+    con = con or duckdb.connect()
+    case = Case(con, seed, rng, q.sql)
+    data = {n: generator.initial_rows(rng, n) for n in case.inputs}
+    for n in case.inputs:
+        case.load(n, data[n], generator.SOURCES[n])
+    try:
+        table = norm(case.run(q.sql))
+    except duckdb.Error as err:
+        out.refused = f"duckdb: {str(err).splitlines()[0][:100]}"
+        return out
+    for _ in range(steps):
+        before = {n: list(r) for n, r in data.items()}
+        feeds: dict[str, list] = {}
+        for _ in range(rng.randint(1, 3)):          # several commits per step
+            name = rng.choice(case.inputs + ["a"])       # a commit may touch a table not read
+            if name not in data:
+                continue
+            data[name], feed = generator.commit(rng, name, data[name])
+            feeds.setdefault(name, []).extend(feed)
+        out.steps.append({n: f for n, f in feeds.items()})
+        try:
+            bindings = case.bind(before, data, feeds)
+            table = case.refresh(delta_sql, table, bindings, out)
+            expected = norm(case.run(q.sql))
+        except Mismatch as err:
+            out.mismatch = str(err)
+            return out
+        except (Unsupported, duckdb.Error) as err:
+            out.mismatch = f"incremental refresh failed: {type(err).__name__}: {str(err).splitlines()[0][:200]}"
+            return out
+        if table != expected:
+            out.mismatch = (f"differs from the recompute: only in DT {dict(table - expected)}, "
+                            f"only in recompute {dict(expected - table)}")
+            return out
+    return out
+
+
+def summary(outcomes: list[Outcome], seconds: float) -> tuple[str, list[str]]:
+    """The summary line, and a ready-to-paste report per mismatch."""
+    ran = [o for o in outcomes if not o.refused]
+    bad = [o for o in ran if o.mismatch]
+    refused = Counter(_reason(o.refused) for o in outcomes if o.refused)
+    paths = Counter(p for o in ran for p in o.paths)
+    shapes = {o.shape for o in ran}
+    line = (f"{len(ran)} cases, {len(bad)} mismatches, {len(shapes)} distinct shapes, "
+            f"{sum(refused.values())} refused ({', '.join(f'{n} {r}' for r, n in refused.most_common()) or 'none'}), "
+            f"refresh paths {dict(paths)}, {seconds:.0f} s")
+    failures = [f"seed {o.seed} ({o.shape}): {o.mismatch}\n  query: {o.sql}\n"
+                f"  replay: DT_FUZZ_SEED={o.seed} DT_FUZZ_CASES=1 pytest -s tests/fuzz\n"
+                f"  changes per step: {o.steps}" for o in bad]
+    return line, failures
+
+
+def _reason(text: str) -> str:
+    """A refusal's reason without its position and literals: counted by kind."""
+    text = re.sub(r" at line \d+", "", text)
+    return re.sub(r"'[^']*'", "'…'", text)[:80]
