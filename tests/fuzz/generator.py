@@ -74,14 +74,15 @@ class Gen:
         return self.join(left, self.table(), kind, composite=self.rng.random() < 0.3)
 
     def join(self, left: Rel, right: Rel, kind: str, composite: bool) -> Rel:
-        lk = [c for c, t in left.cols if t == "int"] or [left.cols[0][0]]
-        rk = [c for c, t in right.cols if t == "int"] or [right.cols[0][0]]
-        on = f"{lk[0]} = {rk[0]}"
-        ls = [c for c, t in left.cols if t == "str"]
-        rs = [c for c, t in right.cols if t == "str"]
-        if composite and ls and rs:
-            on += f" AND {ls[0]} = {rs[0]}"
-            composite = True
+        def of(rel: Rel, ty: str) -> list[str]:
+            return [c for c, t in rel.cols if t == ty]
+        common = [t for t in ("int", "str") if of(left, t) and of(right, t)]
+        if common:
+            on = f"{of(left, common[0])[0]} = {of(right, common[0])[0]}"
+        else:       # no column type on both sides: compare as strings
+            on = f"CAST({left.cols[0][0]} AS STRING) = CAST({right.cols[0][0]} AS STRING)"
+        if composite and len(common) == 2:
+            on += f" AND {of(left, 'str')[0]} = {of(right, 'str')[0]}"
         else:
             composite = False
         return Rel(f"{left.sql} {kind} JOIN {right.sql} ON {on}", left.cols + right.cols,
@@ -250,21 +251,23 @@ def initial_rows(rng: random.Random, name: str) -> list[tuple]:
     return rows + rng.sample(rows, min(len(rows), rng.randint(0, 2)))     # duplicates
 
 
-def commit(rng: random.Random, name: str, rows: list[tuple]) -> tuple[list[tuple], list[tuple[tuple, str]]]:
-    """One commit on a source: its rows after it and its change feed (row, _change_type), with
-    the same kinds Delta writes: insert, delete, update_preimage / update_postimage, and an
-    overwrite that deletes every row and inserts every row again (unchanged ones included)."""
+def commit(rng: random.Random, name: str, rows: list[tuple]) -> tuple[list[tuple], list[tuple[tuple, str]], str]:
+    """One commit on a source: its rows after it, its change feed (row, _change_type) with the
+    kinds Delta writes (insert, delete, update_preimage / update_postimage, and an overwrite that
+    deletes every row and inserts every row again, unchanged ones included), and the same commit
+    as Spark SQL on `{name}` (for the Spark replay)."""
     kind = rng.choice(["insert", "insert", "delete", "update", "update", "overwrite"])
+    cols = [c for c, _ in SOURCES[name]]
     if kind == "insert" or not rows:
         new = [_row(rng, name) for _ in range(rng.randint(1, 3))]
         new += new[:rng.randint(0, 1)]
-        return rows + new, [(r, "insert") for r in new]
+        return rows + new, [(r, "insert") for r in new], f"INSERT INTO {{{name}}} VALUES {_values(new)}"
+    k = rng.choice(rows)[0]
+    where = f"k <=> {_lit(k)}"
     if kind == "delete":
-        k = rng.choice(rows)[0]
         gone = [r for r in rows if r[0] == k]
-        return [r for r in rows if r[0] != k], [(r, "delete") for r in gone]
+        return [r for r in rows if r[0] != k], [(r, "delete") for r in gone], f"DELETE FROM {{{name}}} WHERE {where}"
     if kind == "update":
-        k = rng.choice(rows)[0]
         column = rng.choice(range(len(rows[0])))
         value = _row(rng, name)[column]
         out, feed = [], []
@@ -275,6 +278,22 @@ def commit(rng: random.Random, name: str, rows: list[tuple]) -> tuple[list[tuple
                 out.append(after)
             else:
                 out.append(r)
-        return out, feed
+        return out, feed, f"UPDATE {{{name}}} SET {cols[column]} = {_lit(value)} WHERE {where}"
     keep = [r for r in rows if rng.random() < 0.7] + [_row(rng, name) for _ in range(rng.randint(0, 2))]
-    return keep, [(r, "delete") for r in rows] + [(r, "insert") for r in keep]
+    statement = (f"INSERT OVERWRITE {{{name}}} VALUES {_values(keep)}" if keep
+                 else f"DELETE FROM {{{name}}} WHERE true")
+    return keep, [(r, "delete") for r in rows] + [(r, "insert") for r in keep], statement
+
+
+def _lit(v) -> str:
+    if v is None:
+        return "NULL"
+    if isinstance(v, tuple):
+        return "array(" + ", ".join(_lit(x) for x in v) + ")" if v else "CAST(array() AS ARRAY<INT>)"
+    if isinstance(v, int):
+        return str(v)
+    return "'" + v + "'"
+
+
+def _values(rows: list[tuple]) -> str:
+    return ", ".join("(" + ", ".join(_lit(x) for x in r) + ")" for r in rows)

@@ -44,7 +44,8 @@ class Outcome:
     refused: str | None = None
     mismatch: str | None = None
     paths: list[str] = field(default_factory=list)
-    steps: list = field(default_factory=list)
+    steps: list = field(default_factory=list)     # per step, its commits as Spark SQL
+    initial: dict = field(default_factory=dict)   # source -> its rows at the first version
 
 
 def judge(sql: str) -> tuple[str | None, str | None]:
@@ -187,6 +188,7 @@ def run_case(seed: int, steps: int = 3, con=None) -> Outcome:
     con = con or duckdb.connect()
     case = Case(con, seed, rng, q.sql)
     data = {n: generator.initial_rows(rng, n) for n in case.inputs}
+    out.initial = {n: list(r) for n, r in data.items()}
     for n in case.inputs:
         case.load(n, data[n], generator.SOURCES[n])
     try:
@@ -197,13 +199,15 @@ def run_case(seed: int, steps: int = 3, con=None) -> Outcome:
     for _ in range(steps):
         before = {n: list(r) for n, r in data.items()}
         feeds: dict[str, list] = {}
+        commits: list[str] = []
         for _ in range(rng.randint(1, 3)):          # several commits per step
             name = rng.choice(case.inputs + ["a"])       # a commit may touch a table not read
             if name not in data:
                 continue
-            data[name], feed = generator.commit(rng, name, data[name])
+            data[name], feed, statement = generator.commit(rng, name, data[name])
             feeds.setdefault(name, []).extend(feed)
-        out.steps.append({n: f for n, f in feeds.items()})
+            commits.append(statement)
+        out.steps.append(commits)
         try:
             bindings = case.bind(before, data, feeds)
             table = case.refresh(delta_sql, table, bindings, out)
