@@ -43,8 +43,11 @@ class Query:
 
 
 class Gen:
-    def __init__(self, rng: random.Random, max_depth: int = 2):
+    def __init__(self, rng: random.Random, max_depth: int = 2, sources=None):
         self.rng, self.max_depth, self.n = rng, max_depth, 0
+        # another DT's output as the input (a DT reading a DT), or the sources
+        self.sources = sources or SOURCES
+        self.joinable = tuple(sources) if sources else JOINABLE
 
     def alias(self) -> str:
         self.n += 1
@@ -53,9 +56,9 @@ class Gen:
     # -- relations ---------------------------------------------------------------------------
 
     def table(self, name: str | None = None) -> Rel:
-        name = name or self.rng.choice(JOINABLE)
+        name = name or self.rng.choice(self.joinable)
         t = self.alias()
-        return Rel(f"{name} AS {t}", [(f"{t}.{c}", ty) for c, ty in SOURCES[name]], name)
+        return Rel(f"{name} AS {t}", [(f"{t}.{c}", ty) for c, ty in self.sources[name]], name)
 
     def relation(self, depth: int) -> Rel:
         r = self.rng.random()
@@ -63,12 +66,13 @@ class Gen:
             return self.subquery(depth + 1)
         if r < 0.5:
             return self.table()
-        if r < 0.55 and depth == 0:      # LATERAL VIEW follows every FROM item: only on its own
+        if r < 0.55 and depth == 0 and "c" in self.sources:   # LATERAL VIEW follows every FROM item
             t, e = self.alias(), self.alias()
             return Rel(f"c AS {t} LATERAL VIEW explode({t}.arr) {e} AS x", [(f"{t}.k", "int"), (f"{e}.x", "int")],
                        "explode(c)")
         if r < 0.65:       # self-join
-            return self.join(self.table("a"), self.table("a"), "INNER", composite=self.rng.random() < 0.3)
+            name = self.joinable[0]
+            return self.join(self.table(name), self.table(name), "INNER", composite=self.rng.random() < 0.3)
         kind = self.rng.choice(["INNER", "INNER", "LEFT", "RIGHT", "FULL OUTER"])
         left = self.table() if depth >= self.max_depth or self.rng.random() < 0.8 else self.subquery(depth + 1)
         return self.join(left, self.table(), kind, composite=self.rng.random() < 0.3)
@@ -138,7 +142,7 @@ class Gen:
         kinds = ["linear", "linear", "group", "distinct", "window", "scalar"]
         if depth == 0:
             kinds += ["union", "cte_twice"]
-            if kind is None and self.rng.random() < 0.03:
+            if kind is None and self.sources is SOURCES and self.rng.random() < 0.03:
                 return _Sel(self.rng.choice(REFUSED), [("c0", "int")], "refused")
         kind = kind or self.rng.choice(kinds)
         if kind == "union":
@@ -188,8 +192,9 @@ class Gen:
         order, _ = self.pick(rel, "int")
         val, vt = self.pick(rel, "int")
         fns = [("RANK()", "int", "rank"), ("DENSE_RANK()", "int", "dense_rank"),
-               (f"SUM({val})", "int", "running_sum"), (f"COUNT({val})", "int", "running_count"),
-               (f"MAX({val})", "int", "running_max")]
+               (f"COUNT({val})", "int", "running_count"), (f"MAX({val})", vt, "running_max")]
+        if vt == "int":
+            fns.append((f"SUM({val})", "int", "running_sum"))
         picked = self.rng.sample(fns, self.rng.randint(1, 2))
         base = [(c, t) for c, t in rel.cols][: self.rng.randint(1, 3)]
         outs = [f"{c} AS c{i}" for i, (c, _) in enumerate(base)]
@@ -204,11 +209,13 @@ class Gen:
         return self.rng.sample(rel.cols, n)
 
     def _aggregates(self, rel: Rel) -> list[tuple[str, str, str]]:
-        c, _ = self.pick(rel, "int")
+        c, ty = self.pick(rel, "int")
         any_c, any_t = self.pick(rel)
-        options = [("COUNT(*)", "int", "count_star"), (f"SUM({c})", "int", "sum"), (f"COUNT({c})", "int", "count"),
-                   (f"MIN({any_c})", any_t, "min"), (f"MAX({any_c})", any_t, "max"), (f"AVG({c})", "float", "avg"),
+        options = [("COUNT(*)", "int", "count_star"), (f"COUNT({c})", "int", "count"),
+                   (f"MIN({any_c})", any_t, "min"), (f"MAX({any_c})", any_t, "max"),
                    (f"COUNT(DISTINCT {any_c})", "int", "count_distinct")]
+        if ty == "int":       # sums of numbers only
+            options += [(f"SUM({c})", "int", "sum"), (f"AVG({c})", "float", "avg")]
         return self.rng.sample(options, self.rng.randint(1, 3))
 
     @staticmethod
@@ -233,6 +240,12 @@ class _Sel:
 
 def query(seed: int, max_depth: int = 2) -> _Sel:
     return Gen(random.Random(seed), max_depth).select(0)
+
+
+def downstream(seed: int, upstream: list[tuple[str, str]]) -> _Sel:
+    """A query over another DT `d` (whose columns are `upstream`'s outputs)."""
+    rng = random.Random(seed * 7919 + 1)
+    return Gen(rng, 1, {"d": tuple(upstream)}).select(0, rng.choice(["linear", "group", "distinct", "window"]))
 
 
 # -- data and change histories -------------------------------------------------------------

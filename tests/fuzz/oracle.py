@@ -31,8 +31,9 @@ from dtcli.sql.resolve import resolve
 from tests.fuzz import generator
 
 WEIGHTS = {"insert": 1, "update_postimage": 1, "delete": -1, "update_preimage": -1}
-TYPES = {"int": "INTEGER", "str": "VARCHAR", "arr": "INTEGER[]"}
-SPARK_TYPES = {"int": "int", "str": "string", "arr": "array<int>"}
+TYPES = {"int": "INTEGER", "str": "VARCHAR", "arr": "INTEGER[]", "float": "DOUBLE"}
+SPARK_TYPES = {"int": "int", "str": "string", "arr": "array<int>", "float": "double"}
+CHAINED = 0.1      # share of cases with a second DT reading the first
 LITERAL_KEYS = 10_000
 
 
@@ -48,13 +49,13 @@ class Outcome:
     initial: dict = field(default_factory=dict)   # source -> its rows at the first version
 
 
-def judge(sql: str) -> tuple[str | None, str | None]:
+def judge(sql: str, sources=None) -> tuple[str | None, str | None]:
     """(the query as the compiler sees it, None) when dt accepts it for INCREMENTAL, else
     (None, the analyzer's or compiler's reason)."""
     from dtcli.model import Column
 
     inputs = {n: tuple(Column(c, SPARK_TYPES[t]) for c, t in cols)
-              for n, cols in generator.SOURCES.items()}
+              for n, cols in (sources or generator.SOURCES).items()}
     try:
         parsed = parse_sql(sql, "spark")
         query = the_query(parsed)
@@ -84,8 +85,9 @@ def norm(rows) -> Counter:
 
 
 class Case:
-    def __init__(self, con, seed: int, rng: random.Random, sql: str):
+    def __init__(self, con, seed: int, rng: random.Random, sql: str, sources=None):
         self.con, self.seed, self.rng = con, seed, rng
+        self.sources = sources or generator.SOURCES
         # the inputs the query reads (views of the others are never read)
         self.inputs = sorted(set(re.findall(r"\b([a-z]) AS t\d+", sql)))
         self.key_views = 0
@@ -124,7 +126,7 @@ class Case:
                 changed.add(name)
         b = Bindings.for_inputs(self.inputs, changed)
         for name in self.inputs:
-            views, cols = b.views[name], generator.SOURCES[name]
+            views, cols = b.views[name], self.sources[name]
             self.load(name, after[name], cols)
             self.load(views["new"], after[name], cols)
             self.load(views["old"], before[name], cols)
@@ -196,6 +198,7 @@ def run_case(seed: int, steps: int = 3, con=None) -> Outcome:
     except duckdb.Error as err:
         out.refused = f"duckdb: {str(err).splitlines()[0][:100]}"
         return out
+    chained = _downstream(con, seed, q, out)
     for _ in range(steps):
         before = {n: list(r) for n, r in data.items()}
         feeds: dict[str, list] = {}
@@ -208,22 +211,58 @@ def run_case(seed: int, steps: int = 3, con=None) -> Outcome:
             feeds.setdefault(name, []).extend(feed)
             commits.append(statement)
         out.steps.append(commits)
+        previous = table
         try:
             bindings = case.bind(before, data, feeds)
             table = case.refresh(delta_sql, table, bindings, out)
-            expected = norm(case.run(q.sql))
+            _check(table, norm(case.run(q.sql)), "")
+            if chained is not None:
+                chained.step(previous, table, out)
         except Mismatch as err:
             out.mismatch = str(err)
             return out
         except (Unsupported, duckdb.Error) as err:
             out.mismatch = f"incremental refresh failed: {type(err).__name__}: {str(err).splitlines()[0][:200]}"
             return out
-        if table != expected:
-            out.mismatch = (f"differs from the recompute: only in DT {dict(table - expected)}, "
-                            f"only in recompute {dict(expected - table)}")
-            return out
     return out
 
+
+def _check(table: Counter, expected: Counter, which: str) -> None:
+    if table != expected:
+        raise Mismatch(f"{which}differs from the recompute: only in DT {dict(table - expected)}, "
+                       f"only in recompute {dict(expected - table)}")
+
+
+class _Chained:
+    """A second DT reading the first: its input's change is the first DT's commit."""
+
+    def __init__(self, case: Case, sql: str, delta_sql: str, table: Counter):
+        self.case, self.sql, self.delta_sql, self.table = case, sql, delta_sql, table
+
+    def step(self, before: Counter, after: Counter, out: Outcome) -> None:
+        feed = [(r, "delete") for r, n in (before - after).items() for _ in range(n)]
+        feed += [(r, "insert") for r, n in (after - before).items() for _ in range(n)]
+        rows = lambda c: [r for r, n in c.items() for _ in range(n)]  # noqa: E731
+        bindings = self.case.bind({"d": rows(before)}, {"d": rows(after)}, {"d": feed})
+        self.table = self.case.refresh(self.delta_sql, self.table, bindings, out)
+        _check(self.table, norm(self.case.run(self.sql)), "the downstream DT ")
+
+
+def _downstream(con, seed: int, q, out: Outcome) -> _Chained | None:
+    rng = random.Random(seed * 31 + 7)
+    if rng.random() >= CHAINED or any(t == "arr" for _, t in q.cols):
+        return None
+    q2 = generator.downstream(seed, q.cols)
+    sources = {"d": tuple(q.cols)}
+    delta_sql, refused = judge(q2.sql, sources)
+    if refused:
+        return None
+    case = Case(con, seed, rng, q2.sql, sources)
+    case.load("d", [r for r, n in norm(Case(con, seed, rng, q.sql).run(q.sql)).items() for _ in range(n)],
+              sources["d"])
+    out.sql += f"\n  -- downstream DT over it as d: {q2.sql}"
+    out.shape += f"+dt({q2.shape})"
+    return _Chained(case, q2.sql, delta_sql, norm(case.run(q2.sql)))
 
 def summary(outcomes: list[Outcome], seconds: float) -> tuple[str, list[str]]:
     """The summary line, and a ready-to-paste report per mismatch."""
