@@ -47,6 +47,7 @@ class Outcome:
     paths: list[str] = field(default_factory=list)
     steps: list = field(default_factory=list)     # per step, its commits as Spark SQL
     initial: dict = field(default_factory=dict)   # source -> its rows at the first version
+    snapshots: list = field(default_factory=list)  # per step, each changed source's rows after it
 
 
 def judge(sql: str, sources=None) -> tuple[str | None, str | None]:
@@ -179,7 +180,12 @@ class Mismatch(Exception):
     pass
 
 
-def run_case(seed: int, steps: int = 3, con=None) -> Outcome:
+def run_case(seed: int, steps: int = 3, con=None, history: list[dict] | None = None,
+             initial: dict | None = None) -> Outcome:
+    """Case `seed`: its query, its sources' rows and a history of `steps` refreshes of one to
+    three commits each. `initial` and `history` (per step, each changed source's rows after it)
+    replace the generated ones: the shrinker's way in, with the change read as Delta's feed of
+    an overwrite."""
     rng = random.Random(seed)
     q = generator.query(seed)
     out = Outcome(seed, q.sql, q.shape)
@@ -190,6 +196,8 @@ def run_case(seed: int, steps: int = 3, con=None) -> Outcome:
     con = con or duckdb.connect()
     case = Case(con, seed, rng, q.sql)
     data = {n: generator.initial_rows(rng, n) for n in case.inputs}
+    if initial is not None:
+        data = {n: list(initial.get(n, [])) for n in case.inputs}
     out.initial = {n: list(r) for n, r in data.items()}
     for n in case.inputs:
         case.load(n, data[n], generator.SOURCES[n])
@@ -199,18 +207,27 @@ def run_case(seed: int, steps: int = 3, con=None) -> Outcome:
         out.refused = f"duckdb: {str(err).splitlines()[0][:100]}"
         return out
     chained = _downstream(con, seed, q, out)
-    for _ in range(steps):
+    for step in range(len(history) if history is not None else steps):
         before = {n: list(r) for n, r in data.items()}
         feeds: dict[str, list] = {}
         commits: list[str] = []
-        for _ in range(rng.randint(1, 3)):          # several commits per step
-            name = rng.choice(case.inputs + ["a"])       # a commit may touch a table not read
-            if name not in data:
-                continue
-            data[name], feed, statement = generator.commit(rng, name, data[name])
-            feeds.setdefault(name, []).extend(feed)
-            commits.append(statement)
+        if history is not None:
+            for name, rows in history[step].items():
+                feeds[name] = [(r, "delete") for r in data[name]] + [(r, "insert") for r in rows]
+                data[name] = list(rows)
+                commits.append(f"DELETE FROM {{{name}}} WHERE true")
+                if rows:
+                    commits.append(f"INSERT INTO {{{name}}} VALUES {generator._values(rows)}")
+        else:
+            for _ in range(rng.randint(1, 3)):          # several commits per step
+                name = rng.choice(case.inputs + ["a"])       # a commit may touch a table not read
+                if name not in data:
+                    continue
+                data[name], feed, statement = generator.commit(rng, name, data[name])
+                feeds.setdefault(name, []).extend(feed)
+                commits.append(statement)
         out.steps.append(commits)
+        out.snapshots.append({n: list(data[n]) for n in feeds})
         previous = table
         try:
             bindings = case.bind(before, data, feeds)
@@ -274,9 +291,12 @@ def summary(outcomes: list[Outcome], seconds: float) -> tuple[str, list[str]]:
     line = (f"{len(ran)} cases, {len(bad)} mismatches, {len(shapes)} distinct shapes, "
             f"{sum(refused.values())} refused ({', '.join(f'{n} {r}' for r, n in refused.most_common()) or 'none'}), "
             f"refresh paths {dict(paths)}, {seconds:.0f} s")
-    failures = [f"seed {o.seed} ({o.shape}): {o.mismatch}\n  query: {o.sql}\n"
-                f"  replay: DT_FUZZ_SEED={o.seed} DT_FUZZ_CASES=1 pytest -s tests/fuzz\n"
-                f"  changes per step: {o.steps}" for o in bad]
+    failures = []
+    for o in bad:
+        small = shrink(o.seed)
+        failures.append(f"seed {o.seed} ({o.shape}): {o.mismatch}\n  query: {o.sql}\n"
+                        f"  replay: DT_FUZZ_SEED={o.seed} DT_FUZZ_CASES=1 pytest -s tests/fuzz\n"
+                        f"  shrunk, as a Spark regression test:\n{regression_test(small)}")
     return line, failures
 
 
@@ -284,3 +304,58 @@ def _reason(text: str) -> str:
     """A refusal's reason without its position and literals: counted by kind."""
     text = re.sub(r" at line \d+", "", text)
     return re.sub(r"'[^']*'", "'…'", text)[:80]
+
+
+def shrink(seed: int, budget: int = 400) -> Outcome:
+    """A failing case made small: steps dropped, then rows of the first version and of each
+    step, while it still fails (the query stays as generated: its seed names it)."""
+    failing = run_case(seed)
+    if not failing.mismatch:
+        return failing
+    initial, history = failing.initial, failing.snapshots
+    runs = 0
+
+    def fails(i, h) -> bool:
+        nonlocal runs
+        runs += 1
+        return bool(run_case(seed, initial=i, history=h).mismatch)
+
+    changed = True
+    while changed and runs < budget:
+        changed = False
+        for k in range(len(history)):
+            h = history[:k] + history[k + 1:]
+            if fails(initial, h):
+                history, changed = h, True
+                break
+        for name in list(initial):
+            for j in range(len(initial[name])):
+                i = {**initial, name: initial[name][:j] + initial[name][j + 1:]}
+                if runs < budget and fails(i, history):
+                    initial, changed = i, True
+                    break
+        for k, step in enumerate(history):
+            for name, rows in step.items():
+                for j in range(len(rows)):
+                    h = history[:k] + [{**step, name: rows[:j] + rows[j + 1:]}] + history[k + 1:]
+                    if runs < budget and fails(initial, h):
+                        history, changed = h, True
+                        break
+    return run_case(seed, initial=initial, history=history)
+
+
+def regression_test(case: Outcome) -> str:
+    """A ready-to-paste Spark regression test of a (shrunk) case."""
+    query = case.sql.split("\n  -- downstream")[0]
+    lines = [f"def test_fuzz_seed_{case.seed}(spark, tmp_path):",
+             f'    """{case.shape}: {case.mismatch[:200] if case.mismatch else "passes"}"""',
+             "    env = Env(spark, tmp_path)"]
+    for name, rows in case.initial.items():
+        lines.append(f"    env.create_source({name!r}, {generator.DDL[name]!r}, {rows!r})")
+    lines += [f"    env.write({{'f': {query!r}}})", "    env.refresh()"]
+    for commits in case.steps:
+        lines += [f"    env.sql({c!r})" for c in commits]
+        lines += ["    record = env.refresh()['f']",
+                  "    assert record.state == SUCCEEDED and record.refresh_action in (INCREMENTAL, NO_DATA)",
+                  "    env.check('f')"]
+    return "\n".join(lines)
