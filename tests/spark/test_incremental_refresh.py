@@ -133,6 +133,36 @@ def test_a_change_that_does_not_fit_the_table_refreshes_full_never_a_wrong_answe
         env.check(name)
 
 
+def test_a_forced_incremental_refresh_that_fails_fails_instead_of_refreshing_full(spark, tmp_path):
+    """The same change that does not fit the table, with `refresh_mode: incremental`: the
+    refresh FAILS with the error, as Snowflake does for a forced mode, and the DT is left as it
+    was (no commit); recomputing it is the user's call (`--full-refresh`)."""
+    from dtcli.model import FAILED
+    from dtcli.state.delta_log import table_version
+
+    env = Env(spark, tmp_path)
+    env.create_source("e", "k INT NOT NULL, g STRING, v DECIMAL(12,2) NOT NULL",
+                      [(k, "y" if k == 3 else str(k % 3), k) for k in range(1, 10)])
+    tables = {"sliced": "SELECT k, g, v FROM e",
+              "summed": "SELECT g, COUNT(*) AS n, SUM(v) AS s FROM e GROUP BY g"}
+    env.write(tables)         # the harness's projects force refresh_mode: incremental
+    env.refresh()
+    project = env.project()
+    before = {}
+    for name in tables:
+        spark.sql(f"DELETE FROM delta.`{project.table_path(name)}` WHERE g = 'y'")
+        before[name] = table_version(project.table_path(name))
+    env.sql("DELETE FROM {e} WHERE k = 3")
+    records = env.refresh()
+    for name in tables:
+        record = records[name]
+        assert record.state == FAILED, (name, record.state, record.refresh_action)
+        assert record.refresh_action == INCREMENTAL
+        assert "does not hold" in record.state_message and "refresh_mode is incremental" in record.state_message, \
+            record.state_message
+        assert table_version(project.table_path(name)) == before[name], "a failed refresh commits nothing"
+
+
 def test_a_source_column_a_dt_does_not_read_leaves_it_incremental(spark, tmp_path):
     """A column added to a source: a DT that never selects it refreshes INCREMENTAL as usual; a
     DT selecting every column (`*`) now has one more and is reinitialized; a change to the type of

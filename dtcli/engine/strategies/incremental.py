@@ -6,8 +6,9 @@ per distinct row, is merged into the DT together with the new frontier.
 
 When the changes cannot be read (vacuumed, feed off, schema changed), the DT is reinitialized;
 when the query has a construct the compiler does not handle, or the change does not fit the
-table, it is recomputed FULL. Either way in the same refresh, with the reason recorded: a
-change is never dropped silently.
+table, or the incremental refresh fails, it is recomputed FULL under ADAPTIVE. Either way in the
+same refresh, with the reason recorded: a change is never dropped silently. A DT whose
+`refresh_mode` is `incremental` is not recomputed instead: its refresh fails with the error.
 """
 
 from __future__ import annotations
@@ -56,13 +57,43 @@ def incremental_refresh(ctx: RefreshContext) -> RefreshResult:
     except ChangesUnavailable as err:
         return _fallback(ctx, REINITIALIZE, str(err))
     except (Unsupported, applier.Inconsistent) as err:
+        _forced(ctx, err, str(err))
         return _fallback(ctx, FULL, f"incremental refresh not possible, refreshed FULL: {err}")
     except Exception as err:
         found = applier.inconsistent(err)      # raised inside the job that computed the write
         if found is not None:
+            _forced(ctx, err, str(found))
             return _fallback(ctx, FULL, f"incremental refresh not possible, refreshed FULL: {found}")
+        _forced(ctx, err, None)
         first = (str(err).strip().splitlines() or [type(err).__name__])[0][:300]
         return _fallback(ctx, FULL, f"incremental refresh failed, refreshed FULL: {first}")
+
+
+class ForcedIncrementalFailed(Exception):
+    """An incremental refresh that failed on a DT whose `refresh_mode` is `incremental`: the
+    refresh fails with the error (as Snowflake does for a forced mode) instead of recomputing
+    FULL, which would show only as a FULL in the history. Carries the error's condition."""
+
+    def __init__(self, message: str, condition: str | None):
+        super().__init__(message)
+        self.condition = condition
+
+    def getCondition(self) -> str | None:     # read as Spark's errors are (executor.error_condition)
+        return self.condition
+
+
+def _forced(ctx: RefreshContext, err: BaseException, what: str | None) -> None:
+    """Raise when the user forced INCREMENTAL; return under ADAPTIVE (which falls back to FULL)."""
+    if ctx.step.refresh_mode != INCREMENTAL:
+        return
+    from dtcli.engine.executor import error_condition, error_message
+
+    message = (what or error_message(err))[:300]
+    raise ForcedIncrementalFailed(
+        f"incremental refresh failed: {message} (refresh_mode is incremental, so it is not "
+        f"recomputed FULL instead; `dt run --select {ctx.step.name} --full-refresh` recomputes "
+        "once, refresh_mode: auto falls back to FULL by itself)",
+        error_condition(err)) from err
 
 
 def _fallback(ctx: RefreshContext, action: str, reason: str) -> RefreshResult:

@@ -1,0 +1,361 @@
+"""The oracle loop on DuckDB: dt's change queries and apply step against a recompute.
+
+For one generated case: sources with versions and a change feed emulated as Delta writes it
+(`_change_type` insert / delete / update_preimage / update_postimage, several commits per step,
+overwrites), consolidated as dt's `changes.py` does (weights per row, zeros dropped). dt's
+compiler turns the query into change queries over the bound views (`__dt_i<k>_new`, `_old`,
+`_plus`, `_minus`, `_both`, `_weighted`); they run on DuckDB (Spark SQL transpiled by sqlglot)
+and are applied as the engine does: the affected keys' rows replaced (keyed blocks with a small
+key set), else the net per distinct row, checked to remove only rows the DT holds. The check:
+the DT equals the query recomputed at the new versions, as a multiset.
+
+What this loop does not run: the own-rows paths (aggregates and windows maintained from the DT's
+own rows, engine/own_rows.py) and literal pushdown into scans, which are Spark code; the Spark
+replay covers those.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections import Counter
+from dataclasses import dataclass, field
+
+import duckdb
+import sqlglot
+
+from dtcli.sql.analysis import analyze
+from dtcli.sql.incremental_rewrite import Bindings, DeltaCompiler, KeySet, Unsupported, unsupported_reason
+from dtcli.sql.parse import parse_sql, the_query
+from dtcli.sql.resolve import resolve
+from tests.fuzz import generator
+
+WEIGHTS = {"insert": 1, "update_postimage": 1, "delete": -1, "update_preimage": -1}
+TYPES = {"int": "INTEGER", "str": "VARCHAR", "arr": "INTEGER[]", "float": "DOUBLE"}
+SPARK_TYPES = {"int": "int", "str": "string", "arr": "array<int>", "float": "double"}
+CHAINED = 0.1      # share of cases with a second DT reading the first
+LITERAL_KEYS = 10_000
+
+
+@dataclass
+class Outcome:
+    seed: int
+    sql: str
+    shape: str
+    refused: str | None = None
+    mismatch: str | None = None
+    paths: list[str] = field(default_factory=list)
+    steps: list = field(default_factory=list)     # per step, its commits as Spark SQL
+    initial: dict = field(default_factory=dict)   # source -> its rows at the first version
+    snapshots: list = field(default_factory=list)  # per step, each changed source's rows after it
+
+
+def judge(sql: str, sources=None) -> tuple[str | None, str | None]:
+    """(the query as the compiler sees it, None) when dt accepts it for INCREMENTAL, else
+    (None, the analyzer's or compiler's reason)."""
+    from dtcli.model import Column
+
+    inputs = {n: tuple(Column(c, SPARK_TYPES[t]) for c, t in cols)
+              for n, cols in (sources or generator.SOURCES).items()}
+    try:
+        parsed = parse_sql(sql, "spark")
+        query = the_query(parsed)
+        resolved = resolve(query, inputs, "spark")
+    except Exception as err:      # a generator bug, or a query dt rejects outright
+        return None, f"invalid: {str(err).splitlines()[0][:120]}"
+    analysis = analyze(parsed, resolved.query if resolved else query)
+    if not analysis.incremental:
+        return None, analysis.reason
+    delta_sql = resolved.query.sql(dialect="spark") if resolved else sql
+    reason = unsupported_reason(delta_sql, sorted(set(re.findall(r"\b([a-z]) AS t\d+", sql))))
+    return (None, reason) if reason else (delta_sql, None)
+
+
+def duck(sql: str) -> str:
+    return sqlglot.transpile(sql, read="spark", write="duckdb")[0]
+
+
+def _value(x):
+    if isinstance(x, float):
+        return round(x, 6)
+    return tuple(x) if isinstance(x, list) else x
+
+
+def norm(rows) -> Counter:
+    return Counter(tuple(_value(x) for x in r) for r in rows)
+
+
+class Case:
+    def __init__(self, con, seed: int, rng: random.Random, sql: str, sources=None):
+        self.con, self.seed, self.rng = con, seed, rng
+        self.sources = sources or generator.SOURCES
+        # the inputs the query reads (views of the others are never read)
+        self.inputs = sorted(set(re.findall(r"\b([a-z]) AS t\d+", sql)))
+        self.key_views = 0
+
+    def load(self, name: str, rows: list[tuple], columns, weight: bool = False) -> None:
+        ddl = ", ".join(f"{c} {TYPES[t]}" for c, t in columns) + (", __dt_w BIGINT" if weight else "")
+        self.con.execute(f"CREATE OR REPLACE TABLE {name} ({ddl})")
+        if rows:
+            marks = ", ".join("?" for _ in range(len(rows[0])))
+            self.con.executemany(f"INSERT INTO {name} VALUES ({marks})",
+                                 [[list(x) if isinstance(x, tuple) else x for x in r] for r in rows])
+
+    def run(self, spark_sql: str) -> list[tuple]:
+        return self.con.execute(duck(spark_sql)).fetchall()
+
+    def materialize(self, query) -> KeySet:
+        self.key_views += 1
+        name = f"__dt_k{self.key_views}"
+        self.con.execute(f"CREATE OR REPLACE TABLE {name} AS SELECT DISTINCT * FROM "
+                         f"({duck(query.sql(dialect='spark'))}) AS __dt_keys")
+        rows = self.con.execute(f"SELECT * FROM {name}").fetchall()
+        # the engine keeps small key sets as literals (keyed replace); large ones as a view only:
+        # both are exercised
+        small = len(rows) <= LITERAL_KEYS and self.rng.random() < 0.7
+        return KeySet(name, rows=[tuple(r) for r in rows] if small else None)
+
+    def bind(self, before: dict[str, list], after: dict[str, list], feeds: dict[str, list]) -> Bindings:
+        changed = set()
+        weighted: dict[str, list] = {}
+        for name in self.inputs:
+            sums: Counter = Counter()
+            for row, kind in feeds.get(name, []):
+                sums[row] += WEIGHTS[kind]
+            weighted[name] = [(*r, w) for r, w in sums.items() if w != 0]
+            if weighted[name]:
+                changed.add(name)
+        b = Bindings.for_inputs(self.inputs, changed)
+        for name in self.inputs:
+            views, cols = b.views[name], self.sources[name]
+            self.load(name, after[name], cols)
+            self.load(views["new"], after[name], cols)
+            self.load(views["old"], before[name], cols)
+            plus = [r[:-1] for r in weighted[name] for _ in range(max(r[-1], 0))]
+            minus = [r[:-1] for r in weighted[name] for _ in range(max(-r[-1], 0))]
+            self.load(views["plus"], plus, cols)
+            self.load(views["minus"], minus, cols)
+            self.load(views["both"], plus + minus, cols)
+            self.load(views["weighted"], weighted[name], cols, weight=True)
+        return b
+
+    def refresh(self, delta_sql: str, table: Counter, bindings: Bindings, out: Outcome) -> Counter:
+        """dt's incremental refresh of `table` (the DT's rows) as the engine applies it."""
+        if not bindings.changed:
+            out.paths.append("no_data")
+            return table
+        compiler = DeltaCompiler(bindings, self.materialize)
+        keyed = compiler.keyed(delta_sql)
+        if keyed is not None and keyed.keys.rows is not None:
+            keys = set(keyed.keys.rows)
+            composite_null = len(keyed.positions) > 1 and any(v is None for k in keys for v in k)
+            if not keys:
+                out.paths.append("keys_none")
+                return table
+            if not composite_null:
+                rows = norm(self.run(keyed.query.sql(dialect="spark")))
+                pick = keyed.positions
+                outside = [r for r in rows if tuple(r[p] for p in pick) not in keys]
+                if outside:
+                    raise Mismatch(f"replaceWhere would refuse rows outside the keys: {outside[:3]}")
+                kept = Counter({r: n for r, n in table.items() if tuple(r[p] for p in pick) not in keys})
+                out.paths.append("keys_recomputed")
+                return kept + rows
+        plus, minus = compiler.compile(delta_sql)
+        net: Counter = Counter()
+        for query, sign in ((plus, 1), (minus, -1)):
+            if query is not None:
+                for r, n in norm(self.run(query.sql(dialect="spark"))).items():
+                    net[r] += sign * n
+        result = Counter(table)
+        for r, n in net.items():
+            result[r] += n
+            if result[r] < 0:
+                raise Mismatch(f"the change deletes rows the DT does not hold: {r} ({result[r]})")
+        out.paths.append("rows_changed")
+        return +result
+
+
+class Mismatch(Exception):
+    pass
+
+
+def run_case(seed: int, steps: int = 3, con=None, history: list[dict] | None = None,
+             initial: dict | None = None) -> Outcome:
+    """Case `seed`: its query, its sources' rows and a history of `steps` refreshes of one to
+    three commits each. `initial` and `history` (per step, each changed source's rows after it)
+    replace the generated ones: the shrinker's way in, with the change read as Delta's feed of
+    an overwrite."""
+    rng = random.Random(seed)
+    q = generator.query(seed)
+    out = Outcome(seed, q.sql, q.shape)
+    delta_sql, refused = judge(q.sql)
+    if refused:
+        out.refused = refused
+        return out
+    con = con or duckdb.connect()
+    case = Case(con, seed, rng, q.sql)
+    data = {n: generator.initial_rows(rng, n) for n in case.inputs}
+    if initial is not None:
+        data = {n: list(initial.get(n, [])) for n in case.inputs}
+    out.initial = {n: list(r) for n, r in data.items()}
+    for n in case.inputs:
+        case.load(n, data[n], generator.SOURCES[n])
+    try:
+        table = norm(case.run(q.sql))
+    except duckdb.Error as err:
+        out.refused = f"duckdb: {str(err).splitlines()[0][:100]}"
+        return out
+    chained = _downstream(con, seed, q, out)
+    for step in range(len(history) if history is not None else steps):
+        before = {n: list(r) for n, r in data.items()}
+        feeds: dict[str, list] = {}
+        commits: list[str] = []
+        if history is not None:
+            for name, rows in history[step].items():
+                feeds[name] = [(r, "delete") for r in data[name]] + [(r, "insert") for r in rows]
+                data[name] = list(rows)
+                commits.append(f"DELETE FROM {{{name}}} WHERE true")
+                if rows:
+                    commits.append(f"INSERT INTO {{{name}}} VALUES {generator._values(rows)}")
+        else:
+            for _ in range(rng.randint(1, 3)):          # several commits per step
+                name = rng.choice(case.inputs + ["a"])       # a commit may touch a table not read
+                if name not in data:
+                    continue
+                data[name], feed, statement = generator.commit(rng, name, data[name])
+                feeds.setdefault(name, []).extend(feed)
+                commits.append(statement)
+        out.steps.append(commits)
+        out.snapshots.append({n: list(data[n]) for n in feeds})
+        previous = table
+        try:
+            bindings = case.bind(before, data, feeds)
+            table = case.refresh(delta_sql, table, bindings, out)
+            _check(table, norm(case.run(q.sql)), "")
+            if chained is not None:
+                chained.step(previous, table, out)
+        except Mismatch as err:
+            out.mismatch = str(err)
+            return out
+        except (Unsupported, duckdb.Error) as err:
+            out.mismatch = f"incremental refresh failed: {type(err).__name__}: {str(err).splitlines()[0][:200]}"
+            return out
+    return out
+
+
+def _check(table: Counter, expected: Counter, which: str) -> None:
+    if table != expected:
+        raise Mismatch(f"{which}differs from the recompute: only in DT {dict(table - expected)}, "
+                       f"only in recompute {dict(expected - table)}")
+
+
+class _Chained:
+    """A second DT reading the first: its input's change is the first DT's commit."""
+
+    def __init__(self, case: Case, sql: str, delta_sql: str, table: Counter):
+        self.case, self.sql, self.delta_sql, self.table = case, sql, delta_sql, table
+
+    def step(self, before: Counter, after: Counter, out: Outcome) -> None:
+        feed = [(r, "delete") for r, n in (before - after).items() for _ in range(n)]
+        feed += [(r, "insert") for r, n in (after - before).items() for _ in range(n)]
+        rows = lambda c: [r for r, n in c.items() for _ in range(n)]  # noqa: E731
+        bindings = self.case.bind({"d": rows(before)}, {"d": rows(after)}, {"d": feed})
+        self.table = self.case.refresh(self.delta_sql, self.table, bindings, out)
+        _check(self.table, norm(self.case.run(self.sql)), "the downstream DT ")
+
+
+def _downstream(con, seed: int, q, out: Outcome) -> _Chained | None:
+    rng = random.Random(seed * 31 + 7)
+    if rng.random() >= CHAINED or any(t == "arr" for _, t in q.cols):
+        return None
+    q2 = generator.downstream(seed, q.cols)
+    sources = {"d": tuple(q.cols)}
+    delta_sql, refused = judge(q2.sql, sources)
+    if refused:
+        return None
+    case = Case(con, seed, rng, q2.sql, sources)
+    case.load("d", [r for r, n in norm(Case(con, seed, rng, q.sql).run(q.sql)).items() for _ in range(n)],
+              sources["d"])
+    out.sql += f"\n  -- downstream DT over it as d: {q2.sql}"
+    out.shape += f"+dt({q2.shape})"
+    return _Chained(case, q2.sql, delta_sql, norm(case.run(q2.sql)))
+
+def summary(outcomes: list[Outcome], seconds: float) -> tuple[str, list[str]]:
+    """The summary line, and a ready-to-paste report per mismatch."""
+    ran = [o for o in outcomes if not o.refused]
+    bad = [o for o in ran if o.mismatch]
+    refused = Counter(_reason(o.refused) for o in outcomes if o.refused)
+    paths = Counter(p for o in ran for p in o.paths)
+    shapes = {o.shape for o in ran}
+    line = (f"{len(ran)} cases, {len(bad)} mismatches, {len(shapes)} distinct shapes, "
+            f"{sum(refused.values())} refused ({', '.join(f'{n} {r}' for r, n in refused.most_common()) or 'none'}), "
+            f"refresh paths {dict(paths)}, {seconds:.0f} s")
+    failures = []
+    for o in bad:
+        small = shrink(o.seed)
+        failures.append(f"seed {o.seed} ({o.shape}): {o.mismatch}\n  query: {o.sql}\n"
+                        f"  replay: DT_FUZZ_SEED={o.seed} DT_FUZZ_CASES=1 pytest -s tests/fuzz\n"
+                        f"  shrunk, as a Spark regression test:\n{regression_test(small)}")
+    return line, failures
+
+
+def _reason(text: str) -> str:
+    """A refusal's reason without its position and literals: counted by kind."""
+    text = re.sub(r" at line \d+", "", text)
+    return re.sub(r"'[^']*'", "'…'", text)[:80]
+
+
+def shrink(seed: int, budget: int = 400) -> Outcome:
+    """A failing case made small: steps dropped, then rows of the first version and of each
+    step, while it still fails (the query stays as generated: its seed names it)."""
+    failing = run_case(seed)
+    if not failing.mismatch:
+        return failing
+    initial, history = failing.initial, failing.snapshots
+    runs = 0
+
+    def fails(i, h) -> bool:
+        nonlocal runs
+        runs += 1
+        return bool(run_case(seed, initial=i, history=h).mismatch)
+
+    changed = True
+    while changed and runs < budget:
+        changed = False
+        for k in range(len(history)):
+            h = history[:k] + history[k + 1:]
+            if fails(initial, h):
+                history, changed = h, True
+                break
+        for name in list(initial):
+            for j in range(len(initial[name])):
+                i = {**initial, name: initial[name][:j] + initial[name][j + 1:]}
+                if runs < budget and fails(i, history):
+                    initial, changed = i, True
+                    break
+        for k, step in enumerate(history):
+            for name, rows in step.items():
+                for j in range(len(rows)):
+                    h = history[:k] + [{**step, name: rows[:j] + rows[j + 1:]}] + history[k + 1:]
+                    if runs < budget and fails(initial, h):
+                        history, changed = h, True
+                        break
+    return run_case(seed, initial=initial, history=history)
+
+
+def regression_test(case: Outcome) -> str:
+    """A ready-to-paste Spark regression test of a (shrunk) case."""
+    query = case.sql.split("\n  -- downstream")[0]
+    lines = [f"def test_fuzz_seed_{case.seed}(spark, tmp_path):",
+             f'    """{case.shape}: {case.mismatch[:200] if case.mismatch else "passes"}"""',
+             "    env = Env(spark, tmp_path)"]
+    for name, rows in case.initial.items():
+        lines.append(f"    env.create_source({name!r}, {generator.DDL[name]!r}, {rows!r})")
+    lines += [f"    env.write({{'f': {query!r}}})", "    env.refresh()"]
+    for commits in case.steps:
+        lines += [f"    env.sql({c!r})" for c in commits]
+        lines += ["    record = env.refresh()['f']",
+                  "    assert record.state == SUCCEEDED and record.refresh_action in (INCREMENTAL, NO_DATA)",
+                  "    env.check('f')"]
+    return "\n".join(lines)
