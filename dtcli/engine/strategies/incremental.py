@@ -78,7 +78,7 @@ class ForcedIncrementalFailed(Exception):
         super().__init__(message)
         self.condition = condition
 
-    def getCondition(self) -> str | None:     # read as Spark's errors are (executor.error_condition)
+    def getCondition(self) -> str | None:     # read as Spark's errors are (spark_errors.error_condition)
         return self.condition
 
 
@@ -86,7 +86,7 @@ def _forced(ctx: RefreshContext, err: BaseException, what: str | None) -> None:
     """Raise when the user forced INCREMENTAL; return under ADAPTIVE (which falls back to FULL)."""
     if ctx.step.refresh_mode != INCREMENTAL:
         return
-    from dtcli.engine.executor import error_condition, error_message
+    from dtcli.engine.spark_errors import error_condition, error_message
 
     message = (what or error_message(err))[:300]
     raise ForcedIncrementalFailed(
