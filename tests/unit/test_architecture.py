@@ -74,19 +74,3 @@ def test_only_the_engine_imports_pyspark():
     users = sorted(m for m, path in MODULES.items()
                    if any(i == "pyspark" or i.startswith("pyspark.") for i in _imports(path)))
     assert users and all(m.startswith("dtcli.engine") for m in users), users
-
-
-def test_jvm_free_commands_do_not_import_pandas(tmp_path):
-    """pyarrow's `pa.table()` imports pandas to ask whether its argument is a DataFrame: 0.7 s
-    of `dt show`. The state readers take deltalake's Arrow streams without it."""
-    import subprocess
-    import sys
-
-    from tests.helpers import write_project
-
-    root = write_project(tmp_path / "p", {"t": "SELECT id FROM s"}, seeds={"s": "id\n1\n"})
-    code = ("import sys; from dtcli import api; api.seed(sys.argv[1]); "
-            "api.show_tables(api.check(sys.argv[1], with_stats=True)); print('pandas' in sys.modules)")
-    done = subprocess.run([sys.executable, "-c", code, str(root)], capture_output=True, text=True, timeout=120)
-    assert done.returncode == 0, done.stderr
-    assert done.stdout.strip().splitlines()[-1] == "False"
