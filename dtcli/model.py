@@ -134,6 +134,7 @@ class Project:
     threads: int = 4              # refreshes a run may execute side by side (`threads:`)
     catalog: CatalogSpec | None = None   # `catalog:`: DTs are also tables in a metastore
     version: str | None = None    # the project's own `version:` (shown in run_results and docs)
+    spark_jit: str = "auto"       # `spark.jit`: how a run's JVM compiles (engine/spark_conf.py)
 
     def qualified_name(self, name: str) -> str | None:
         """`schema.name` (or `catalog.schema.name`) of a DT, with `catalog:` set."""

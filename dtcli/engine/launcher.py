@@ -21,7 +21,7 @@ from dtcli.engine import jars as jarlib
 from dtcli.engine import secret_conf
 from dtcli.engine.owner_watch import Heartbeat
 from dtcli.engine.protocol import EVENT_PREFIX, STOP_FILE
-from dtcli.engine.spark_conf import catalog_conf, session_conf
+from dtcli.engine.spark_conf import catalog_conf, jit_options, session_conf
 from dtcli.errors import ConfigError
 from dtcli.model import Plan, Project, RefreshRecord, join_path
 from dtcli.redact import scrub, scrub_file
@@ -47,14 +47,17 @@ def spark_home() -> Path:
     return jarlib.pyspark_jars_dir().parent
 
 
-def submit_command(project: Project, plan_path: Path | None, *driver_args: str) -> list[str]:
+def submit_command(project: Project, plan_path: Path | None, *driver_args: str,
+                   actions: list[str] | None = None) -> list[str]:
     """spark-submit running driver.py on one plan (with `plan_path` None: the warm application's
-    `driver_args`), followed by the owner options (`owner_args`)."""
+    `driver_args`), followed by the owner options (`owner_args`); `actions`: the plan's refresh
+    actions, which choose how the JVM compiles (`spark.jit`)."""
     submit = spark_home() / "bin" / "spark-submit"
     if not submit.exists():
         raise ConfigError(f"spark-submit not found at {submit}", hint="set SPARK_HOME or reinstall pyspark")
     conf = session_conf({**project.spark_conf, **catalog_conf(project)},
                         jarlib.resolve(project.jars, s3=uses_s3a(project)))
+    conf.update(jit_options(project.spark_jit, project.spark_master, conf, actions))
     cmd = [str(submit), "--master", project.spark_master, "--name", f"dt:{project.name}"]
     # secrets go in a private properties file: a command line is visible to every user (ps)
     cmd += secret_conf.properties_args(conf)
@@ -128,7 +131,9 @@ def launch(project: Project, plan: Plan, on_event: Callable[[dict[str, Any]], No
     with open(log_path, "w", encoding="utf-8") as log, beating:
         # Its own session: a terminal's Ctrl-C reaches dt only, which asks the driver to stop
         # between refreshes; a second Ctrl-C ends the application (commits stay atomic).
-        proc = subprocess.Popen(submit_command(project, plan_path, *owner_args(project, plan.run_id)),
+        command = submit_command(project, plan_path, *owner_args(project, plan.run_id),
+                                 actions=[step.action for step in plan.steps])
+        proc = subprocess.Popen(command,
                                 stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL, text=True,
                                 env=env, cwd=project.root, start_new_session=True,
                                 pass_fds=lock_fds(project))

@@ -61,7 +61,8 @@ def load_project(project_dir: str | Path = ".", target: str | None = None, *,
                       spark_conf=settings.spark_conf, jars=settings.jars, sources=settings.sources,
                       tables=dict(sorted(tables.items())), vars=settings.vars, target=settings.target,
                       disabled=disabled, threads=settings.threads,
-                      catalog=settings.catalog, version=settings.version)
+                      catalog=settings.catalog, version=settings.version,
+                      spark_jit=settings.spark_jit)
     if check_sources:
         check_source_paths(project)
     return project

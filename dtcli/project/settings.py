@@ -20,7 +20,9 @@ TARGET_KEYS = {"warehouse", "spark", "dialect", "vars", "defaults", "threads", "
 # on a commit or plans its queries, another computes.
 DEFAULT_THREADS = 4
 SOURCE_KEYS = {"path", "table", "primary_key", "rely", "description", "columns"}
-SPARK_KEYS = {"master", "conf", "jars"}
+SPARK_KEYS = {"master", "conf", "jars", "jit"}
+# How the JVM of a run compiles (see dtcli/engine/spark_conf.py:jit_options).
+JIT_MODES = ("auto", "quick", "peak")
 CATALOG_KEYS = {"schema", "name"}
 # A schema or catalog name dt writes into SQL unquoted: a plain identifier, as every metastore
 # (Hive, Glue, Unity Catalog) accepts it.
@@ -46,6 +48,7 @@ class Settings:
     threads: int = DEFAULT_THREADS
     catalog: CatalogSpec | None = None
     version: str | None = None            # the project's own version (`version:`), as in dbt
+    spark_jit: str = "auto"               # `spark.jit`: auto | quick | peak
 
 
 def _check_keys(mapping: LineDict, allowed: set[str], file: Path, what: str) -> None:
@@ -86,6 +89,7 @@ def load_settings(root: Path, target: str | None = None) -> Settings:
     master = spark.get("master", "local[*]")
     conf = dict(expect_mapping(spark.get("conf"), file, "spark.conf", spark.line_of("conf")))
     jars = spark.get("jars") or []
+    jit = _jit(spark, file)
     threads = _threads(raw.get("threads", DEFAULT_THREADS), file, raw.line_of("threads"))
     catalog = _catalog(raw, file)
 
@@ -106,6 +110,8 @@ def load_settings(root: Path, target: str | None = None) -> Settings:
         master = tspark.get("master", master)
         conf.update(tspark.get("conf") or {})
         jars = tspark.get("jars", jars)
+        if "jit" in tspark:
+            jit = _jit(tspark, file)
         if "threads" in over:
             threads = _threads(over["threads"], file, over.line_of("threads"))
         if "catalog" in over:       # a target publishes elsewhere (or, with `catalog: null`, not at all)
@@ -129,7 +135,17 @@ def load_settings(root: Path, target: str | None = None) -> Settings:
                     spark_master=str(master), spark_conf={str(k): str(v) for k, v in conf.items()},
                     jars=tuple(_resolve_path(root, j) for j in jars), defaults=defaults,
                     sources=sources, vars=variables, target=target, folders=folders, threads=threads,
-                    catalog=catalog, version=None if raw.get("version") is None else str(raw["version"]))
+                    catalog=catalog, version=None if raw.get("version") is None else str(raw["version"]),
+                    spark_jit=jit)
+
+
+def _jit(spark: LineDict, file: Path) -> str:
+    value = str(spark.get("jit", "auto")).lower()
+    if value not in JIT_MODES:
+        raise ConfigError(f"spark.jit must be one of {', '.join(JIT_MODES)}, not {spark.get('jit')!r}",
+                          file=file, line=spark.line_of("jit"),
+                          hint=suggest(value, JIT_MODES) or "auto (the default) picks per run")
+    return value
 
 
 def _threads(value: Any, file: Path, line: int | None) -> int:
