@@ -208,6 +208,81 @@ class StepInput:
 
 
 @dataclass
+class ChangeInputSpec:
+    """An input a custom table reads with CHANGES(): how, where, and its RELY key (if any)."""
+
+    name: str
+    mode: str                     # DEFAULT | APPEND_ONLY
+    path: str
+    key: list[str] | None = None
+
+
+@dataclass
+class CustomSpec:
+    """A custom incremental table's statement, as the engine runs it (planning/custom.py)."""
+
+    kind: str                                 # MERGE | INSERT
+    columns: list[dict[str, str]]             # the table's columns: {name, type}
+    add_columns: list[dict[str, str]]         # columns the table gains at this refresh
+    target_alias: str | None
+    on: str | None                            # a MERGE's ON condition, as written
+    changes: list[ChangeInputSpec]
+    start_versions: dict[str, int]            # each CHANGES() input's version at creation
+    start_at: str | None = None               # `start_at` config
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any] | None) -> CustomSpec | None:
+        if raw is None:
+            return None
+        values = dict(raw)
+        values["changes"] = [ChangeInputSpec(**c) for c in raw.get("changes") or []]
+        return cls(**values)
+
+
+@dataclass
+class StepOptions:
+    """What a step carries beyond its action, for the engine, the history and the renderers;
+    each default is the one a table without that config gets."""
+
+    previous_rows: int = 0                    # rows of the DT before this refresh
+    source_ids: dict[str, str] | None = None  # Delta table id of each source (replaced sources)
+    file: str | None = None                   # the table file (error messages)
+    delta_sql: str | None = None              # the query with columns bound to their inputs
+    # the columns of each input an incremental refresh reads (and checks); None: all
+    read_columns: dict[str, list[str]] | None = None
+    partition_by: list[str] | None = None
+    cluster_by: list[str] | None = None
+    sort_by: list[str] | None = None          # the order a recompute writes the rows in
+    max_rows_per_file: int = MAX_ROWS_PER_FILE
+    comment: str | None = None
+    comment_outdated: bool = False            # the table's comment differs from the config's
+    columns: Any = None                       # `columns:` config (names and types)
+    deletion_vectors: bool = True
+    deletion_vectors_outdated: bool = False   # the table's setting differs from the config's
+    # frozen regions: the predicate (for the frontier), and at this refresh's data timestamp
+    # the active and frozen regions as Spark SQL
+    frozen_where: str | None = None
+    active: str | None = None
+    frozen: str | None = None
+    backfill: dict[str, Any] | None = None    # the resolved backfill (planning/backfill.py)
+    backfill_spec: Any = None                 # `backfill` config as written
+    # why this action, and the sizes ADAPTIVE decides on (and learns from)
+    action_reason: str | None = None
+    change_rows: int | None = None
+    input_rows: int | None = None
+    custom: CustomSpec | None = None          # custom incremental tables only
+    # set by planning/completion.py once the lag is known
+    target_lag_sec: int | None = None
+    completion_target: str | None = None
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any] | None) -> StepOptions:
+        values = dict(raw or {})
+        values["custom"] = CustomSpec.from_dict(values.get("custom"))
+        return cls(**values)
+
+
+@dataclass
 class RefreshStep:
     """One DT's refresh as planned: data, so `--dry-run` can print it and the driver run it."""
 
@@ -223,7 +298,7 @@ class RefreshStep:
     reinit_reason: str | None = None
     previous: Frontier | None = None         # frontier of the DT before this refresh
     upstream: list[str] = field(default_factory=list)   # DTs of this plan it depends on
-    options: dict[str, Any] = field(default_factory=dict)  # strategy-specific extras
+    options: StepOptions = field(default_factory=StepOptions)
 
 
 @dataclass
@@ -252,6 +327,7 @@ class Plan:
         for s in raw.pop("steps"):
             s["inputs"] = [StepInput(**i) for i in s["inputs"]]
             s["previous"] = Frontier.from_dict(s.get("previous"))
+            s["options"] = StepOptions.from_dict(s.get("options"))
             steps.append(RefreshStep(**s))
         return cls(steps=steps, **raw)
 
@@ -312,8 +388,8 @@ class RefreshRecord:
                    refresh_trigger=step.trigger, data_timestamp=data_timestamp, refresh_start_time=at,
                    refresh_end_time=at, run_id=run_id, state_message=message,
                    definition_hash=step.definition_hash, state_code=code,
-                   target_lag_sec=step.options.get("target_lag_sec"),
-                   completion_target=step.options.get("completion_target"), **fields)
+                   target_lag_sec=step.options.target_lag_sec,
+                   completion_target=step.options.completion_target, **fields)
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> RefreshRecord:

@@ -32,25 +32,25 @@ def emit(event: dict) -> None:
 
 def owner_options(argv: list[str]) -> tuple[list[str], dict[str, str]]:
     """Split `--owner X` / `--heartbeat Y` off the positional arguments."""
-    rest, options = [], {}
+    rest, flags = [], {}
     items = iter(argv)
     for arg in items:
         if arg in ("--owner", "--heartbeat"):
-            options[arg[2:]] = next(items, "")
+            flags[arg[2:]] = next(items, "")
         else:
             rest.append(arg)
-    return rest, options
+    return rest, flags
 
 
-def watch_owner(options: dict[str, str], warehouse: str | None, closed=None):
+def watch_owner(flags: dict[str, str], warehouse: str | None, closed=None):
     """Start watching the dt process that launched us (and renewing the warehouse lock)."""
     import os
 
     from dtcli.engine.owner_watch import OwnerWatch
     from dtcli.state import lock, owner
 
-    renew = lock.renewer(warehouse, {"owner": options.get("owner")}) if warehouse else (lambda: True)
-    return OwnerWatch(owner.parse(options.get("owner")), heartbeat=options.get("heartbeat") or None,
+    renew = lock.renewer(warehouse, {"owner": flags.get("owner")}) if warehouse else (lambda: True)
+    return OwnerWatch(owner.parse(flags.get("owner")), heartbeat=flags.get("heartbeat") or None,
                       closed=closed, renew=renew, parent=os.getppid(), on_gone=_go_silent).start()
 
 
@@ -120,14 +120,14 @@ def main(argv: list[str]) -> int:
     from dtcli.engine.session import build_session
     from dtcli.model import Plan
 
-    argv, options = owner_options(argv)
+    argv, flags = owner_options(argv)
     if argv and argv[0] == "--serve":      # the warm application of `dt run --watch`
         from dtcli.engine.serve import PlanInbox, connect, serve
 
         address, idle, app_name = argv[1:4]
         inbox = PlanInbox(connect(address))     # first: dt waits for us before sending a plan
         emit({"event": "started"})
-        watch = watch_owner(options, None, closed=inbox.owner_gone)
+        watch = watch_owner(flags, None, closed=inbox.owner_gone)
         spark = build_session({}, app_name=app_name)
         configure_storage(spark, renew_lease=False)
 
@@ -136,7 +136,7 @@ def main(argv: list[str]) -> int:
 
             plan = Plan.from_json(path.read_text(encoding="utf-8"))
             gone = stop_check(watch)
-            watch.renew = lock.renewer(plan.warehouse, {"owner": options.get("owner")})
+            watch.renew = lock.renewer(plan.warehouse, {"owner": flags.get("owner")})
             try:        # the lock is renewed while a pass runs: between passes dt holds none
                 return run_plan(spark, plan, lambda: gone() or should_stop(), watch.check)
             finally:
@@ -147,7 +147,7 @@ def main(argv: list[str]) -> int:
         return code
     plan_path = Path(argv[0])
     plan = Plan.from_json(plan_path.read_text(encoding="utf-8"))
-    watch = watch_owner(options, plan.warehouse)
+    watch = watch_owner(flags, plan.warehouse)
     emit({"event": "started"})
     try:
         spark = build_session({}, app_name=f"dt:{plan.project}")

@@ -95,18 +95,18 @@ def _record(plan: Plan, step: RefreshStep, state: str, start: str, *, message: s
         table_version=result.table_version if result else None,
         definition_hash=step.definition_hash,
         # a strategy that fell back (INCREMENTAL -> FULL) says why; else the planner's reason
-        refresh_action_reason=extra.get("message") or step.options.get("action_reason"),
-        change_rows=step.options.get("change_rows"), input_rows=step.options.get("input_rows"),
+        refresh_action_reason=extra.get("message") or step.options.action_reason,
+        change_rows=step.options.change_rows, input_rows=step.options.input_rows,
         state_code=code or STATE_CODES.get(state), query_id=query_id,
-        target_lag_sec=step.options.get("target_lag_sec"),
-        completion_target=step.options.get("completion_target"),
+        target_lag_sec=step.options.target_lag_sec,
+        completion_target=step.options.completion_target,
         refresh_strategy=extra.get("strategy"))
 
 
 def _align_deletion_vectors(spark, step: RefreshStep, result: RefreshResult) -> None:
     """After the refresh committed: write the DT as its `deletion_vectors` setting now says.
     A failure here leaves the refresh committed (its rows are right) and says so."""
-    want = bool(step.options.get("deletion_vectors", True))
+    want = bool(step.options.deletion_vectors)
     try:
         deletion_vectors.align(spark, step.path, want)
         result.table_version = commit.last_commit(step.path)["version"]
@@ -222,17 +222,17 @@ class _Run:
                 produced = dict(self.produced)
             versions = bind_inputs(spark, step, produced)
             frontier = Frontier(versions, step.definition_hash, plan.data_timestamp, plan.run_id,
-                                step.action, step.refresh_mode, step.options.get("frozen_where"),
-                                step.options.get("backfill_spec"),
-                                source_ids=step.options.get("source_ids"))
+                                step.action, step.refresh_mode, step.options.frozen_where,
+                                step.options.backfill_spec,
+                                source_ids=step.options.source_ids)
             ctx = RefreshContext(spark, plan, step, versions, frontier)
             # a custom table's own statement does every refresh of it, creation included
             result = strategy_for(step.refresh_mode if step.refresh_mode == CUSTOM_INCREMENTAL
                                   else step.action)(ctx)
-            if step.options.get("comment_outdated") and not result.extra.get("table_replaced"):
-                commit.set_comment(spark, step.path, step.options.get("comment"))
+            if step.options.comment_outdated and not result.extra.get("table_replaced"):
+                commit.set_comment(spark, step.path, step.options.comment)
                 result.table_version = commit.last_commit(step.path)["version"]
-            if step.options.get("deletion_vectors_outdated"):
+            if step.options.deletion_vectors_outdated:
                 _align_deletion_vectors(spark, step, result)
             if result.table_version is not None:
                 with self.lock:

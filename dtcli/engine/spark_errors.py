@@ -44,7 +44,7 @@ _COMPILED_AT = re.compile(r";?\s*line (\d+),? pos (\d+)")
 def at_file(step: RefreshStep, message: str) -> str:
     """An error about the SQL dt compiled from the DT's file, reported against that file: the
     position Spark gives is in text the user never wrote, so it is dropped."""
-    file = step.options.get("file")
+    file = step.options.file
     if not file:
         return message
     return f"{file}: " + _COMPILED_AT.sub("", message).rstrip()

@@ -20,7 +20,7 @@ def annotate(plan: Plan, effective: Mapping[str, int | None], stamps: Mapping[st
     for step in plan.steps:
         lag = effective.get(step.name)
         stamp = stamps.get(step.name)
-        step.options["target_lag_sec"] = lag
-        step.options["completion_target"] = (stamp + timedelta(seconds=lag)).isoformat() \
+        step.options.target_lag_sec = lag
+        step.options.completion_target = (stamp + timedelta(seconds=lag)).isoformat() \
             if lag is not None and stamp is not None else None
     return plan

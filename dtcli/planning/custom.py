@@ -19,7 +19,7 @@ from sqlglot.optimizer.qualify import qualify
 from sqlglot.schema import MappingSchema
 
 from dtcli.errors import ValidationError
-from dtcli.model import Column, Project, TableDef
+from dtcli.model import ChangeInputSpec, Column, CustomSpec, Project, TableDef
 from dtcli.sql.analysis.result import OperatorInfo, QueryAnalysis
 from dtcli.sql.custom import ACTION, ISUPDATE, SELF_VIEW, CustomStatement
 from dtcli.sql.parse import line_of
@@ -274,25 +274,25 @@ def source_key(project: Project, name: str) -> list[str] | None:
     return None
 
 
-def step_options(checked, name: str) -> dict[str, Any]:
-    """What the engine needs to run the statement (JSON: it travels in the plan)."""
+def step_options(checked, name: str) -> CustomSpec:
+    """What the engine needs to run the statement (it travels in the plan)."""
     project = checked.project
     table = project.tables[name]
     statement: CustomStatement = table.custom
     check: CustomCheck = checked.customs[name]
     tree = statement.tree
     on = tree.args.get("on")
-    return {
-        "kind": statement.kind,
-        "columns": [c.to_dict() for c in check.columns],
-        "add_columns": [c.to_dict() for c in check.add_columns],
-        "target_alias": statement.target_alias,
-        "on": on.sql(dialect=project.dialect) if on is not None else None,
-        "changes": [{"name": n, "mode": m, "path": project.input_path(n), "key": source_key(project, n)}
-                    for n, m, _ in statement.change_inputs],
-        "start_versions": checked.customs[name].start_versions,
-        "start_at": table.config.get("start_at"),
-    }
+    return CustomSpec(
+        kind=statement.kind,
+        columns=[c.to_dict() for c in check.columns],
+        add_columns=[c.to_dict() for c in check.add_columns],
+        target_alias=statement.target_alias,
+        on=on.sql(dialect=project.dialect) if on is not None else None,
+        changes=[ChangeInputSpec(name=n, mode=m, path=project.input_path(n), key=source_key(project, n))
+                 for n, m, _ in statement.change_inputs],
+        start_versions=checked.customs[name].start_versions,
+        start_at=table.config.get("start_at"),
+    )
 
 
 def explain(checked, name: str) -> tuple[dict[str, Any], list[str]]:

@@ -28,6 +28,7 @@ from dtcli.model import (
     RefreshRecord,
     RefreshStep,
     StepInput,
+    StepOptions,
 )
 from dtcli.planning import adaptive, custom, frozen, on_demand
 from dtcli.planning.checked import Checked
@@ -95,34 +96,31 @@ def build_plan(checked: Checked, selected: set[str], trigger: str, *, full_refre
             sql=table.spark_sql, inputs=inputs, definition_hash=digest, refresh_mode=mode.mode,
             refresh_mode_reason=mode.reason, reinit_reason=reinit, previous=frontier,
             upstream=[u for u in graph.upstream[name] if u in names],
-            options={"previous_rows": info.rows if info else 0,
-                     "source_ids": _source_ids(project, snapshot, table.inputs),
-                     "file": table.file,
-                     "delta_sql": checked.delta_sql(name),
-                     # an incremental refresh reads (and checks) only these columns of each input
-                     "read_columns": columns_read(checked.qualified[name], table.inputs)
-                     if checked.qualified.get(name) is not None else None,
-                     "partition_by": table.config.get("partition_by"),
-                     "cluster_by": table.config.get("cluster_by"),
-                     "sort_by": write_order(checked, name),
-                     "max_rows_per_file": table.config.get("max_rows_per_file", MAX_ROWS_PER_FILE),
-                     "comment": table.config.get("comment"),
-                     "comment_outdated": info is not None and
-                     (info.description or None) != (table.config.get("comment") or None),
-                     "columns": table.config.get("columns"),
-                     "deletion_vectors": table.config.get("deletion_vectors", True),
-                     "deletion_vectors_outdated": info is not None and
-                     info.deletion_vectors_differ(table.config.get("deletion_vectors", True)),
-                     # frozen regions: the predicate (for the frontier), and at this refresh's
-                     # data timestamp the active and frozen regions as Spark SQL
-                     "frozen_where": regions.predicate,
-                     "active": regions.active if info is not None and regions.keep_frozen else None,
-                     "frozen": regions.frozen,
-                     "backfill": checked.backfills[name].to_dict() if name in checked.backfills else None,
-                     "backfill_spec": table.config.get("backfill"),
-                     # why this action, and the sizes ADAPTIVE decides on (and learns from)
-                     "action_reason": why, "change_rows": change_rows, "input_rows": input_rows,
-                     "custom": custom.step_options(checked, name) if table.kind == "custom" else None}))
+            options=StepOptions(
+                previous_rows=info.rows if info else 0,
+                source_ids=_source_ids(project, snapshot, table.inputs),
+                file=table.file,
+                delta_sql=checked.delta_sql(name),
+                read_columns=columns_read(checked.qualified[name], table.inputs)
+                if checked.qualified.get(name) is not None else None,
+                partition_by=table.config.get("partition_by"),
+                cluster_by=table.config.get("cluster_by"),
+                sort_by=write_order(checked, name),
+                max_rows_per_file=table.config.get("max_rows_per_file", MAX_ROWS_PER_FILE),
+                comment=table.config.get("comment"),
+                comment_outdated=info is not None and
+                (info.description or None) != (table.config.get("comment") or None),
+                columns=table.config.get("columns"),
+                deletion_vectors=table.config.get("deletion_vectors", True),
+                deletion_vectors_outdated=info is not None and
+                info.deletion_vectors_differ(table.config.get("deletion_vectors", True)),
+                frozen_where=regions.predicate,
+                active=regions.active if info is not None and regions.keep_frozen else None,
+                frozen=regions.frozen,
+                backfill=checked.backfills[name].to_dict() if name in checked.backfills else None,
+                backfill_spec=table.config.get("backfill"),
+                action_reason=why, change_rows=change_rows, input_rows=input_rows,
+                custom=custom.step_options(checked, name) if table.kind == "custom" else None)))
     return Plan(run_id=run_id or uuid.uuid4().hex[:12], project=project.name,
                 warehouse=project.warehouse, data_timestamp=snapshot.taken_at.isoformat(),
                 source_versions=snapshot.source_versions, steps=steps, threads=project.threads)

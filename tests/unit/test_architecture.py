@@ -74,3 +74,32 @@ def test_only_the_engine_imports_pyspark():
     users = sorted(m for m, path in MODULES.items()
                    if any(i == "pyspark" or i.startswith("pyspark.") for i in _imports(path)))
     assert users and all(m.startswith("dtcli.engine") for m in users), users
+
+
+def test_a_refresh_step_is_read_through_its_typed_options_only():
+    """The plan's contract is the dataclasses of model.py: no module reads a step's options as a
+    dict (a misspelt key would silently read None)."""
+    import re
+
+    untyped = re.compile(r"options\s*(\.get\(|\[)")
+    found = [f"{path.relative_to(PACKAGE.parent)}:{n}" for path in MODULES.values()
+             for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1)
+             if untyped.search(line)]
+    assert found == []
+
+
+def test_a_plan_travels_to_the_driver_with_its_typed_options():
+    from dtcli.model import ChangeInputSpec, CustomSpec, Plan, RefreshStep, StepInput, StepOptions
+
+    custom = CustomSpec(kind="MERGE", columns=[{"name": "id", "type": "bigint"}], add_columns=[],
+                        target_alias="t", on="t.id = s.id", start_versions={"src": 3},
+                        changes=[ChangeInputSpec(name="src", mode="DEFAULT", path="/w/src", key=["id"])])
+    step = RefreshStep(name="d", path="/w/d", action="INCREMENTAL", trigger="SCHEDULED", sql="SELECT 1",
+                       inputs=[StepInput("src", "source", "/w/src", 4)], definition_hash="h",
+                       refresh_mode="INCREMENTAL",
+                       options=StepOptions(read_columns={"src": ["id"]}, deletion_vectors=False,
+                                           change_rows=5, custom=custom))
+    plan = Plan(run_id="r", project="p", warehouse="/w", data_timestamp="2026-11-25T00:00:00+00:00",
+                source_versions={"src": 4}, steps=[step])
+    again = Plan.from_json(plan.to_json())
+    assert again == plan and again.steps[0].options.custom.changes[0].key == ["id"]

@@ -22,7 +22,7 @@ from dtcli.engine.changes import ChangesUnavailable, is_unavailable, quote
 from dtcli.engine.checkpoints import release
 from dtcli.engine.context import RefreshContext, RefreshResult
 from dtcli.engine.deletion_vectors import table_property
-from dtcli.model import CUSTOM_INCREMENTAL, FULL, REINITIALIZE
+from dtcli.model import CUSTOM_INCREMENTAL, FULL, REINITIALIZE, CustomSpec
 from dtcli.sql.custom import SELF_VIEW, changes_view
 
 MULTIPLE_MATCHES = "DELTA_MULTIPLE_SOURCE_ROW_MATCHING_TARGET_ROW_IN_MERGE"
@@ -48,15 +48,15 @@ def custom_refresh(ctx: RefreshContext) -> RefreshResult:
 
 def _run(ctx: RefreshContext, views: list[str], held: list) -> RefreshResult:
     spark, step = ctx.spark, ctx.step
-    opts = step.options["custom"]
+    opts = step.options.custom
     creating = step.action in (FULL, REINITIALIZE)
-    ctx.frontier.start_at = opts.get("start_at") if creating or step.previous is None else step.previous.start_at
+    ctx.frontier.start_at = opts.start_at if creating or step.previous is None else step.previous.start_at
     if creating:
-        if opts.get("start_versions") is not None:
+        if opts.start_versions is not None:
             return _backfilled(ctx, opts)
         _create(ctx, opts)
-    elif opts.get("add_columns"):
-        cols = ", ".join(f"{quote(c['name'])} {c['type']}" for c in opts["add_columns"])
+    elif opts.add_columns:
+        cols = ", ".join(f"{quote(c['name'])} {c['type']}" for c in opts.add_columns)
         spark.sql(f"ALTER TABLE delta.{quote(step.path)} ADD COLUMNS ({cols})")
     before = commit.last_commit(step.path)["version"]
     spark.read.format("delta").option("versionAsOf", before).load(step.path).createOrReplaceTempView(SELF_VIEW)
@@ -64,9 +64,9 @@ def _run(ctx: RefreshContext, views: list[str], held: list) -> RefreshResult:
     previous = step.previous.source_versions if step.previous and not creating else {}
     known_ids = (step.previous.input_ids or {}) if step.previous and not creating else {}
     ctx.frontier.input_ids = {}
-    for change in opts["changes"]:
-        name, mode = change["name"], change["mode"]
-        ctx.frontier.input_ids[name] = table_id = _table_id(change["path"])
+    for change in opts.changes:
+        name, mode = change.name, change.mode
+        ctx.frontier.input_ids[name] = table_id = _table_id(change.path)
         if known_ids.get(name) not in (None, table_id):
             raise ChangesUnavailable(f"input {name} was recreated since the last refresh (its Delta table id "
                                      f"changed), so its changes since then cannot be read; the table's history "
@@ -81,12 +81,12 @@ def _run(ctx: RefreshContext, views: list[str], held: list) -> RefreshResult:
                 raise ChangesUnavailable(f"the frontier of {step.name} records no version of {name} "
                                          "(CHANGES() of it was added to the statement?); to read it from now on, "
                                          f"recreate the table: `dt drop {step.name} --yes` and `dt run`")
-            rows = change_views.read(spark, name, change["path"], mode, int(start), ctx.input_versions[name],
-                                     current, change.get("key"), held)
+            rows = change_views.read(spark, name, change.path, mode, int(start), ctx.input_versions[name],
+                                     current, change.key, held)
         view = changes_view(name, mode)
         rows.createOrReplaceTempView(view)
         views.append(view)
-    sql = _targeted(step.sql, step.path, opts.get("target_alias"))
+    sql = _targeted(step.sql, step.path, opts.target_alias)
     try:
         with commit.user_metadata(spark, ctx.frontier):
             spark.sql(sql)
@@ -94,17 +94,17 @@ def _run(ctx: RefreshContext, views: list[str], held: list) -> RefreshResult:
         if MULTIPLE_MATCHES in f"{_condition(exc)} {exc}":
             raise CustomRefreshFailed(
                 f"[{MULTIPLE_MATCHES}] several rows of the MERGE source match one row of {step.name} on "
-                f"{opts.get('on')}; nothing was written. Deduplicate the USING query on the ON keys, e.g. "
+                f"{opts.on}; nothing was written. Deduplicate the USING query on the ON keys, e.g. "
                 "QUALIFY ROW_NUMBER() OVER (PARTITION BY <keys> ORDER BY ...) = 1, or aggregate per key") from exc
         if is_unavailable(exc):       # the change rows are read lazily, by the statement
-            names = ", ".join(c["name"] for c in opts["changes"])
+            names = ", ".join(c.name for c in opts.changes)
             raise change_views.unavailable(f"{names} since the last refresh", exc) from exc
         raise
     last = commit.last_commit(step.path)
     if last["version"] == before:           # Delta wrote nothing (no source rows): record the frontier
         return RefreshResult(table_version=apply.commit_nothing(spark, step.path, ctx.frontier))
     metrics = last["metrics"]
-    if opts["kind"] == "MERGE":
+    if opts.kind == "MERGE":
         return RefreshResult(inserted=int(metrics.get("numTargetRowsInserted", 0)),
                              deleted=int(metrics.get("numTargetRowsDeleted", 0)),
                              table_version=last["version"],
@@ -140,41 +140,41 @@ def _targeted(sql: str, path: str, alias: str | None) -> str:
     return tree.sql(dialect="spark")
 
 
-def _create(ctx: RefreshContext, opts: dict) -> None:
+def _create(ctx: RefreshContext, opts: CustomSpec) -> None:
     """The empty table with its declared columns (and the change data feed, for its readers)."""
     step, options = ctx.step, ctx.step.options
-    cols = ", ".join(f"{quote(c['name'])} {c['type']}" for c in opts["columns"])
+    cols = ", ".join(f"{quote(c['name'])} {c['type']}" for c in opts.columns)
     clauses = []
-    if options.get("partition_by"):
-        clauses.append(f"PARTITIONED BY ({', '.join(quote(c) for c in options['partition_by'])})")
-    if options.get("cluster_by"):
-        clauses.append(f"CLUSTER BY ({', '.join(quote(c) for c in options['cluster_by'])})")
-    if options.get("comment"):
-        clauses.append(f"COMMENT {exp.Literal.string(options['comment']).sql(dialect='spark')}")
-    props = {"delta.enableChangeDataFeed": "true", **table_property(options.get("deletion_vectors", True))}
+    if options.partition_by:
+        clauses.append(f"PARTITIONED BY ({', '.join(quote(c) for c in options.partition_by)})")
+    if options.cluster_by:
+        clauses.append(f"CLUSTER BY ({', '.join(quote(c) for c in options.cluster_by)})")
+    if options.comment:
+        clauses.append(f"COMMENT {exp.Literal.string(options.comment).sql(dialect='spark')}")
+    props = {"delta.enableChangeDataFeed": "true", **table_property(options.deletion_vectors)}
     clauses.append("TBLPROPERTIES (" + ", ".join(f"'{k}' = '{v}'" for k, v in sorted(props.items())) + ")")
     ctx.spark.sql(f"CREATE OR REPLACE TABLE delta.{quote(step.path)} ({cols}) USING delta {' '.join(clauses)}")
 
 
-def _backfilled(ctx: RefreshContext, opts: dict) -> RefreshResult:
+def _backfilled(ctx: RefreshContext, opts: CustomSpec) -> RefreshResult:
     """The table as a copy of the backfill source, its frontier at creation or `start_at`."""
     from pyspark.sql import functions as F
 
-    source = ctx.step.options["backfill"]
+    source = ctx.step.options.backfill
     copied = ctx.spark.read.format("delta").option("versionAsOf", source["version"]).load(source["path"])
-    if len(copied.columns) != len(opts["columns"]):
+    if len(copied.columns) != len(opts.columns):
         raise CustomRefreshFailed(f"backfill source {source['name']} has {len(copied.columns)} columns, "
-                                  f"the table {len(opts['columns'])}")
+                                  f"the table {len(opts.columns)}")
     copied = copied.select(*[F.col(quote(c)).cast(spec["type"]).alias(spec["name"])
-                             for c, spec in zip(copied.columns, opts["columns"])])
-    ctx.frontier.source_versions.update(opts["start_versions"])
-    ctx.frontier.input_ids = {c["name"]: _table_id(c["path"]) for c in opts["changes"]}
+                             for c, spec in zip(copied.columns, opts.columns)])
+    ctx.frontier.source_versions.update(opts.start_versions)
+    ctx.frontier.input_ids = {c.name: _table_id(c.path) for c in opts.changes}
     options = ctx.step.options
     commit.replace_table(ctx.spark, copied, ctx.step.path, ctx.frontier,
-                         partition_by=options.get("partition_by"), cluster_by=options.get("cluster_by"),
-                         comment=options.get("comment"),
+                         partition_by=options.partition_by, cluster_by=options.cluster_by,
+                         comment=options.comment,
                          properties={"delta.enableChangeDataFeed": "true",
-                                     **table_property(options.get("deletion_vectors", True))})
+                                     **table_property(options.deletion_vectors)})
     last = commit.last_commit(ctx.step.path)
     return RefreshResult(copied=int(last["metrics"].get("numOutputRows", 0)), table_version=last["version"],
                          extra={"table_replaced": True})

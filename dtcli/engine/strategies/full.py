@@ -18,17 +18,17 @@ from dtcli.model import FULL, REINITIALIZE
 def full_refresh(ctx: RefreshContext) -> RefreshResult:
     step, spark = ctx.step, ctx.spark
     options = step.options
-    df = shaped(spark.sql(step.sql), options.get("columns"))
-    if options.get("backfill"):
+    df = shaped(spark.sql(step.sql), options.columns)
+    if options.backfill:
         return _backfilled(ctx, df)
-    if options.get("active"):
-        active = options["active"]
+    if options.active:
+        active = options.active
         done = apply.replace(spark, step.path, active, df.filter(active), ctx.frontier)
         return RefreshResult(inserted=done.inserted, deleted=done.deleted, table_version=done.version)
     _replace_table(ctx, df)
     last = commit.last_commit(step.path)
     inserted = int(last["metrics"].get("numOutputRows", 0))
-    deleted = int(options.get("previous_rows") or 0)
+    deleted = int(options.previous_rows or 0)
     return RefreshResult(inserted=inserted, deleted=deleted, table_version=last["version"],
                          extra={"table_replaced": True})
 
@@ -36,10 +36,10 @@ def full_refresh(ctx: RefreshContext) -> RefreshResult:
 def _replace_table(ctx: RefreshContext, rows) -> None:
     options = ctx.step.options
     commit.replace_table(ctx.spark, rows, ctx.step.path, ctx.frontier,
-                         partition_by=options.get("partition_by"), cluster_by=options.get("cluster_by"),
-                         comment=options.get("comment"),
-                         properties=table_property(options.get("deletion_vectors", True)),
-                         sort_by=options.get("sort_by"), max_rows_per_file=options.get("max_rows_per_file") or 0)
+                         partition_by=options.partition_by, cluster_by=options.cluster_by,
+                         comment=options.comment,
+                         properties=table_property(options.deletion_vectors),
+                         sort_by=options.sort_by, max_rows_per_file=options.max_rows_per_file or 0)
 
 
 def _backfilled(ctx: RefreshContext, computed) -> RefreshResult:
@@ -47,14 +47,14 @@ def _backfilled(ctx: RefreshContext, computed) -> RefreshResult:
     only, with the query's rows for the active region, when the DT has a frozen_where)."""
     from pyspark.sql import functions as F
 
-    source = ctx.step.options["backfill"]
+    source = ctx.step.options.backfill
     copied = (ctx.spark.read.format("delta").option("versionAsOf", source["version"]).load(source["path"]))
     if len(copied.columns) != len(computed.columns):
         raise ValueError(f"backfill source {source['name']} has {len(copied.columns)} columns, "
                          f"the table {len(computed.columns)}")
     copied = copied.select(*[F.col(f"`{c}`").cast(f.dataType).alias(f.name)
                              for c, f in zip(copied.columns, computed.schema.fields)])
-    frozen = ctx.step.options.get("frozen")
+    frozen = ctx.step.options.frozen
     if frozen:
         copied = copied.filter(frozen)
     # a checkpoint: the copy is counted and written from one read of the source

@@ -111,7 +111,7 @@ class _Refresh:
     def __init__(self, ctx: RefreshContext):
         self.ctx, self.spark, self.step = ctx, ctx.spark, ctx.step
         # with frozen_where: the active region at this refresh's data timestamp (Spark SQL)
-        self.active: str | None = ctx.step.options.get("active")
+        self.active: str | None = ctx.step.options.active
         self.views: list[str] = []
         self.cached: list = []
         self.changes: dict[str, ChangeSet] = {}
@@ -137,10 +137,10 @@ class _Refresh:
         target = spark.read.format("delta").load(step.path)
         columns = target.columns
         _check_types(target.schema)
-        query = step.options.get("delta_sql") or step.sql   # columns bound to their inputs
+        query = step.options.delta_sql or step.sql   # columns bound to their inputs
         # a frozen region's predicate may name columns the change's rows do not have (a window's
         # rank): those DTs recompute their affected keys, whose rows the predicate can filter
-        if not step.options.get("columns") and not self.active:
+        if not step.options.columns and not self.active:
             done = self._from_own_rows(compiler, query, target)
             if done is not None:
                 return done
@@ -162,7 +162,7 @@ class _Refresh:
         the table's state from its log: most refreshes never read one)."""
         step, spark = self.step, self.spark
         previous = step.previous.source_versions if step.previous else {}
-        read_columns = step.options.get("read_columns") or {}
+        read_columns = step.options.read_columns or {}
         changed: set[str] = set()
         versions: dict[str, tuple[int, int]] = {}
         for inp in step.inputs:
@@ -262,7 +262,7 @@ class _Refresh:
             return self._nothing()
         applied = applier.apply_row_changes(spark, self.step.path, net, self.ctx.frontier,
                                             local=local, region=self.active,
-                                            prefer=(self.step.options.get("sort_by") or [None])[0])
+                                            prefer=(self.step.options.sort_by or [None])[0])
         return RefreshResult(inserted=applied.inserted, deleted=applied.deleted,
                              copied=applied.copied, table_version=applied.version,
                              extra={"strategy": applied.how})
@@ -288,7 +288,7 @@ class _Refresh:
         """A change query's rows named (and, with `columns:` config, typed) as the table's."""
         from dtcli.engine.strategies.full import shaped
 
-        return shaped(df, self.step.options.get("columns")) if self.step.options.get("columns") \
+        return shaped(df, self.step.options.columns) if self.step.options.columns \
             else df.toDF(*columns)
 
     def _read(self, path: str, version: int):
