@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from dtcli.model import Frontier, Plan, RefreshStep
@@ -22,5 +22,12 @@ class RefreshResult:
     inserted: int = 0
     deleted: int = 0
     copied: int = 0
+    updated: int = 0                   # rows a MERGE updated in place (custom tables)
     table_version: int | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    strategy: str | None = None        # how an INCREMENTAL refresh applied its change
+    table_replaced: bool = False       # the table was written anew (its comment with it)
+    # a strategy that did another action than planned (INCREMENTAL -> FULL or REINITIALIZE)
+    # says which and why
+    fallback_action: str | None = None
+    message: str | None = None
+    reinit_reason: str | None = None

@@ -79,28 +79,26 @@ def _record(plan: Plan, step: RefreshStep, state: str, start: str, *, message: s
     previous = step.previous.source_versions if step.previous else {}
     versions = versions or {}
     changed = [n for n, v in versions.items() if previous.get(n) != v]
-    extra = result.extra if result else {}   # a strategy may fall back (INCREMENTAL -> FULL)
+    done = result or RefreshResult()     # a strategy may fall back (INCREMENTAL -> FULL)
     return RefreshRecord(
-        name=step.name, state=state, refresh_action=extra.get("refresh_action", step.action),
+        name=step.name, state=state, refresh_action=done.fallback_action or step.action,
         refresh_trigger=step.trigger,
         data_timestamp=plan.data_timestamp if state == SUCCEEDED else None,
         refresh_start_time=start, refresh_end_time=now_iso(), run_id=plan.run_id,
-        state_message=message or extra.get("message"),
-        reinit_reason=extra.get("reinit_reason", step.reinit_reason),
-        num_inserted_rows=result.inserted if result else 0,
-        num_deleted_rows=result.deleted if result else 0,
-        num_copied_rows=result.copied if result else 0,
-        num_updated_rows=int(extra.get("updated", 0)),
+        state_message=message or done.message,
+        reinit_reason=done.reinit_reason or step.reinit_reason,
+        num_inserted_rows=done.inserted, num_deleted_rows=done.deleted,
+        num_copied_rows=done.copied, num_updated_rows=done.updated,
         inputs_with_changed_data=changed, source_versions=versions,
-        table_version=result.table_version if result else None,
+        table_version=done.table_version,
         definition_hash=step.definition_hash,
         # a strategy that fell back (INCREMENTAL -> FULL) says why; else the planner's reason
-        refresh_action_reason=extra.get("message") or step.options.action_reason,
+        refresh_action_reason=done.message or step.options.action_reason,
         change_rows=step.options.change_rows, input_rows=step.options.input_rows,
         state_code=code or STATE_CODES.get(state), query_id=query_id,
         target_lag_sec=step.options.target_lag_sec,
         completion_target=step.options.completion_target,
-        refresh_strategy=extra.get("strategy"))
+        refresh_strategy=done.strategy)
 
 
 def _align_deletion_vectors(spark, step: RefreshStep, result: RefreshResult) -> None:
@@ -112,7 +110,7 @@ def _align_deletion_vectors(spark, step: RefreshStep, result: RefreshResult) -> 
         result.table_version = commit.last_commit(step.path)["version"]
     except Exception as exc:
         note = f"refreshed, but turning deletion vectors {'on' if want else 'off'} failed: {error_message(exc)}"
-        result.extra["message"] = "; ".join(filter(None, [result.extra.get("message"), note]))
+        result.message = "; ".join(filter(None, [result.message, note]))
 
 
 def execute_plan(spark, plan: Plan, emit: Emit = lambda event: None,
@@ -229,7 +227,7 @@ class _Run:
             # a custom table's own statement does every refresh of it, creation included
             result = strategy_for(step.refresh_mode if step.refresh_mode == CUSTOM_INCREMENTAL
                                   else step.action)(ctx)
-            if step.options.comment_outdated and not result.extra.get("table_replaced"):
+            if step.options.comment_outdated and not result.table_replaced:
                 commit.set_comment(spark, step.path, step.options.comment)
                 result.table_version = commit.last_commit(step.path)["version"]
             if step.options.deletion_vectors_outdated:

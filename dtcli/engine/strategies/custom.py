@@ -108,7 +108,7 @@ def _run(ctx: RefreshContext, views: list[str], held: list) -> RefreshResult:
         return RefreshResult(inserted=int(metrics.get("numTargetRowsInserted", 0)),
                              deleted=int(metrics.get("numTargetRowsDeleted", 0)),
                              table_version=last["version"],
-                             extra={"updated": int(metrics.get("numTargetRowsUpdated", 0))})
+                             updated=int(metrics.get("numTargetRowsUpdated", 0)))
     return RefreshResult(inserted=int(metrics.get("numOutputRows", 0)), table_version=last["version"])
 
 
@@ -177,7 +177,7 @@ def _backfilled(ctx: RefreshContext, opts: CustomSpec) -> RefreshResult:
                                      **table_property(options.deletion_vectors)})
     last = commit.last_commit(ctx.step.path)
     return RefreshResult(copied=int(last["metrics"].get("numOutputRows", 0)), table_version=last["version"],
-                         extra={"table_replaced": True})
+                         table_replaced=True)
 
 
 STRATEGIES = {CUSTOM_INCREMENTAL: custom_refresh}   # refresh kinds this module does

@@ -30,7 +30,7 @@ def full_refresh(ctx: RefreshContext) -> RefreshResult:
     inserted = int(last["metrics"].get("numOutputRows", 0))
     deleted = int(options.previous_rows or 0)
     return RefreshResult(inserted=inserted, deleted=deleted, table_version=last["version"],
-                         extra={"table_replaced": True})
+                         table_replaced=True)
 
 
 def _replace_table(ctx: RefreshContext, rows) -> None:
@@ -69,7 +69,7 @@ def _backfilled(ctx: RefreshContext, computed) -> RefreshResult:
     written = int(last["metrics"].get("numOutputRows", 0))
     release(copied)
     return RefreshResult(inserted=written - count, copied=count, table_version=last["version"],
-                         extra={"table_replaced": True})
+                         table_replaced=True)
 
 
 def shaped(df, columns: list[dict] | None):

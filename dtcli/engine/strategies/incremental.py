@@ -101,9 +101,9 @@ def _fallback(ctx: RefreshContext, action: str, reason: str) -> RefreshResult:
 
     ctx.frontier.refresh_action = action
     result = full_refresh(ctx)
-    result.extra.update({"refresh_action": action, "message": reason})
+    result.fallback_action, result.message = action, reason
     if action == REINITIALIZE:
-        result.extra["reinit_reason"] = reason
+        result.reinit_reason = reason
     return result
 
 
@@ -213,7 +213,7 @@ class _Refresh:
 
     def _nothing(self) -> RefreshResult:
         version = applier.commit_nothing(self.spark, self.step.path, self.ctx.frontier)
-        return RefreshResult(table_version=version, extra={"strategy": NO_ROW_CHANGED})
+        return RefreshResult(table_version=version, strategy=NO_ROW_CHANGED)
 
     def _from_own_rows(self, compiler: DeltaCompiler, query: str, target) -> RefreshResult | None:
         """Aggregates and windows maintained from the DT's own rows (see engine/own_rows.py);
@@ -228,7 +228,7 @@ class _Refresh:
             return None
         how = OWN_ROWS_AGGREGATE if isinstance(upkeep, AggregateUpkeep) else OWN_ROWS_WINDOW
         return RefreshResult(inserted=done.inserted, deleted=done.deleted, table_version=done.version,
-                             extra={"strategy": how})
+                             strategy=how)
 
     def _rows_changed(self, compiler: DeltaCompiler, query: str, columns: list[str]) -> RefreshResult:
         """The general case: the rows the DT gains and loses, netted per distinct row, applied."""
@@ -265,7 +265,7 @@ class _Refresh:
                                             prefer=(self.step.options.sort_by or [None])[0])
         return RefreshResult(inserted=applied.inserted, deleted=applied.deleted,
                              copied=applied.copied, table_version=applied.version,
-                             extra={"strategy": applied.how})
+                             strategy=applied.how)
 
     def _replace(self, keyed, predicate: str, columns: list[str]) -> RefreshResult:
         """The rows of the affected keys, recomputed at the new versions, replace the ones the
@@ -280,7 +280,7 @@ class _Refresh:
             predicate, rows = f"({predicate}) AND ({self.active})", rows.filter(self.active)
         done = applier.replace(self.spark, self.step.path, predicate, rows, self.ctx.frontier)
         return RefreshResult(inserted=done.inserted, deleted=done.deleted,
-                             table_version=done.version, extra={"strategy": KEYS_RECOMPUTED})
+                             table_version=done.version, strategy=KEYS_RECOMPUTED)
 
     # -- helpers ----------------------------------------------------------------------------
 
