@@ -33,6 +33,9 @@ APPLICATION_NOT_STARTED = "APPLICATION_NOT_STARTED"
 # Not in DEFAULTS: a layout change redefines no data.
 SORT_BY_KEY = False
 MAX_ROWS_PER_FILE = 1_000_000
+# DTs are written with deletion vectors unless `deletion_vectors: false` (readers.md says who
+# cannot read them).
+DELETION_VECTORS = True
 
 
 @dataclass(frozen=True)
@@ -257,7 +260,7 @@ class StepOptions:
     comment: str | None = None
     comment_outdated: bool = False            # the table's comment differs from the config's
     columns: Any = None                       # `columns:` config (names and types)
-    deletion_vectors: bool = True
+    deletion_vectors: bool = DELETION_VECTORS
     deletion_vectors_outdated: bool = False   # the table's setting differs from the config's
     # frozen regions: the predicate (for the frontier), and at this refresh's data timestamp
     # the active and frozen regions as Spark SQL

@@ -6,7 +6,7 @@ import fnmatch
 from typing import Any
 
 from dtcli.errors import UsageError, suggest
-from dtcli.model import Project, RefreshRecord, TableDef
+from dtcli.model import DELETION_VECTORS, Project, RefreshRecord, TableDef
 from dtcli.planning import on_demand, scheduler
 from dtcli.planning.checked import Checked
 from dtcli.planning.lag import parse_target_lag
@@ -114,7 +114,7 @@ def _row(project: Project, name: str, table: TableDef | None, info: TableInfo | 
         "comment": (info.description if info else None) or config.get("comment"),
         "cluster_by": config.get("cluster_by"), "tags": list(table.tags) if table else [],
         "scheduler": on_demand.scheduler_value(table) if table else None,
-        "deletion_vectors": config.get("deletion_vectors", True) if table else None,
+        "deletion_vectors": config.get("deletion_vectors", DELETION_VECTORS) if table else None,
         "version": info.version if info else None, "path": project.table_path(name),
         "file": table.file if table else None, "orphaned": table is None,
     }

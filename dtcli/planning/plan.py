@@ -17,6 +17,7 @@ from functools import partial
 from dtcli.model import (
     ADAPTIVE,
     CREATION,
+    DELETION_VECTORS,
     FULL,
     INCREMENTAL,
     MANUAL,
@@ -111,9 +112,9 @@ def build_plan(checked: Checked, selected: set[str], trigger: str, *, full_refre
                 comment_outdated=info is not None and
                 (info.description or None) != (table.config.get("comment") or None),
                 columns=table.config.get("columns"),
-                deletion_vectors=table.config.get("deletion_vectors", True),
+                deletion_vectors=table.config.get("deletion_vectors", DELETION_VECTORS),
                 deletion_vectors_outdated=info is not None and
-                info.deletion_vectors_differ(table.config.get("deletion_vectors", True)),
+                info.deletion_vectors_differ(table.config.get("deletion_vectors", DELETION_VECTORS)),
                 frozen_where=regions.predicate,
                 active=regions.active if info is not None and regions.keep_frozen else None,
                 frozen=regions.frozen,
