@@ -11,11 +11,10 @@ one DELETE + INSERT pair. APPEND_ONLY keeps the inserted rows only.
 
 from __future__ import annotations
 
-from dtcli.engine.changes import ChangesUnavailable, is_unavailable, quote
+from dtcli.engine.changes import CDF_COLUMNS, ChangesUnavailable, is_unavailable, quote
 from dtcli.engine.checkpoints import release
 from dtcli.sql.custom import ACTION, APPEND_ONLY, ISUPDATE
 
-_CDF = ("_change_type", "_commit_version", "_commit_timestamp")
 # Touched keys up to this many are pushed into the reads of a RELY-keyed input as literals.
 KEY_LITERALS = 10_000
 
@@ -67,7 +66,7 @@ def read(spark, name: str, path: str, mode: str, start: int, end: int, current, 
     try:
         feed = (spark.read.format("delta").option("readChangeFeed", "true")
                 .option("startingVersion", start + 1).option("endingVersion", end).load(path))
-        data = [c for c in feed.columns if c not in _CDF]
+        data = [c for c in feed.columns if c not in CDF_COLUMNS]
         if data != current.columns:
             raise ChangesUnavailable(f"the columns of input {name} changed after version {start} "
                                      f"(now {', '.join(current.columns)}); {_fix(name, path)}")
