@@ -47,12 +47,14 @@ def load(project_dir: str | Path = ".", target: str | None = None, *,
 def check(project_dir: str | Path | Project = ".", target: str | None = None, *,
           now: datetime | None = None, with_stats: bool = False,
           check_sources: bool = False, look_up_names: bool = False,
-          on_event=lambda event: None) -> Checked:
+          on_event=lambda event: None, use_cache: bool = True) -> Checked:
     """Load (unless given a loaded project), snapshot and check the project: names, cycles,
     columns and types, lags, refresh modes. Raises the first problem, with file and line.
 
     `look_up_names` (a run): sources declared by a table name dt does not know a location for
-    are first looked up in the metastore, in a Spark application (dtcli.api.names)."""
+    are first looked up in the metastore, in a Spark application (dtcli.api.names).
+    `use_cache` False (`--no-cache`; DT_NO_CACHE=1 too): nothing read from or written to
+    target/check_cache.pickle (dtcli.planning.check_cache)."""
     if isinstance(project_dir, Project):
         project = project_dir
     elif look_up_names:
@@ -66,7 +68,7 @@ def check(project_dir: str | Path | Project = ".", target: str | None = None, *,
             check_source_paths(project)
     else:
         project = load_project(project_dir, target, check_sources=check_sources)
-    return _check(project, take_snapshot(project, with_stats=with_stats, now=now))
+    return _check(project, take_snapshot(project, with_stats=with_stats, now=now), use_cache=use_cache)
 
 
 def explain(checked: Checked, name: str) -> dict:

@@ -16,11 +16,12 @@ from dtcli.errors import ValidationError
 from dtcli.model import Column, Project
 from dtcli.planning import backfill, custom, declared_columns, frozen
 from dtcli.planning.backfill import BackfillSource
+from dtcli.planning.check_cache import CheckCache
 from dtcli.planning.definition import definition_hash
 from dtcli.planning.graph import Graph
 from dtcli.planning.lag import LagResolution, parse_target_lag, resolve_lags
 from dtcli.planning.on_demand import is_on_demand
-from dtcli.planning.refresh_mode import ResolvedMode, resolve_modes
+from dtcli.planning.refresh_mode import ResolvedMode, change_compiler_reason, resolve_modes
 from dtcli.planning.snapshot import Snapshot
 from dtcli.sql.analysis import QueryAnalysis, analyze
 from dtcli.sql.frozen import FrozenPredicate
@@ -62,8 +63,11 @@ class Checked:
         return query.sql(dialect="spark") if query is not None else None
 
 
-def check(project: Project, snapshot: Snapshot) -> Checked:
-    """Everything that can be checked without Spark; raises the first problem found."""
+def check(project: Project, snapshot: Snapshot, *, use_cache: bool = True) -> Checked:
+    """Everything that can be checked without Spark; raises the first problem found.
+    `use_cache`: keep and reuse the costly pure steps in target/ (check_cache.py)."""
+    cache = CheckCache(project.root, enabled=use_cache)
+    keys: dict[str, str] = {}      # DT -> its resolution's cache key, for the compiler's verdict
     graph = Graph.of(project)
     lags = {n: parse_target_lag(t.target_lag, file=t.file) for n, t in project.tables.items()}
     # An on-demand DT (scheduler: disable) has no target lag: the lag rules and `downstream`
@@ -94,8 +98,12 @@ def check(project: Project, snapshot: Snapshot) -> Checked:
             continue
         inputs = {i: schemas.get(i, ()) for i in table.inputs}
         # an input whose columns are unknown (its query left to Spark) leaves this one to Spark too
-        resolved = resolve(table.query, inputs, project.dialect, table.file) \
-            if all(inputs.values()) and not unsure & set(inputs) else None
+        resolved = None
+        if all(inputs.values()) and not unsure & set(inputs):
+            keys[name] = CheckCache.key("resolve", table.sql, table.spark_sql, table.file, project.dialect,
+                                        tuple((i, tuple((c.name, c.type) for c in cols))
+                                              for i, cols in inputs.items()))
+            resolved = cache.get(keys[name], resolve, table.query, inputs, project.dialect, table.file)
         qualified[name] = resolved.query if resolved else None
         schemas[name] = _table_schema(project, snapshot, name, hashes[name],
                                       resolved.columns if resolved else ())
@@ -112,7 +120,15 @@ def check(project: Project, snapshot: Snapshot) -> Checked:
         if source is not None:
             backfills[name] = source
     cdf = {n: i.change_data_feed for n, i in snapshot.sources.items()}
-    modes = resolve_modes(project, graph, cdf, analyses, qualified)
+
+    def compiler_reason(name: str) -> str | None:
+        table = project.tables[name]
+        key = CheckCache.key("reason", keys[name]) if qualified.get(name) is not None \
+            else CheckCache.key("reason", table.spark_sql, table.inputs)
+        return cache.get(key, change_compiler_reason, project, name, qualified.get(name))
+
+    modes = resolve_modes(project, graph, cdf, analyses, qualified, compiler_reason)
+    cache.save()
     return Checked(project, graph, snapshot, resolution, schemas, qualified, analyses, modes, hashes,
                    predicates, backfills, customs)
 
