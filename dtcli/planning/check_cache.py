@@ -71,12 +71,12 @@ class CheckCache:
         then rename, so a reader never sees half a file. A failure to write is not an error."""
         if not self.enabled or (not self.changed and len(self.used) == len(self.old)):
             return
+        tmp = self.path.with_name(f"{FILE}.{os.getpid()}.tmp")
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.path.with_name(f"{FILE}.{os.getpid()}.tmp")
             with open(tmp, "wb") as f:
                 pickle.dump({"format": _FORMAT, "dt": __version__, "entries": self.used}, f,
                             protocol=pickle.HIGHEST_PROTOCOL)
             os.replace(tmp, self.path)
-        except OSError:
-            pass
+        except Exception:       # a read-only target/, or a tree too deep to pickle: no cache this time
+            tmp.unlink(missing_ok=True)
