@@ -47,14 +47,17 @@ def load(project_dir: str | Path = ".", target: str | None = None, *,
 def check(project_dir: str | Path | Project = ".", target: str | None = None, *,
           now: datetime | None = None, with_stats: bool = False,
           check_sources: bool = False, look_up_names: bool = False,
-          on_event=lambda event: None, use_cache: bool = True) -> Checked:
+          on_event=lambda event: None, use_cache: bool = True,
+          upstream_of: str | None = None) -> Checked:
     """Load (unless given a loaded project), snapshot and check the project: names, cycles,
     columns and types, lags, refresh modes. Raises the first problem, with file and line.
 
     `look_up_names` (a run): sources declared by a table name dt does not know a location for
     are first looked up in the metastore, in a Spark application (dtcli.api.names).
     `use_cache` False (`--no-cache`; DT_NO_CACHE=1 too): nothing read from or written to
-    target/check_cache.pickle (dtcli.planning.check_cache)."""
+    target/check_cache.pickle (dtcli.planning.check_cache).
+    `upstream_of` (`explain NAME`, `show rows NAME`): check only that DT and the ones it reads;
+    problems elsewhere in the project surface in `validate` and `run`."""
     if isinstance(project_dir, Project):
         project = project_dir
     elif look_up_names:
@@ -68,7 +71,13 @@ def check(project_dir: str | Path | Project = ".", target: str | None = None, *,
             check_source_paths(project)
     else:
         project = load_project(project_dir, target, check_sources=check_sources)
-    return _check(project, take_snapshot(project, with_stats=with_stats, now=now), use_cache=use_cache)
+    only = None
+    if upstream_of is not None:
+        from dtcli.planning.graph import Graph
+
+        only = Graph.of(project).upstream_closure({project.table_key(upstream_of)})
+    return _check(project, take_snapshot(project, only, with_stats=with_stats, now=now), use_cache=use_cache,
+                  only=only)
 
 
 def explain(checked: Checked, name: str) -> dict:

@@ -77,7 +77,7 @@ def show_rows(name: Annotated[str, typer.Argument(help="Dynamic table to preview
     from dtcli import api
     from dtcli.ui.output import print_json, print_table
 
-    found = api.show_rows(api.check(project_dir, target, use_cache=not no_cache), name, where=where, limit=limit, count=count)
+    found = api.show_rows(api.check(project_dir, target, use_cache=not no_cache, upstream_of=name), name, where=where, limit=limit, count=count)
     if check_format(format) == "json":
         print_json(found)
     elif count:
@@ -123,7 +123,7 @@ def explain(name: Annotated[str, typer.Argument(help="Dynamic table to explain."
     # with the inputs' row counts, so ADAPTIVE's estimate is the one a run would make (and the
     # one `dt docs` shows)
     data = api.explain(api.check(project_dir, target, check_sources=True, with_stats=True,
-                                  use_cache=not no_cache), name)
+                                  use_cache=not no_cache, upstream_of=name), name)
     if check_format(format) == "json":
         print_json(data)
         return

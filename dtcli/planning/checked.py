@@ -63,9 +63,12 @@ class Checked:
         return query.sql(dialect="spark") if query is not None else None
 
 
-def check(project: Project, snapshot: Snapshot, *, use_cache: bool = True) -> Checked:
+def check(project: Project, snapshot: Snapshot, *, use_cache: bool = True,
+          only: set[str] | None = None) -> Checked:
     """Everything that can be checked without Spark; raises the first problem found.
-    `use_cache`: keep and reuse the costly pure steps in target/ (check_cache.py)."""
+    `use_cache`: keep and reuse the costly pure steps in target/ (check_cache.py).
+    `only` (closed under upstream): check just these DTs, as `explain NAME` needs; the DAG and
+    the lags stay the whole project's (a `downstream` lag comes from the consumers)."""
     cache = CheckCache(project.root, enabled=use_cache)
     keys: dict[str, str] = {}      # DT -> its resolution's cache key, for the compiler's verdict
     graph = Graph.of(project)
@@ -84,7 +87,8 @@ def check(project: Project, snapshot: Snapshot, *, use_cache: bool = True) -> Ch
     predicates: dict[str, FrozenPredicate] = {}
     backfills: dict[str, BackfillSource] = {}
     customs: dict[str, custom.CustomCheck] = {}
-    for name in graph.order:
+    order = graph.order if only is None else graph.ordered(only)
+    for name in order:
         table = project.tables[name]
         custom.check_config(table)
         if table.kind == "custom":
@@ -127,7 +131,8 @@ def check(project: Project, snapshot: Snapshot, *, use_cache: bool = True) -> Ch
             else CheckCache.key("reason", table.spark_sql, table.inputs)
         return cache.get(key, change_compiler_reason, project, name, qualified.get(name))
 
-    modes = resolve_modes(project, graph, cdf, analyses, qualified, compiler_reason)
+    modes = resolve_modes(project, Graph(graph.upstream, graph.downstream, order), cdf, analyses, qualified,
+                          compiler_reason)
     cache.save()
     return Checked(project, graph, snapshot, resolution, schemas, qualified, analyses, modes, hashes,
                    predicates, backfills, customs)
