@@ -59,23 +59,25 @@ class CheckCache:
         """The cached value for `key`, else `compute(*args)` (kept for next time)."""
         if not self.enabled:
             return compute(*args)
-        value = self.old.get(key, _MISS)
+        value = self.used.get(key, self.old.get(key, _MISS))
         if value is _MISS:
             value = compute(*args)
             self.changed = True
         self.used[key] = value
         return value
 
-    def save(self) -> None:
-        """Write what this check used (entries of deleted or edited DTs drop out); write aside,
-        then rename, so a reader never sees half a file. A failure to write is not an error."""
-        if not self.enabled or (not self.changed and len(self.used) == len(self.old)):
+    def save(self, *, prune: bool = True) -> None:
+        """Write what this check used (`prune`: entries of deleted or edited DTs drop out; a check
+        of part of the project keeps the rest too); write aside, then rename, so a reader never
+        sees half a file. A failure to write is not an error."""
+        if not self.enabled or (not self.changed and (not prune or len(self.used) == len(self.old))):
             return
+        entries = self.used if prune else {**self.old, **self.used}
         tmp = self.path.with_name(f"{FILE}.{os.getpid()}.tmp")
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             with open(tmp, "wb") as f:
-                pickle.dump({"format": _FORMAT, "dt": __version__, "entries": self.used}, f,
+                pickle.dump({"format": _FORMAT, "dt": __version__, "entries": entries}, f,
                             protocol=pickle.HIGHEST_PROTOCOL)
             os.replace(tmp, self.path)
         except Exception:       # a read-only target/, or a tree too deep to pickle: no cache this time

@@ -64,12 +64,13 @@ class Checked:
 
 
 def check(project: Project, snapshot: Snapshot, *, use_cache: bool = True,
-          only: set[str] | None = None) -> Checked:
+          only: set[str] | None = None, cache: CheckCache | None = None) -> Checked:
     """Everything that can be checked without Spark; raises the first problem found.
-    `use_cache`: keep and reuse the costly pure steps in target/ (check_cache.py).
+    `use_cache`: keep and reuse the costly pure steps in target/ (check_cache.py); `cache`: the
+    one the project was loaded with, to write once.
     `only` (closed under upstream): check just these DTs, as `explain NAME` needs; the DAG and
     the lags stay the whole project's (a `downstream` lag comes from the consumers)."""
-    cache = CheckCache(project.root, enabled=use_cache)
+    cache = cache if cache is not None else CheckCache(project.root, enabled=use_cache)
     keys: dict[str, str] = {}      # DT -> its resolution's cache key, for the compiler's verdict
     graph = Graph.of(project)
     lags = {n: parse_target_lag(t.target_lag, file=t.file) for n, t in project.tables.items()}
@@ -133,7 +134,7 @@ def check(project: Project, snapshot: Snapshot, *, use_cache: bool = True,
 
     modes = resolve_modes(project, Graph(graph.upstream, graph.downstream, order), cdf, analyses, qualified,
                           compiler_reason)
-    cache.save()
+    cache.save(prune=only is None)
     return Checked(project, graph, snapshot, resolution, schemas, qualified, analyses, modes, hashes,
                    predicates, backfills, customs)
 
