@@ -131,3 +131,25 @@ def test_dt_no_cache_environment_variable(root, monkeypatch):
     monkeypatch.setenv("DT_NO_CACHE", "1")
     assert dt("validate", "-p", str(root)).code == 0
     assert not (root / "target" / check_cache.FILE).exists()
+
+
+def test_explain_of_one_table_keeps_the_others_entries(root, monkeypatch):
+    import dtcli.planning.checked as checked
+
+    assert dt("validate", "-p", str(root)).code == 0
+    assert dt("explain", "clean", "-p", str(root)).code == 0
+    calls = []
+    original = checked.resolve
+    monkeypatch.setattr(checked, "resolve", lambda *a: calls.append(a) or original(*a))
+    assert dt("validate", "-p", str(root)).code == 0
+    assert calls == []
+
+
+def test_a_table_yml_and_a_new_table_are_seen(root):
+    assert_fresh(root)
+    (root / "tables" / "ranked.yml").write_text("refresh_mode: full\n")
+    assert_fresh(root)
+    assert "ranked: FULL" in dt("validate", "-p", str(root)).out
+    (root / "tables" / "extra.sql").write_text("SELECT x FROM {{ ref('ranked') }}\n")
+    assert_fresh(root)
+    assert "extra:" in dt("validate", "-p", str(root)).out
