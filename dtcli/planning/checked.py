@@ -117,7 +117,10 @@ def check(project: Project, snapshot: Snapshot, *, use_cache: bool = True,
         if resolved and not resolved.names_certain and schemas[name] == resolved.columns \
                 and not table.config.get("columns"):
             unsure.add(name)
-        analyses[name] = analyze(table.parsed, resolved.query if resolved else table.query)
+        # the analysis reads the parse of the file and the (qualified) query: both follow from the key
+        key = CheckCache.key("analysis", keys[name] if resolved else
+                             (table.sql, table.spark_sql, table.file, project.dialect))
+        analyses[name] = cache.get(key, analyze, table.parsed, resolved.query if resolved else table.query)
         predicate = frozen.check_table(table, schemas[name], project.dialect)
         if predicate is not None:
             predicates[name] = predicate
