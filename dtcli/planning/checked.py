@@ -128,18 +128,23 @@ def check(project: Project, snapshot: Snapshot, *, use_cache: bool = True,
         if source is not None:
             backfills[name] = source
     cdf = {n: i.change_data_feed for n, i in snapshot.sources.items()}
+    modes = resolve_modes(project, Graph(graph.upstream, graph.downstream, order), cdf, analyses, qualified,
+                          _cached_reasons(project, cache, keys, qualified))
+    cache.save(prune=only is None)
+    return Checked(project, graph, snapshot, resolution, schemas, qualified, analyses, modes, hashes,
+                   predicates, backfills, customs)
 
+
+def _cached_reasons(project: Project, cache: CheckCache, keys: dict[str, str], qualified: dict[str, Any]):
+    """The change compiler's verdict on each DT (it builds the whole incremental rewrite just to
+    answer), from the cache: keyed by the resolution's key, which fixes the qualified query."""
     def compiler_reason(name: str) -> str | None:
         table = project.tables[name]
         key = CheckCache.key("reason", keys[name]) if qualified.get(name) is not None \
             else CheckCache.key("reason", table.spark_sql, table.inputs)
         return cache.get(key, change_compiler_reason, project, name, qualified.get(name))
 
-    modes = resolve_modes(project, Graph(graph.upstream, graph.downstream, order), cdf, analyses, qualified,
-                          compiler_reason)
-    cache.save(prune=only is None)
-    return Checked(project, graph, snapshot, resolution, schemas, qualified, analyses, modes, hashes,
-                   predicates, backfills, customs)
+    return compiler_reason
 
 
 def _table_schema(project: Project, snapshot: Snapshot, name: str, digest: str,
