@@ -3,7 +3,9 @@
 Generates a project of N DTs in folders (filters, joins and windows over 10 source tables written
 as Delta without a JVM) and times `dt validate`, `dt run --dry-run`,
 `dt show dynamic tables --format json` and `dt explain NAME`, each a fresh process, with its
-peak memory (ru_maxrss of the child). Run alone on the machine; `uptime` is printed beside it.
+peak memory (ru_maxrss of the child): cold (`--no-cache`), first (no cache file yet: it is
+written) and warm (the check cache of target/ read back). Run alone on the machine; the load
+average is printed beside it.
 
     .venv/bin/python benchmarks/project_scale.py --dts 200 1000
     .venv/bin/python benchmarks/project_scale.py --dts 1000 --profile validate   # cProfile top 30
@@ -102,6 +104,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--dts", type=int, nargs="+", default=[200, 1000])
     ap.add_argument("--profile", help="cProfile one command (e.g. validate) at the first size")
+    ap.add_argument("--warm", action="store_true", help="with --profile: profile it with a warm cache")
     args = ap.parse_args()
     WORK.mkdir(parents=True, exist_ok=True)
     print("load:", os.getloadavg())
@@ -109,6 +112,9 @@ def main() -> None:
         project = write_project(WORK, n)
         if args.profile:
             out = WORK / f"{args.profile}.prof"
+            if args.warm:
+                subprocess.run([sys.executable, "-c", DT_MAIN, args.profile], cwd=project, env=ENV,
+                               capture_output=True)
             code = (f"import cProfile, sys; from dtcli.cli import main; sys.argv = ['dt', {args.profile!r}]\n"
                     f"try:\n    cProfile.run('main()', {str(out)!r})\nexcept SystemExit:\n    pass\n")
             subprocess.run([sys.executable, "-c", code], cwd=project, env=ENV)
@@ -117,8 +123,12 @@ def main() -> None:
             return
         for label, cmd in commands(n).items():
             # ru_maxrss of children is the largest child so far: a ceiling, not this command's own.
-            wall, peak, rc = timed(cmd, project)
-            print(f"{n:>6} DTs  {label:<24} {wall:6.2f} s  peak<={peak:6.0f} MB  rc={rc}", flush=True)
+            cold, _, rc = timed([*cmd, "--no-cache"], project)
+            shutil.rmtree(project / "target", ignore_errors=True)
+            first, _, rc2 = timed(cmd, project)
+            warm, peak, rc3 = timed(cmd, project)
+            print(f"{n:>6} DTs  {label:<24} cold {cold:6.2f} s  first {first:6.2f} s  warm {warm:6.2f} s  "
+                  f"peak<={peak:6.0f} MB  rc={max(rc, rc2, rc3)}  load {os.getloadavg()[0]:.2f}", flush=True)
     print("load:", os.getloadavg())
 
 

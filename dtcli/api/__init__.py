@@ -26,6 +26,7 @@ from dtcli.api.runs import (
 )
 from dtcli.api.show import show_history, show_rows, show_tables
 from dtcli.model import Project
+from dtcli.planning.check_cache import CheckCache
 from dtcli.planning.checked import Checked
 from dtcli.planning.checked import check as _check
 from dtcli.planning.explain import explain as _explain
@@ -47,26 +48,39 @@ def load(project_dir: str | Path = ".", target: str | None = None, *,
 def check(project_dir: str | Path | Project = ".", target: str | None = None, *,
           now: datetime | None = None, with_stats: bool = False,
           check_sources: bool = False, look_up_names: bool = False,
-          on_event=lambda event: None) -> Checked:
+          on_event=lambda event: None, use_cache: bool = True,
+          upstream_of: str | None = None) -> Checked:
     """Load (unless given a loaded project), snapshot and check the project: names, cycles,
     columns and types, lags, refresh modes. Raises the first problem, with file and line.
 
     `look_up_names` (a run): sources declared by a table name dt does not know a location for
-    are first looked up in the metastore, in a Spark application (dtcli.api.names)."""
+    are first looked up in the metastore, in a Spark application (dtcli.api.names).
+    `use_cache` False (`--no-cache`; DT_NO_CACHE=1 too): nothing read from or written to
+    target/check_cache.pickle (dtcli.planning.check_cache).
+    `upstream_of` (`explain NAME`, `show rows NAME`): check only that DT and the ones it reads;
+    problems elsewhere in the project surface in `validate` and `run`."""
+    cache = None
     if isinstance(project_dir, Project):
         project = project_dir
-    elif look_up_names:
-        from dtcli.api import names
-        from dtcli.project.loader import check_source_paths
-
-        project = load_project(project_dir, target)
-        if names.look_up(project, on_event=on_event):
-            project = load_project(project_dir, target)      # with the locations just found
-        if check_sources:
-            check_source_paths(project)
     else:
-        project = load_project(project_dir, target, check_sources=check_sources)
-    return _check(project, take_snapshot(project, with_stats=with_stats, now=now))
+        cache = CheckCache(Path(project_dir).resolve(), enabled=use_cache)
+        project = load_project(project_dir, target, check_sources=check_sources and not look_up_names,
+                               cache=cache)
+        if look_up_names:
+            from dtcli.api import names
+            from dtcli.project.loader import check_source_paths
+
+            if names.look_up(project, on_event=on_event):
+                project = load_project(project_dir, target, cache=cache)   # with the locations just found
+            if check_sources:
+                check_source_paths(project)
+    only = None
+    if upstream_of is not None:
+        from dtcli.planning.graph import Graph
+
+        only = Graph.of(project).upstream_closure({project.table_key(upstream_of)})
+    return _check(project, take_snapshot(project, only, with_stats=with_stats, now=now), use_cache=use_cache,
+                  only=only, cache=cache)
 
 
 def explain(checked: Checked, name: str) -> dict:

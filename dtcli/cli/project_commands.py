@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from dtcli.cli.app import ProjectDir, Target, app
+from dtcli.cli.app import NoCache, ProjectDir, Target, app
 
 
 @app.command()
@@ -40,14 +40,14 @@ def seed(project_dir: ProjectDir = Path("."), target: Target = None,
 
 
 @app.command()
-def validate(project_dir: ProjectDir = Path("."), target: Target = None) -> None:
+def validate(project_dir: ProjectDir = Path("."), target: Target = None, no_cache: NoCache = False) -> None:
     """Parse, resolve and check every table: names, columns and types, cycles, config, lags, refresh modes. No Spark.
 
     Example: dt validate -p example_project
     """
     from dtcli import api
 
-    checked = api.check(project_dir, target, check_sources=True)
+    checked = api.check(project_dir, target, check_sources=True, use_cache=not no_cache)
     from dtcli.planning.on_demand import on_demand
 
     manual = on_demand(checked.project)

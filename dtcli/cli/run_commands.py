@@ -8,7 +8,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from dtcli.cli.app import ProjectDir, RunFormat, Target, Threads, Wait, app, check_format
+from dtcli.cli.app import NoCache, ProjectDir, RunFormat, Target, Threads, Wait, app, check_format
 from dtcli.errors import EXIT_REFRESH_FAILED, UsageError
 
 
@@ -21,7 +21,7 @@ def run(project_dir: ProjectDir = Path("."), target: Target = None,
         watch: Annotated[bool, typer.Option("--watch", help="Keep scheduling: run a pass whenever a table falls due, until Ctrl-C.")] = False,
         max_ticks: Annotated[Optional[int], typer.Option("--max-ticks", min=1, help="With --watch: stop after N scheduling passes.")] = None,
         idle_timeout: Annotated[Optional[float], typer.Option("--idle-timeout", min=1, help="With --watch: stop the warm Spark application after this many seconds without work (default 300); the next pass with work starts a new one.")] = None,
-        threads: Threads = None, wait: Wait = 0.0, format: RunFormat = "table") -> None:
+        threads: Threads = None, wait: Wait = 0.0, format: RunFormat = "table", no_cache: NoCache = False) -> None:
     """Create new dynamic tables, reinitialize changed ones, and refresh the ones that are due.
 
     A table is due when a tick of its refresh period (from its target lag) passed since its
@@ -49,9 +49,9 @@ def run(project_dir: ProjectDir = Path("."), target: Target = None,
         raise UsageError("--watch and --dry-run cannot be combined")
     args = {"select": select or [], "all": all_tables, "full_refresh": full_refresh}
     if watch:
-        return _watch(project_dir, target, select, wait, max_ticks, fmt, args, idle_timeout, threads)
+        return _watch(project_dir, target, select, wait, max_ticks, fmt, args, idle_timeout, threads, no_cache)
     checked = api.check(project_dir, target, check_sources=True, now=clock_from_env().now(),
-                        with_stats=True, look_up_names=not dry_run, on_event=_said)
+                        with_stats=True, look_up_names=not dry_run, on_event=_said, use_cache=not no_cache)
     _set_threads(checked, threads)
     if dry_run:
         planned = api.plan_scheduled(checked, select, all_tables=all_tables, full_refresh=full_refresh)
@@ -106,7 +106,7 @@ def _set_threads(checked, threads: Optional[int]) -> None:
 
 def _watch(project_dir: Path, target: Optional[str], select: Optional[list[str]], wait: float,
            max_ticks: Optional[int], fmt: str, args: dict, idle_timeout: Optional[float],
-           threads: Optional[int]) -> None:
+           threads: Optional[int], no_cache: bool = False) -> None:
     from dtcli import api
     from dtcli.api.watch import clock_from_env, watch
     from dtcli.ui.output import console, err_console
@@ -128,7 +128,7 @@ def _watch(project_dir: Path, target: Optional[str], select: Optional[list[str]]
     def check(now):       # called at the start of each pass
         state["started"] = _utcnow()
         state["checked"] = api.check(project_dir, target, check_sources=True, now=now, with_stats=True,
-                                     look_up_names=True, on_event=_said)
+                                     look_up_names=True, on_event=_said, use_cache=not no_cache)
         _set_threads(state["checked"], threads)
         return state["checked"]
 
@@ -144,7 +144,7 @@ def _watch(project_dir: Path, target: Optional[str], select: Optional[list[str]]
 def refresh(name: Annotated[str, typer.Argument(help="Dynamic table to refresh now.")],
             project_dir: ProjectDir = Path("."), target: Target = None,
             dry_run: Annotated[bool, typer.Option("--dry-run", help="Print the plan as JSON; run nothing.")] = False,
-            threads: Threads = None, wait: Wait = 0.0, format: RunFormat = "table") -> None:
+            threads: Threads = None, wait: Wait = 0.0, format: RunFormat = "table", no_cache: NoCache = False) -> None:
     """Refresh one dynamic table now (trigger MANUAL), with the upstream tables it needs.
 
     Works on suspended tables and on `scheduler: disable` tables too (an upstream table with
@@ -160,7 +160,7 @@ def refresh(name: Annotated[str, typer.Argument(help="Dynamic table to refresh n
 
     fmt = check_format(format)
     checked = api.check(project_dir, target, check_sources=True, now=clock_from_env().now(),
-                        with_stats=True, look_up_names=not dry_run, on_event=_said)
+                        with_stats=True, look_up_names=not dry_run, on_event=_said, use_cache=not no_cache)
     _set_threads(checked, threads)
     if dry_run:
         return print_plan(api.plan_run(checked, [checked.project.table_key(name)], trigger=MANUAL))

@@ -7,7 +7,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from dtcli.cli.app import Format, ProjectDir, Target, Wide, app, check_format, show_app
+from dtcli.cli.app import Format, NoCache, ProjectDir, Target, Wide, app, check_format, show_app
 from dtcli.errors import UsageError
 
 
@@ -15,7 +15,7 @@ from dtcli.errors import UsageError
 def show_dynamic(what: Annotated[str, typer.Argument(metavar="tables", help="The word 'tables'.")],
                  project_dir: ProjectDir = Path("."), target: Target = None,
                  like: Annotated[Optional[str], typer.Option("--like", help="SQL LIKE or glob pattern on the name.")] = None,
-                 format: Format = "table", wide: Wide = False) -> None:
+                 format: Format = "table", wide: Wide = False, no_cache: NoCache = False) -> None:
     """One row per dynamic table: state, refresh mode, target lag, freshness, rows, last
     refresh, next due, scheduler; as many as fit the terminal (--wide: every field).
 
@@ -28,7 +28,8 @@ def show_dynamic(what: Annotated[str, typer.Argument(metavar="tables", help="The
 
     if what != "tables":
         raise UsageError(f"unknown object '{what}'", hint="dt show dynamic tables")
-    checked = api.check(project_dir, target, now=clock_from_env().now(), with_stats=True)
+    checked = api.check(project_dir, target, now=clock_from_env().now(), with_stats=True,
+                        use_cache=not no_cache)
     rows = api.show_tables(checked, like)
     if check_format(format) == "json":
         print_json(rows)
@@ -67,7 +68,7 @@ def show_rows(name: Annotated[str, typer.Argument(help="Dynamic table to preview
               where: Annotated[Optional[str], typer.Option("--where", "-w", help="Only rows matching this SQL condition (the project's dialect).")] = None,
               limit: Annotated[int, typer.Option("--limit", "-n", min=0, help="At most N rows (default 10).")] = 10,
               count: Annotated[bool, typer.Option("--count", help="Print frozen_rows and active_rows instead of rows.")] = False,
-              format: Format = "table") -> None:
+              format: Format = "table", no_cache: NoCache = False) -> None:
     """Preview a dynamic table's rows, with is_frozen: whether the row is in its frozen region
     (as of its last refresh). No Spark: the rows are read with deltalake's own engine.
 
@@ -76,7 +77,7 @@ def show_rows(name: Annotated[str, typer.Argument(help="Dynamic table to preview
     from dtcli import api
     from dtcli.ui.output import print_json, print_table
 
-    found = api.show_rows(api.check(project_dir, target), name, where=where, limit=limit, count=count)
+    found = api.show_rows(api.check(project_dir, target, use_cache=not no_cache, upstream_of=name), name, where=where, limit=limit, count=count)
     if check_format(format) == "json":
         print_json(found)
     elif count:
@@ -109,7 +110,8 @@ def show_graph(project_dir: ProjectDir = Path("."), target: Target = None,
 
 @app.command()
 def explain(name: Annotated[str, typer.Argument(help="Dynamic table to explain.")],
-            project_dir: ProjectDir = Path("."), target: Target = None, format: Format = "table") -> None:
+            project_dir: ProjectDir = Path("."), target: Target = None, format: Format = "table",
+            no_cache: NoCache = False) -> None:
     """How a table refreshes and why: mode, reason, per-operator strategy, inputs, lag. No Spark.
 
     Example: dt explain customer_revenue --format json
@@ -120,7 +122,8 @@ def explain(name: Annotated[str, typer.Argument(help="Dynamic table to explain."
 
     # with the inputs' row counts, so ADAPTIVE's estimate is the one a run would make (and the
     # one `dt docs` shows)
-    data = api.explain(api.check(project_dir, target, check_sources=True, with_stats=True), name)
+    data = api.explain(api.check(project_dir, target, check_sources=True, with_stats=True,
+                                  use_cache=not no_cache, upstream_of=name), name)
     if check_format(format) == "json":
         print_json(data)
         return

@@ -16,11 +16,12 @@ from dtcli.errors import ValidationError
 from dtcli.model import Column, Project
 from dtcli.planning import backfill, custom, declared_columns, frozen
 from dtcli.planning.backfill import BackfillSource
+from dtcli.planning.check_cache import CheckCache
 from dtcli.planning.definition import definition_hash
 from dtcli.planning.graph import Graph
 from dtcli.planning.lag import LagResolution, parse_target_lag, resolve_lags
 from dtcli.planning.on_demand import is_on_demand
-from dtcli.planning.refresh_mode import ResolvedMode, resolve_modes
+from dtcli.planning.refresh_mode import ResolvedMode, change_compiler_reason, resolve_modes
 from dtcli.planning.snapshot import Snapshot
 from dtcli.sql.analysis import QueryAnalysis, analyze
 from dtcli.sql.frozen import FrozenPredicate
@@ -62,8 +63,15 @@ class Checked:
         return query.sql(dialect="spark") if query is not None else None
 
 
-def check(project: Project, snapshot: Snapshot) -> Checked:
-    """Everything that can be checked without Spark; raises the first problem found."""
+def check(project: Project, snapshot: Snapshot, *, use_cache: bool = True,
+          only: set[str] | None = None, cache: CheckCache | None = None) -> Checked:
+    """Everything that can be checked without Spark; raises the first problem found.
+    `use_cache`: keep and reuse the costly pure steps in target/ (check_cache.py); `cache`: the
+    one the project was loaded with, to write once.
+    `only` (closed under upstream): check just these DTs, as `explain NAME` needs; the DAG and
+    the lags stay the whole project's (a `downstream` lag comes from the consumers)."""
+    cache = cache if cache is not None else CheckCache(project.root, enabled=use_cache)
+    keys: dict[str, str] = {}      # DT -> its resolution's cache key, for the compiler's verdict
     graph = Graph.of(project)
     lags = {n: parse_target_lag(t.target_lag, file=t.file) for n, t in project.tables.items()}
     # An on-demand DT (scheduler: disable) has no target lag: the lag rules and `downstream`
@@ -80,7 +88,8 @@ def check(project: Project, snapshot: Snapshot) -> Checked:
     predicates: dict[str, FrozenPredicate] = {}
     backfills: dict[str, BackfillSource] = {}
     customs: dict[str, custom.CustomCheck] = {}
-    for name in graph.order:
+    order = graph.order if only is None else graph.ordered(only)
+    for name in order:
         table = project.tables[name]
         custom.check_config(table)
         if table.kind == "custom":
@@ -94,8 +103,12 @@ def check(project: Project, snapshot: Snapshot) -> Checked:
             continue
         inputs = {i: schemas.get(i, ()) for i in table.inputs}
         # an input whose columns are unknown (its query left to Spark) leaves this one to Spark too
-        resolved = resolve(table.query, inputs, project.dialect, table.file) \
-            if all(inputs.values()) and not unsure & set(inputs) else None
+        resolved = None
+        if all(inputs.values()) and not unsure & set(inputs):
+            keys[name] = CheckCache.key("resolve", table.sql, table.spark_sql, table.file, project.dialect,
+                                        tuple((i, tuple((c.name, c.type) for c in cols))
+                                              for i, cols in inputs.items()))
+            resolved = cache.get(keys[name], resolve, table.query, inputs, project.dialect, table.file)
         qualified[name] = resolved.query if resolved else None
         schemas[name] = _table_schema(project, snapshot, name, hashes[name],
                                       resolved.columns if resolved else ())
@@ -104,7 +117,10 @@ def check(project: Project, snapshot: Snapshot) -> Checked:
         if resolved and not resolved.names_certain and schemas[name] == resolved.columns \
                 and not table.config.get("columns"):
             unsure.add(name)
-        analyses[name] = analyze(table.parsed, resolved.query if resolved else table.query)
+        # the analysis reads the parse of the file and the (qualified) query: both follow from the key
+        key = CheckCache.key("analysis", keys[name] if resolved else
+                             (table.sql, table.spark_sql, table.file, project.dialect))
+        analyses[name] = cache.get(key, analyze, table.parsed, resolved.query if resolved else table.query)
         predicate = frozen.check_table(table, schemas[name], project.dialect)
         if predicate is not None:
             predicates[name] = predicate
@@ -112,9 +128,23 @@ def check(project: Project, snapshot: Snapshot) -> Checked:
         if source is not None:
             backfills[name] = source
     cdf = {n: i.change_data_feed for n, i in snapshot.sources.items()}
-    modes = resolve_modes(project, graph, cdf, analyses, qualified)
+    modes = resolve_modes(project, Graph(graph.upstream, graph.downstream, order), cdf, analyses, qualified,
+                          _cached_reasons(project, cache, keys, qualified))
+    cache.save(prune=only is None)
     return Checked(project, graph, snapshot, resolution, schemas, qualified, analyses, modes, hashes,
                    predicates, backfills, customs)
+
+
+def _cached_reasons(project: Project, cache: CheckCache, keys: dict[str, str], qualified: dict[str, Any]):
+    """The change compiler's verdict on each DT (it builds the whole incremental rewrite just to
+    answer), from the cache: keyed by the resolution's key, which fixes the qualified query."""
+    def compiler_reason(name: str) -> str | None:
+        table = project.tables[name]
+        key = CheckCache.key("reason", keys[name]) if qualified.get(name) is not None \
+            else CheckCache.key("reason", table.spark_sql, table.inputs)
+        return cache.get(key, change_compiler_reason, project, name, qualified.get(name))
+
+    return compiler_reason
 
 
 def _table_schema(project: Project, snapshot: Snapshot, name: str, digest: str,

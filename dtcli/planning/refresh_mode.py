@@ -8,6 +8,7 @@ refreshed incrementally is a validation error that says why; `full` is FULL.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -37,10 +38,15 @@ def enable_cdf_sql(path: str) -> str:
 
 
 def resolve_modes(project: Project, graph: Graph, source_cdf: dict[str, bool],
-                  analysed: dict[str, QueryAnalysis], qualified: dict[str, Any]
+                  analysed: dict[str, QueryAnalysis], qualified: dict[str, Any],
+                  compiler_reason: Callable[[str], str | None] | None = None
                   ) -> dict[str, ResolvedMode]:
     """Resolve in DAG order: a DT downstream of a FULL one must refresh FULL too. `qualified`
-    holds each DT's query with its columns bound (None where sqlglot could not bind them)."""
+    holds each DT's query with its columns bound (None where sqlglot could not bind them).
+    `compiler_reason(name)` (the check cache's) stands for the change compiler's verdict."""
+    if compiler_reason is None:
+        def compiler_reason(name: str) -> str | None:
+            return change_compiler_reason(project, name, qualified.get(name))
     modes: dict[str, ResolvedMode] = {}
     for name in graph.order:
         table = project.tables[name]
@@ -48,7 +54,7 @@ def resolve_modes(project: Project, graph: Graph, source_cdf: dict[str, bool],
             modes[name] = ResolvedMode(CUSTOM_INCREMENTAL, "REFRESH USING: the table's statement applies "
                                                            "the changes of its CHANGES() inputs")
             continue
-        reason = _blocker(project, name, analysed[name], qualified.get(name), source_cdf, modes)
+        reason = _blocker(project, name, analysed[name], compiler_reason, source_cdf, modes)
         if table.refresh_mode == "full":
             modes[name] = ResolvedMode(FULL, "refresh_mode is full")
         elif reason is None:
@@ -60,24 +66,24 @@ def resolve_modes(project: Project, graph: Graph, source_cdf: dict[str, bool],
                                   line=origin.line if origin else None,
                                   hint="use refresh_mode: auto (or full), or rewrite that construct")
         else:
-            shape = reason if analysed[name].incremental and reason == _compiler_reason(
-                project, name, qualified.get(name)) else None
+            shape = reason if analysed[name].incremental and reason == compiler_reason(name) else None
             modes[name] = ResolvedMode(FULL, reason, shape)
     return modes
 
 
-def _compiler_reason(project: Project, name: str, qualified: Any) -> str | None:
+def change_compiler_reason(project: Project, name: str, qualified: Any) -> str | None:
     table = project.tables[name]
     return unsupported_reason(qualified if qualified is not None else table.spark_sql, list(table.inputs))
 
 
-def _blocker(project: Project, name: str, analysis: QueryAnalysis, qualified: Any,
+def _blocker(project: Project, name: str, analysis: QueryAnalysis,
+             compiler_reason: Callable[[str], str | None],
              source_cdf: dict[str, bool], modes: dict[str, ResolvedMode]) -> str | None:
     if not analysis.incremental:
         return analysis.reason
     table = project.tables[name]
     # the engine's own limits: its compiler must turn the query into change queries
-    reason = _compiler_reason(project, name, qualified)
+    reason = compiler_reason(name)
     if reason:
         return reason
     for inp in table.inputs:

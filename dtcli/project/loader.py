@@ -13,6 +13,7 @@ from pathlib import Path
 from dtcli import redact
 from dtcli.errors import ConfigError, ValidationError
 from dtcli.model import Project, SourceDef, TableDef
+from dtcli.planning.check_cache import CheckCache
 from dtcli.project.custom_table import load_custom
 from dtcli.project.settings import Settings, load_settings
 from dtcli.project.snowflake_ddl import Ddl, is_ddl, parse_ddl
@@ -36,7 +37,9 @@ _CASE_SENSITIVE_QUOTES = {"snowflake", "postgres", "trino", "duckdb", "bigquery"
 
 
 def load_project(project_dir: str | Path = ".", target: str | None = None, *,
-                 check_sources: bool = False) -> Project:
+                 check_sources: bool = False, cache: CheckCache | None = None) -> Project:
+    """`cache` (dtcli.planning.check_cache): reuse each table file's render and parse while
+    the file, its .yml, its config chain and the project's names, vars and dialect are unchanged."""
     root = Path(project_dir).resolve()
     settings = load_settings(root, target)
     storage.configure(settings.spark_conf)   # deltalake reaches object stores as Spark does
@@ -47,7 +50,14 @@ def load_project(project_dir: str | Path = ".", target: str | None = None, *,
         raise ConfigError(f"'{clash[0]}' is both a dynamic table and a source", file=settings.file,
                           hint=f"rename {_rel(root, files[clash[0]])} or the source")
 
-    loaded = [_load_table(sql_file, files, settings) for sql_file in files.values()]
+    if cache is not None and cache.enabled:
+        shared = repr((sorted(files), sorted(settings.sources), sorted(n for n, s in settings.sources.items()
+                                                                      if s.origin == "seed"),
+                       settings.vars, settings.dialect, str(settings.file), str(root)))
+        loaded = [cache.get(_table_key(sql_file, settings, shared), _load_table, sql_file, files, settings)
+                  for sql_file in files.values()]
+    else:
+        loaded = [_load_table(sql_file, files, settings) for sql_file in files.values()]
     tables = {t.name: t for t in loaded if t.enabled}
     disabled = {t.name: t for t in loaded if not t.enabled}
     for table in tables.values():
@@ -87,6 +97,17 @@ def _rel(root: Path, path: Path) -> str:
         return str(path.relative_to(root))
     except ValueError:
         return str(path)
+
+
+def _table_key(sql_file: Path, settings: Settings, shared: str) -> str:
+    """Everything `_load_table` reads for this file: its text, its .yml, the defaults and the
+    folder config that apply to it, and (`shared`) the project's names, vars and dialect."""
+    folder = str(sql_file.parent.relative_to(settings.root / TABLES_DIR)).replace("\\", "/").strip(".")
+    layers = [(dict(c), c.lines) for c in [settings.defaults, *folder_layers(settings.folders, folder,
+                                                                           settings.file)]]
+    yml = sql_file.with_suffix(".yml")
+    return CheckCache.key("table", str(sql_file), sql_file.read_bytes(),
+                          yml.read_bytes() if yml.is_file() else None, repr(layers), shared)
 
 
 def _load_table(sql_file: Path, files: dict[str, Path], settings: Settings) -> TableDef:

@@ -1,0 +1,84 @@
+"""A cache of the costly pure steps of checking a project (issue 25), like dbt's partial parsing.
+
+Kept in `target/check_cache.pickle`: for each DT, sqlglot's resolution of its query and the
+change compiler's verdict on it. Each entry is keyed by a digest of everything the step reads —
+the query's SQL, the file it came from, the input names and their columns and types (so a
+source's new schema, an edited table file, a changed config or var that alters the rendered SQL
+all give a new key), the dialect and the dt version — so an entry can never be stale: a changed
+input simply misses. Errors are never cached (they are raised again on the next run).
+
+A missing, truncated, corrupt or other-version file is ignored and rewritten. `--no-cache` on
+the commands, or DT_NO_CACHE=1, turns it off (nothing read, nothing written).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import pickle
+from pathlib import Path
+from typing import Any
+
+from dtcli import __version__
+
+FILE = "check_cache.pickle"
+_FORMAT = 1
+_MISS = object()
+
+
+def disabled_by_env() -> bool:
+    return os.environ.get("DT_NO_CACHE", "").strip() not in ("", "0", "false", "no")
+
+
+class CheckCache:
+    """Entries read once at the start of a check and written back (only what was used) at its end."""
+
+    def __init__(self, root: Path | None, enabled: bool = True):
+        self.path = Path(root) / "target" / FILE if root is not None else None
+        self.enabled = enabled and self.path is not None and not disabled_by_env()
+        self.old: dict[str, Any] = self._read() if self.enabled else {}
+        self.used: dict[str, Any] = {}
+        self.changed = False
+
+    def _read(self) -> dict[str, Any]:
+        try:
+            with open(self.path, "rb") as f:
+                doc = pickle.load(f)
+            if isinstance(doc, dict) and doc.get("format") == _FORMAT and doc.get("dt") == __version__ \
+                    and isinstance(doc.get("entries"), dict):
+                return doc["entries"]
+        except Exception:       # a cache that cannot be read is no cache, never an error
+            pass
+        return {}
+
+    @staticmethod
+    def key(*parts: Any) -> str:
+        return hashlib.sha256(repr((__version__, _FORMAT) + parts).encode()).hexdigest()
+
+    def get(self, key: str, compute, *args):
+        """The cached value for `key`, else `compute(*args)` (kept for next time)."""
+        if not self.enabled:
+            return compute(*args)
+        value = self.used.get(key, self.old.get(key, _MISS))
+        if value is _MISS:
+            value = compute(*args)
+            self.changed = True
+        self.used[key] = value
+        return value
+
+    def save(self, *, prune: bool = True) -> None:
+        """Write what this check used (`prune`: entries of deleted or edited DTs drop out; a check
+        of part of the project keeps the rest too); write aside, then rename, so a reader never
+        sees half a file. A failure to write is not an error."""
+        if not self.enabled or (not self.changed and (not prune or len(self.used) == len(self.old))):
+            return
+        entries = self.used if prune else {**self.old, **self.used}
+        tmp = self.path.with_name(f"{FILE}.{os.getpid()}.tmp")
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            with open(tmp, "wb") as f:
+                pickle.dump({"format": _FORMAT, "dt": __version__, "entries": entries}, f,
+                            protocol=pickle.HIGHEST_PROTOCOL)
+            os.replace(tmp, self.path)
+        except Exception:       # a read-only target/, or a tree too deep to pickle: no cache this time
+            tmp.unlink(missing_ok=True)
