@@ -4,7 +4,7 @@ Kept in `target/check_cache.pickle`: for each DT, sqlglot's resolution of its qu
 change compiler's verdict on it. Each entry is keyed by a digest of everything the step reads —
 the query's SQL, the file it came from, the input names and their columns and types (so a
 source's new schema, an edited table file, a changed config or var that alters the rendered SQL
-all give a new key), the dialect and the dt version — so an entry can never be stale: a changed
+all give a new key), the dialect and dt's code (version and modules) — so an entry can never be stale: a changed
 input simply misses. Errors are never cached (they are raised again on the next run).
 
 A missing, truncated, corrupt or other-version file is ignored and rewritten. `--no-cache` on
@@ -26,6 +26,24 @@ _FORMAT = 1
 _MISS = object()
 
 
+def _code_stamp() -> str:
+    """dt's own code as installed: its version, and each module's size and modification time.
+    An editable install (a developer's checkout, a `git pull`) changes code without changing the
+    version; a verdict of the old compiler must not survive it. About a millisecond to read."""
+    package = Path(__file__).resolve().parents[1]
+    stats = []
+    for path in sorted(package.rglob("*.py")):
+        try:
+            st = path.stat()
+        except OSError:
+            continue
+        stats.append((str(path.relative_to(package)), st.st_size, st.st_mtime_ns))
+    return hashlib.sha256(repr((__version__, stats)).encode()).hexdigest()[:16]
+
+
+_CODE = _code_stamp()
+
+
 def disabled_by_env() -> bool:
     return os.environ.get("DT_NO_CACHE", "").strip() not in ("", "0", "false", "no")
 
@@ -44,7 +62,7 @@ class CheckCache:
         try:
             with open(self.path, "rb") as f:
                 doc = pickle.load(f)
-            if isinstance(doc, dict) and doc.get("format") == _FORMAT and doc.get("dt") == __version__ \
+            if isinstance(doc, dict) and doc.get("format") == _FORMAT and doc.get("dt") == _CODE \
                     and isinstance(doc.get("entries"), dict):
                 return doc["entries"]
         except Exception:       # a cache that cannot be read is no cache, never an error
@@ -53,7 +71,7 @@ class CheckCache:
 
     @staticmethod
     def key(*parts: Any) -> str:
-        return hashlib.sha256(repr((__version__, _FORMAT) + parts).encode()).hexdigest()
+        return hashlib.sha256(repr((_CODE, _FORMAT) + parts).encode()).hexdigest()
 
     def get(self, key: str, compute, *args):
         """The cached value for `key`, else `compute(*args)` (kept for next time)."""
@@ -77,7 +95,7 @@ class CheckCache:
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
             with open(tmp, "wb") as f:
-                pickle.dump({"format": _FORMAT, "dt": __version__, "entries": entries}, f,
+                pickle.dump({"format": _FORMAT, "dt": _CODE, "entries": entries}, f,
                             protocol=pickle.HIGHEST_PROTOCOL)
             os.replace(tmp, self.path)
         except Exception:       # a read-only target/, or a tree too deep to pickle: no cache this time

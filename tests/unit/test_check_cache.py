@@ -153,3 +153,17 @@ def test_a_table_yml_and_a_new_table_are_seen(root):
     (root / "tables" / "extra.sql").write_text("SELECT x FROM {{ ref('ranked') }}\n")
     assert_fresh(root)
     assert "extra:" in dt("validate", "-p", str(root)).out
+
+
+def test_a_cache_written_by_other_code_of_the_same_version_is_not_read(root, monkeypatch):
+    """An editable install changes code without a new version: the cache is keyed by dt's
+    modules too, so a verdict of the old compiler does not survive a `git pull`."""
+    expected = outputs(root, "--no-cache")
+    outputs(root)
+    monkeypatch.setattr(check_cache, "_CODE", "other-code")
+    assert check_cache.CheckCache(root).old == {}
+    path = root / "target" / check_cache.FILE
+    doc = pickle.loads(path.read_bytes())
+    doc["entries"] = dict.fromkeys(doc["entries"], "stale")
+    path.write_bytes(pickle.dumps(doc))
+    assert outputs(root) == expected
