@@ -21,6 +21,15 @@ HISTORY_DEPTH = 50   # commits searched back for the last frontier (maintenance 
 
 
 
+def as_arrow(data):
+    """deltalake's Arrow result (arro3, any object with an Arrow C stream) as a pyarrow Table.
+    Not `pa.table(data)`: that first asks whether `data` is a pandas DataFrame, which imports
+    pandas (0.7 s of a JVM-free command's second)."""
+    import pyarrow as pa
+
+    return pa.RecordBatchReader.from_stream(data).read_all()
+
+
 def open_table(path: str):
     """The DeltaTable at `path`, or None when there is no Delta table there."""
     from deltalake import DeltaTable
@@ -41,10 +50,9 @@ def read_rows(table) -> list[dict[str, Any]]:
 
     Goes through deltalake's query engine: `to_pyarrow_table()` imports pyarrow.dataset,
     which costs a noticeable part of a JVM-free command's second."""
-    import pyarrow as pa
     from deltalake import QueryBuilder
 
-    return pa.table(QueryBuilder().register("t", table).execute("SELECT * FROM t").read_all()).to_pylist()
+    return as_arrow(QueryBuilder().register("t", table).execute("SELECT * FROM t").read_all()).to_pylist()
 
 
 def table_version(path: str) -> int | None:
@@ -104,10 +112,9 @@ def _deleted_rows(table) -> int:
     features = table.protocol().reader_features or []
     if "deletionVectors" not in features:
         return 0
-    import pyarrow as pa
     import pyarrow.compute as pc
 
-    kept = pa.table(table.deletion_vectors()).column("selection_vector")
+    kept = as_arrow(table.deletion_vectors()).column("selection_vector")
     if not len(kept):
         return 0
     flat = pc.list_flatten(kept)
@@ -126,9 +133,8 @@ def info_of(table, *, with_stats: bool = True) -> TableInfo:
     rows = None
     size = 0
     if with_stats:
-        import pyarrow as pa
 
-        adds = pa.table(table.get_add_actions(flatten=True))
+        adds = as_arrow(table.get_add_actions(flatten=True))
         size = sum(adds.column("size_bytes").to_pylist()) if adds.num_rows else 0
         counts = adds.column("num_records").to_pylist() if "num_records" in adds.column_names else []
         rows = None if any(c is None for c in counts) else sum(counts) - _deleted_rows(table)

@@ -15,7 +15,7 @@ from sqlglot import exp
 
 from dtcli.errors import UsageError, ValidationError
 from dtcli.sql.frozen import at_time, folded, parse_predicate
-from dtcli.state.delta_log import TableInfo, open_table
+from dtcli.state.delta_log import TableInfo, as_arrow, open_table
 
 ENGINE_DIALECT = "postgres"
 
@@ -33,14 +33,13 @@ def render(expr: exp.Expression, columns: list[str]) -> str:
 
 
 def _query(path: str, sql: str) -> list[dict[str, Any]]:
-    import pyarrow as pa
     from deltalake import QueryBuilder
 
     table = open_table(path)
     if table is None:
         raise UsageError(f"{path} holds no table yet", hint="run `dt run` to create it")
     try:
-        return pa.table(QueryBuilder().register("t", table).execute(sql).read_all()).to_pylist()
+        return as_arrow(QueryBuilder().register("t", table).execute(sql).read_all()).to_pylist()
     except Exception as err:
         raise UsageError(f"cannot read the rows: {str(err).splitlines()[0]}",
                          hint="check --where; it is evaluated without Spark") from None

@@ -103,3 +103,19 @@ def test_a_plan_travels_to_the_driver_with_its_typed_options():
                 source_versions={"src": 4}, steps=[step])
     again = Plan.from_json(plan.to_json())
     assert again == plan and again.steps[0].options.custom.changes[0].key == ["id"]
+
+
+def test_jvm_free_commands_do_not_import_pandas(tmp_path):
+    """pyarrow's `pa.table()` imports pandas to ask whether its argument is a DataFrame: 0.7 s
+    of `dt show`. The state readers take deltalake's Arrow streams without it."""
+    import subprocess
+    import sys
+
+    from tests.helpers import write_project
+
+    root = write_project(tmp_path / "p", {"t": "SELECT id FROM s"}, seeds={"s": "id\n1\n"})
+    code = ("import sys; from dtcli import api; api.seed(sys.argv[1]); "
+            "api.show_tables(api.check(sys.argv[1], with_stats=True)); print('pandas' in sys.modules)")
+    done = subprocess.run([sys.executable, "-c", code, str(root)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip().splitlines()[-1] == "False"
