@@ -246,8 +246,11 @@ def test_ctrl_c_once_lets_the_refresh_commit_twice_ends_the_application(tmp_path
         pass
     nap = table_info(project.table_path("nap"))
     if presses != 2:
-        assert nap is not None and nap.frontier is not None
         states = {r.name: r.state for r in history.read(project.warehouse)}
+        # `nap` is in flight when the stop arrives, unless (on a loaded machine) the stop
+        # reached the driver before `nap` began: then it is skipped, and was never created
+        assert states.get("nap") in {"SUCCEEDED", "SKIPPED"}, states
+        assert (nap is not None and nap.frontier is not None) if states["nap"] == "SUCCEEDED" else nap is None
         # run_results.json, the summary and the exit code tell the story the history tells
         results = json.loads((root / "target" / "run_results.json").read_text())
         assert results["success"] is False and results["interrupted"] is True
@@ -255,6 +258,7 @@ def test_ctrl_c_once_lets_the_refresh_commit_twice_ends_the_application(tmp_path
         skipped = sum(s == "SKIPPED" for s in states.values())
         assert f"stopped by the user: {len(states) - skipped} succeeded, 0 failed, {skipped} skipped" in out
         assert states.pop("per_customer") in {"SUCCEEDED", "SKIPPED"}, states
-        assert states == {"paid": "SUCCEEDED", "nap": "SUCCEEDED", "ranked": "SKIPPED"}, states
+        assert states.pop("nap") in {"SUCCEEDED", "SKIPPED"}, states
+        assert states == {"paid": "SUCCEEDED", "ranked": "SKIPPED"}, states
     else:
         assert nap is None
