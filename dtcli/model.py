@@ -230,7 +230,7 @@ class CustomSpec:
     target_alias: str | None
     on: str | None                            # a MERGE's ON condition, as written
     changes: list[ChangeInputSpec]
-    start_versions: dict[str, int]            # each CHANGES() input's version at creation
+    start_versions: dict[str, int] | None     # with backfill, at creation: where CHANGES() begin
     start_at: str | None = None               # `start_at` config
 
     @classmethod
@@ -247,7 +247,7 @@ class StepOptions:
     """What a step carries beyond its action, for the engine, the history and the renderers;
     each default is the one a table without that config gets."""
 
-    previous_rows: int = 0                    # rows of the DT before this refresh
+    previous_rows: int | None = 0             # rows of the DT before this refresh (None: unknown)
     source_ids: dict[str, str] | None = None  # Delta table id of each source (replaced sources)
     file: str | None = None                   # the table file (error messages)
     delta_sql: str | None = None              # the query with columns bound to their inputs

@@ -44,9 +44,9 @@ def jit_options(jit: str, master: str, conf: dict[str, str], actions: list[str] 
     application on a local master (where the refreshes run inside the driver's JVM) whose plan
     holds only incremental refreshes (`actions`; None for a long-lived warm application: peak).
     Java options of the user's that choose a compiler win."""
-    java = conf.get("spark.driver.extraJavaOptions", "")
     from dtcli.model import INCREMENTAL, NO_DATA
 
+    java = conf.get("spark.driver.extraJavaOptions", "")
     if any(flag in java for flag in _JIT_FLAGS):
         return {}
     quick = jit == "quick" or (

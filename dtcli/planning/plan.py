@@ -97,34 +97,41 @@ def build_plan(checked: Checked, selected: set[str], trigger: str, *, full_refre
             sql=table.spark_sql, inputs=inputs, definition_hash=digest, refresh_mode=mode.mode,
             refresh_mode_reason=mode.reason, reinit_reason=reinit, previous=frontier,
             upstream=[u for u in graph.upstream[name] if u in names],
-            options=StepOptions(
-                previous_rows=info.rows if info else 0,
-                source_ids=_source_ids(project, snapshot, table.inputs),
-                file=table.file,
-                delta_sql=checked.delta_sql(name),
-                read_columns=columns_read(checked.qualified[name], table.inputs)
-                if checked.qualified.get(name) is not None else None,
-                partition_by=table.config.get("partition_by"),
-                cluster_by=table.config.get("cluster_by"),
-                sort_by=write_order(checked, name),
-                max_rows_per_file=table.config.get("max_rows_per_file", MAX_ROWS_PER_FILE),
-                comment=table.config.get("comment"),
-                comment_outdated=info is not None and
-                (info.description or None) != (table.config.get("comment") or None),
-                columns=table.config.get("columns"),
-                deletion_vectors=table.config.get("deletion_vectors", DELETION_VECTORS),
-                deletion_vectors_outdated=info is not None and
-                info.deletion_vectors_differ(table.config.get("deletion_vectors", DELETION_VECTORS)),
-                frozen_where=regions.predicate,
-                active=regions.active if info is not None and regions.keep_frozen else None,
-                frozen=regions.frozen,
-                backfill=checked.backfills[name].to_dict() if name in checked.backfills else None,
-                backfill_spec=table.config.get("backfill"),
-                action_reason=why, change_rows=change_rows, input_rows=input_rows,
-                custom=custom.step_options(checked, name) if table.kind == "custom" else None)))
+            options=replace(_step_options(checked, name, info, regions),
+                            action_reason=why, change_rows=change_rows, input_rows=input_rows)))
     return Plan(run_id=run_id or uuid.uuid4().hex[:12], project=project.name,
                 warehouse=project.warehouse, data_timestamp=snapshot.taken_at.isoformat(),
                 source_versions=snapshot.source_versions, steps=steps, threads=project.threads)
+
+
+def _step_options(checked: Checked, name: str, info, regions) -> StepOptions:
+    """What the engine needs of a DT's config and current table beyond its action (`info`: the
+    table's state, None before it exists; `regions`: its frozen regions at this refresh)."""
+    project, table = checked.project, checked.project.tables[name]
+    config = table.config
+    deletion_vectors = config.get("deletion_vectors", DELETION_VECTORS)
+    return StepOptions(
+        previous_rows=info.rows if info else 0,
+        source_ids=_source_ids(project, checked.snapshot, table.inputs),
+        file=table.file,
+        delta_sql=checked.delta_sql(name),
+        read_columns=columns_read(checked.qualified[name], table.inputs)
+        if checked.qualified.get(name) is not None else None,
+        partition_by=config.get("partition_by"),
+        cluster_by=config.get("cluster_by"),
+        sort_by=write_order(checked, name),
+        max_rows_per_file=config.get("max_rows_per_file", MAX_ROWS_PER_FILE),
+        comment=config.get("comment"),
+        comment_outdated=info is not None and (info.description or None) != (config.get("comment") or None),
+        columns=config.get("columns"),
+        deletion_vectors=deletion_vectors,
+        deletion_vectors_outdated=info is not None and info.deletion_vectors_differ(deletion_vectors),
+        frozen_where=regions.predicate,
+        active=regions.active if info is not None and regions.keep_frozen else None,
+        frozen=regions.frozen,
+        backfill=checked.backfills[name].to_dict() if name in checked.backfills else None,
+        backfill_spec=config.get("backfill"),
+        custom=custom.step_options(checked, name) if table.kind == "custom" else None)
 
 
 def write_order(checked: Checked, name: str) -> list[str] | None:

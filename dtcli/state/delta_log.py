@@ -133,7 +133,6 @@ def info_of(table, *, with_stats: bool = True) -> TableInfo:
     rows = None
     size = 0
     if with_stats:
-
         adds = as_arrow(table.get_add_actions(flatten=True))
         size = sum(adds.column("size_bytes").to_pylist()) if adds.num_rows else 0
         counts = adds.column("num_records").to_pylist() if "num_records" in adds.column_names else []
