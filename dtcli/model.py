@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dtcli.lazy import LazyFields
+
 # Refresh actions and triggers, as Snowflake names them.
 NO_DATA, INCREMENTAL, FULL, REINITIALIZE = "NO_DATA", "INCREMENTAL", "FULL", "REINITIALIZE"
 # A resolved refresh mode besides INCREMENTAL and FULL: each refresh picks the cheaper of the two.
@@ -71,9 +73,16 @@ class SourceDef:
     columns: tuple[tuple[str, str | None], ...] = ()   # declared (name, type): checked against Delta
 
 
+def _none() -> None:
+    return None
+
+
 @dataclass
-class TableDef:
-    """One dynamic table as defined in the project (after Jinja, parsed once, before planning)."""
+class TableDef(LazyFields):
+    """One dynamic table as defined in the project (after Jinja, parsed once, before planning).
+    Its trees stay pickled in the check cache until read (dtcli.lazy)."""
+
+    LAZY = ("parsed", "query", "custom")
 
     name: str
     file: str                     # path of the .sql file, relative to the project
@@ -85,10 +94,10 @@ class TableDef:
     inputs: tuple[str, ...] = ()  # names of DTs and sources it reads, in order of appearance
     input_lines: dict[str, int] = field(default_factory=dict)
     folder: str = ""              # folder under tables/ ("" at the top), as in dbt's models/
-    parsed: Any = None            # the file's one parse (dtcli.sql.parse.ParsedSQL)
-    query: Any = None             # its query, inputs renamed to logical names (sqlglot tree)
+    parsed: Any = field(default_factory=_none)   # the file's one parse (dtcli.sql.parse.ParsedSQL)
+    query: Any = field(default_factory=_none)    # its query, inputs renamed to logical names (sqlglot tree)
     ignored: tuple[dict[str, Any], ...] = ()   # CREATE DYNAMIC TABLE properties dt does not use
-    custom: Any = None            # kind "custom": its statement (dtcli.sql.custom.CustomStatement)
+    custom: Any = field(default_factory=_none)   # kind "custom": its statement (dtcli.sql.custom.CustomStatement)
 
     @property
     def enabled(self) -> bool:

@@ -8,12 +8,13 @@ run all read this one object (like SQLMesh's `Context`); none of them loads or p
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 from dtcli.errors import ValidationError
-from dtcli.model import Column, Project
+from dtcli.model import Column, Project, TableDef
 from dtcli.planning import backfill, custom, declared_columns, frozen
 from dtcli.planning.backfill import BackfillSource
 from dtcli.planning.check_cache import CheckCache
@@ -26,7 +27,7 @@ from dtcli.planning.snapshot import Snapshot
 from dtcli.sql.analysis import QueryAnalysis, analyze
 from dtcli.sql.frozen import FrozenPredicate
 from dtcli.sql.output_names import check_output_names
-from dtcli.sql.resolve import resolve
+from dtcli.sql.resolve import Resolved, resolve
 from dtcli.sql.types import to_sqlglot
 
 
@@ -37,7 +38,7 @@ class Checked:
     snapshot: Snapshot
     lags: LagResolution
     schemas: dict[str, tuple[Column, ...]]     # every input and DT -> its columns
-    qualified: dict[str, Any]                  # DT -> its query with every column bound (None: left to Spark)
+    qualified: Qualified                       # DT -> its query with every column bound (None: left to Spark)
     analyses: dict[str, QueryAnalysis]
     modes: dict[str, ResolvedMode]
     hashes: dict[str, str] = field(default_factory=dict)   # DT -> definition hash
@@ -83,7 +84,7 @@ def check(project: Project, snapshot: Snapshot, *, use_cache: bool = True,
     for name in sorted(snapshot.sources):
         declared_columns.check(project.sources[name], schemas[name], project.root)
     unsure: set[str] = set()        # DTs whose column names only Spark will know for sure
-    qualified: dict[str, Any] = {}
+    resolutions: dict[str, Resolved | None] = {}
     analyses: dict[str, QueryAnalysis] = {}
     predicates: dict[str, FrozenPredicate] = {}
     backfills: dict[str, BackfillSource] = {}
@@ -95,7 +96,7 @@ def check(project: Project, snapshot: Snapshot, *, use_cache: bool = True,
         if table.kind == "custom":
             customs[name] = custom.check_table(project, table, schemas, snapshot)
             schemas[name] = customs[name].columns
-            qualified[name] = None
+            resolutions[name] = None
             analyses[name] = custom.analysis(table)
             source = backfill.check_table(project, table, schemas[name], snapshot.tables.get(name))
             if source is not None:
@@ -108,19 +109,21 @@ def check(project: Project, snapshot: Snapshot, *, use_cache: bool = True,
             keys[name] = CheckCache.key("resolve", table.sql, table.spark_sql, table.file, project.dialect,
                                         tuple((i, tuple((c.name, c.type) for c in cols))
                                               for i, cols in inputs.items()))
-            resolved = cache.get(keys[name], resolve, table.query, inputs, project.dialect, table.file)
-        qualified[name] = resolved.query if resolved else None
+            resolved = cache.get(keys[name], _resolve, table, inputs, project.dialect)
+        resolutions[name] = resolved
         schemas[name] = _table_schema(project, snapshot, name, hashes[name],
                                       resolved.columns if resolved else ())
-        check_output_names(table.query, schemas[name], renamed=bool(table.config.get("columns")),
-                           file=table.file)
+        renamed = bool(table.config.get("columns"))
+        cache.get(CheckCache.key("names", keys.get(name) or (table.sql, table.spark_sql, table.file),
+                                 schemas[name], renamed),
+                  _check_output_names, table, schemas[name], renamed)
         if resolved and not resolved.names_certain and schemas[name] == resolved.columns \
                 and not table.config.get("columns"):
             unsure.add(name)
         # the analysis reads the parse of the file and the (qualified) query: both follow from the key
         key = CheckCache.key("analysis", keys[name] if resolved else
                              (table.sql, table.spark_sql, table.file, project.dialect))
-        analyses[name] = cache.get(key, analyze, table.parsed, resolved.query if resolved else table.query)
+        analyses[name] = cache.get(key, _analyze, table, resolved)
         predicate = frozen.check_table(table, schemas[name], project.dialect)
         if predicate is not None:
             predicates[name] = predicate
@@ -128,6 +131,7 @@ def check(project: Project, snapshot: Snapshot, *, use_cache: bool = True,
         if source is not None:
             backfills[name] = source
     cdf = {n: i.change_data_feed for n, i in snapshot.sources.items()}
+    qualified = Qualified(resolutions)
     modes = resolve_modes(project, Graph(graph.upstream, graph.downstream, order), cdf, analyses, qualified,
                           _cached_reasons(project, cache, keys, qualified))
     cache.save(prune=only is None)
@@ -135,16 +139,55 @@ def check(project: Project, snapshot: Snapshot, *, use_cache: bool = True,
                    predicates, backfills, customs)
 
 
-def _cached_reasons(project: Project, cache: CheckCache, keys: dict[str, str], qualified: dict[str, Any]):
+class Qualified(Mapping):
+    """DT -> its qualified query (None: left to Spark), unpickled from the check cache only when
+    a command reads it (dtcli.lazy); `bound(name)` answers without reading the tree."""
+
+    def __init__(self, resolutions: dict[str, Resolved | None]):
+        self._resolutions = resolutions
+
+    def __getitem__(self, name: str) -> Any:
+        resolved = self._resolutions[name]
+        return resolved.query if resolved is not None else None
+
+    def __iter__(self):
+        return iter(self._resolutions)
+
+    def __len__(self) -> int:
+        return len(self._resolutions)
+
+    def bound(self, name: str) -> bool:
+        return self._resolutions.get(name) is not None
+
+
+# The cached steps take the table, not its trees: a cached verdict must not unpickle the trees it
+# was made of (dtcli.lazy), so they are read only inside the step, on a miss.
+def _resolve(table: TableDef, inputs: dict[str, tuple[Column, ...]], dialect: str) -> Resolved | None:
+    return resolve(table.query, inputs, dialect, table.file)
+
+
+def _check_output_names(table: TableDef, columns: tuple[Column, ...], renamed: bool) -> None:
+    check_output_names(table.query, columns, renamed=renamed, file=table.file)
+
+
+def _analyze(table: TableDef, resolved: Resolved | None) -> QueryAnalysis:
+    return analyze(table.parsed, resolved.query if resolved else table.query)
+
+
+def _cached_reasons(project: Project, cache: CheckCache, keys: dict[str, str], qualified: Qualified):
     """The change compiler's verdict on each DT (it builds the whole incremental rewrite just to
     answer), from the cache: keyed by the resolution's key, which fixes the qualified query."""
     def compiler_reason(name: str) -> str | None:
         table = project.tables[name]
-        key = CheckCache.key("reason", keys[name]) if qualified.get(name) is not None \
+        key = CheckCache.key("reason", keys[name]) if qualified.bound(name) \
             else CheckCache.key("reason", table.spark_sql, table.inputs)
-        return cache.get(key, change_compiler_reason, project, name, qualified.get(name))
+        return cache.get(key, _compiler_reason, project, name, qualified)
 
     return compiler_reason
+
+
+def _compiler_reason(project: Project, name: str, qualified: Qualified) -> str | None:
+    return change_compiler_reason(project, name, qualified.get(name))
 
 
 def _table_schema(project: Project, snapshot: Snapshot, name: str, digest: str,

@@ -40,7 +40,7 @@ def explain(checked: Checked, name: str, history: list[RefreshRecord] = ()) -> d
         if up is not None and up.mode == FULL and mode.mode == FULL and analysis.incremental:
             warnings.append(f"upstream dynamic table {inp} refreshes FULL, so {key} cannot refresh "
                             "incrementally; make the upstream incremental to fix it")
-    if checked.qualified.get(key) is None and table.kind != "custom":
+    if not checked.qualified.bound(key) and table.kind != "custom":
         warnings.append(f"dt could not bind every column of {key} to its inputs before Spark runs "
                         "(a construct sqlglot does not resolve); Spark checks them at refresh time")
     custom_section = None

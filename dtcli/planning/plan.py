@@ -116,7 +116,7 @@ def _step_options(checked: Checked, name: str, info, regions) -> StepOptions:
         file=table.file,
         delta_sql=checked.delta_sql(name),
         read_columns=columns_read(checked.qualified[name], table.inputs)
-        if checked.qualified.get(name) is not None else None,
+        if checked.qualified.bound(name) else None,
         partition_by=config.get("partition_by"),
         cluster_by=config.get("cluster_by"),
         sort_by=write_order(checked, name),

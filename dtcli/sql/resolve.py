@@ -23,6 +23,7 @@ from sqlglot.optimizer.scope import Scope, traverse_scope
 from sqlglot.schema import MappingSchema
 
 from dtcli.errors import ValidationError, suggest
+from dtcli.lazy import LazyFields
 from dtcli.model import Column
 from dtcli.sql.types import from_sqlglot, to_sqlglot
 
@@ -32,7 +33,9 @@ _GAVE_UP = re.compile(r"Column '([^']+)' could not be resolved|Unknown column: (
 
 
 @dataclass
-class Resolved:
+class Resolved(LazyFields):
+    LAZY = ("query",)                # kept pickled in the check cache until read (dtcli.lazy)
+
     query: exp.Query                 # a qualified copy: every column bound to its source
     columns: tuple[Column, ...]      # output columns, types where sqlglot can infer them
     # False when an output is an unaliased expression: Spark names it (`count(1)`) in ways

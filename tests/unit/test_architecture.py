@@ -9,7 +9,7 @@ from collections import defaultdict
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "dtcli"
-RANK = {"model": 0, "errors": 0, "redact": 0, "sql": 1, "state": 2, "planning": 3, "engine": 3,
+RANK = {"model": 0, "errors": 0, "redact": 0, "lazy": 0, "sql": 1, "state": 2, "planning": 3, "engine": 3,
         "project": 4, "ui": 4, "api": 5, "cli": 6}
 
 

@@ -167,3 +167,21 @@ def test_a_cache_written_by_other_code_of_the_same_version_is_not_read(root, mon
     doc["entries"] = dict.fromkeys(doc["entries"], "stale")
     path.write_bytes(pickle.dumps(doc))
     assert outputs(root) == expected
+
+
+def test_a_warm_validate_leaves_the_cached_trees_unread_until_asked(root):
+    """A warm check reads cached verdicts, not the sqlglot trees they came from: those stay
+    pickled (dtcli.lazy), and read on demand they equal a fresh parse."""
+    from dtcli import api
+
+    api.check(root)                                 # writes the cache
+    warm = api.check(root)
+    fresh = api.check(root, use_cache=False)
+    for name, table in warm.project.tables.items():
+        assert "query" not in vars(table) and "parsed" not in vars(table), name
+        assert not warm.qualified.bound(name) or "query" not in vars(warm.qualified._resolutions[name])
+    for name, table in warm.project.tables.items():
+        assert table.query.sql(dialect="spark") == fresh.project.tables[name].query.sql(dialect="spark")
+        assert warm.delta_sql(name) == fresh.delta_sql(name)
+        assert warm.qualified.bound(name) == fresh.qualified.bound(name)
+    assert [m.mode for m in warm.modes.values()] == [m.mode for m in fresh.modes.values()]
