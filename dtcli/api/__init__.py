@@ -26,7 +26,7 @@ from dtcli.api.runs import (
 )
 from dtcli.api.show import show_history, show_rows, show_tables
 from dtcli.model import Project
-from dtcli.planning.check_cache import CheckCache
+from dtcli.planning.check_cache import CheckCache, disabled_by_env
 from dtcli.planning.checked import Checked
 from dtcli.planning.checked import check as _check
 from dtcli.planning.explain import explain as _explain
@@ -79,7 +79,9 @@ def check(project_dir: str | Path | Project = ".", target: str | None = None, *,
         from dtcli.planning.graph import Graph
 
         only = Graph.of(project).upstream_closure({project.table_key(upstream_of)})
-    return _check(project, take_snapshot(project, only, with_stats=with_stats, now=now), use_cache=use_cache,
+    snapshot = take_snapshot(project, only, with_stats=with_stats, now=now,
+                             use_cache=use_cache and not disabled_by_env())
+    return _check(project, snapshot, use_cache=use_cache,
                   only=only, cache=cache)
 
 

@@ -135,6 +135,7 @@ def check(project: Project, snapshot: Snapshot, *, use_cache: bool = True,
     modes = resolve_modes(project, Graph(graph.upstream, graph.downstream, order), cdf, analyses, qualified,
                           _cached_reasons(project, cache, keys, qualified))
     cache.save(prune=only is None)
+    snapshot.keep()
     return Checked(project, graph, snapshot, resolution, schemas, qualified, analyses, modes, hashes,
                    predicates, backfills, customs)
 

@@ -1,7 +1,9 @@
 """Pinning one snapshot of the warehouse, read from Delta logs without a JVM.
 
-Each table's log is opened once per command. A run plans under the warehouse lock from what
-the previous run committed: `refresh` re-reads only the logs that moved since they were opened.
+Each table's log is opened at most once per command, and not at all when it has not moved
+since a command read it (dtcli.state.log_cache): its handle is opened when something asks for
+it. A run plans under the warehouse lock from what the previous run committed: `refresh`
+re-reads only the logs that moved since they were read.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import Any
 from dtcli.errors import ValidationError
 from dtcli.model import Project
 from dtcli.state.delta_log import TableInfo, info_of, open_table
+from dtcli.state.log_cache import LogCache
 
 
 @dataclass
@@ -22,6 +25,14 @@ class Snapshot:
     tables: dict[str, TableInfo | None]    # every DT's current state (None: not created yet)
     with_stats: bool = False
     _handles: dict[str, Any] = field(default_factory=dict, repr=False)   # name -> open DeltaTable
+    _paths: dict[str, str] = field(default_factory=dict, repr=False)     # name -> its location
+    _kept: LogCache | None = field(default=None, repr=False)              # what to write back
+
+    def keep(self) -> None:
+        """Write what this snapshot read to target/ for the next command: once the project is
+        checked (a command refused for bad input writes nothing)."""
+        if self._kept is not None:
+            self._kept.save()
 
     @property
     def source_versions(self) -> dict[str, int]:
@@ -35,44 +46,59 @@ class Snapshot:
             self.sources[name] = self._reread(name, info) or info
         for name, info in list(self.tables.items()):
             if info is None:
-                table = open_table(project.table_path(name))
+                self._paths[name] = project.table_path(name)
+                table = self.handle(name)
                 if table is not None:
-                    self._handles[name] = table
                     self.tables[name] = info_of(table, with_stats=self.with_stats)
             else:
                 self.tables[name] = self._reread(name, info)
         return self
 
+    def handle(self, name: str):
+        """The open DeltaTable of a source or DT (opened now if this command has not yet)."""
+        if name not in self._handles:
+            table = open_table(self._paths[name])
+            if table is None:
+                return None
+            self._handles[name] = table
+        return self._handles[name]
+
     def change_rows(self, name: str, since: int, until: int) -> int:
         """Rows changed by an input's commits after `since` up to `until` (from their metrics)."""
         from dtcli.state.change_size import change_rows
 
+        if until <= since:
+            return 0
         info = self.sources.get(name) or self.tables.get(name)
-        table = self._handles.get(name)
+        table = self.handle(name) if name in self._paths else None
         return change_rows(table, since, until, info.rows if info else None) if table is not None else 0
 
     def _reread(self, name: str, info: TableInfo) -> TableInfo | None:
-        table = self._handles[name]
+        table = self.handle(name)
+        if table is None:          # the table was deleted meanwhile
+            return None
         try:
             table.update_incremental()
-        except OSError:           # the table was deleted meanwhile
+        except OSError:
             return None
         return info if table.version() == info.version else info_of(table, with_stats=self.with_stats)
 
 
 def take_snapshot(project: Project, names: set[str] | None = None, *, with_stats: bool = False,
-                  now: datetime | None = None) -> Snapshot:
+                  now: datetime | None = None, use_cache: bool = True) -> Snapshot:
     """Versions of the sources read by `names` (default: all DTs, disabled ones included) and
-    the state of those DTs."""
+    the state of those DTs. `use_cache`: what earlier commands read of logs that have not moved
+    since is taken from target/ (dtcli.state.log_cache)."""
     every = {**project.disabled, **project.tables}
     names = set(every) if names is None else names
     taken_at = now or datetime.now(timezone.utc)
     wanted = sorted({i for n in names for i in every[n].inputs if i in project.sources})
-    handles: dict[str, Any] = {}
-    sources: dict[str, TableInfo] = {}
+    cache = LogCache(project.root, enabled=use_cache)
+    snapshot = Snapshot(taken_at, {}, {}, with_stats, _kept=cache)
     for name in wanted:
-        table = open_table(project.sources[name].path)
-        if table is None:
+        snapshot._paths[name] = project.sources[name].path
+        info = _read(snapshot, cache, name, with_stats)
+        if info is None:
             src = project.sources[name]
             if src.table:
                 raise ValidationError(f"source '{name}' is the table {src.table}, which dt has not found "
@@ -80,12 +106,22 @@ def take_snapshot(project: Project, names: set[str] | None = None, *, with_stats
                                       hint="`dt run` looks table names up in the metastore before it plans")
             raise ValidationError(f"source '{name}' at {src.path} is not a Delta table", file=src.file,
                                   line=src.line, hint="run `dt seed`, or fix the source path")
-        handles[name] = table
-        sources[name] = info_of(table, with_stats=with_stats)
-    tables: dict[str, TableInfo | None] = {}
+        snapshot.sources[name] = info
     for name in sorted(names):
-        table = open_table(project.table_path(name))
-        if table is not None:
-            handles[name] = table
-        tables[name] = info_of(table, with_stats=with_stats) if table is not None else None
-    return Snapshot(taken_at, sources, tables, with_stats, handles)
+        snapshot._paths[name] = project.table_path(name)
+        snapshot.tables[name] = _read(snapshot, cache, name, with_stats)
+    return snapshot
+
+
+def _read(snapshot: Snapshot, cache: LogCache, name: str, with_stats: bool) -> TableInfo | None:
+    """A table's state: as kept, when its log has not moved since; else read from its log."""
+    path = snapshot._paths[name]
+    info = cache.get(path, with_stats)
+    if info is not None:
+        return info
+    table = snapshot.handle(name)
+    if table is None:
+        return None
+    info = info_of(table, with_stats=with_stats)
+    cache.put(path, info, with_stats)
+    return info
