@@ -15,7 +15,7 @@ from typing import Any
 from dtcli.errors import ValidationError
 from dtcli.model import Project
 from dtcli.state.delta_log import TableInfo, info_of, open_table
-from dtcli.state.log_cache import LogCache
+from dtcli.state.log_cache import LogCache, newest_commit
 
 
 @dataclass
@@ -74,6 +74,9 @@ class Snapshot:
         return change_rows(table, since, until, info.rows if info else None) if table is not None else 0
 
     def _reread(self, name: str, info: TableInfo) -> TableInfo | None:
+        stamp = newest_commit(self._paths[name])
+        if stamp is not None and stamp[0] == info.version and name not in self._handles:
+            return info            # a local log that has not moved: no need to open it
         table = self.handle(name)
         if table is None:          # the table was deleted meanwhile
             return None

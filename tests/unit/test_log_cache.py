@@ -104,3 +104,19 @@ def test_dt_no_cache_reads_every_log(project, monkeypatch, tmp_path):
     assert dt("show", "dynamic", "tables", "-p", str(project.root)).code == 0
     assert not (project.root / "target" / log_cache.FILE).exists()
     assert load_project(project.root).tables
+
+
+def test_a_run_under_the_lock_sees_what_committed_since_its_snapshot(project):
+    """`dt run` plans from a snapshot, then brings it up to date under the warehouse lock:
+    a log read from the cache (never opened) that moved meanwhile is read again."""
+    state(project)
+    snap = take_snapshot(project)
+    before = snap.tables["a"].version
+    fake_dt(project, "a", T0 + timedelta(hours=3))
+    write_source(project, [9])
+    snap.refresh(project)
+    assert snap.tables["a"].version == before + 1
+    assert snap.tables["a"].frontier.data_timestamp == (T0 + timedelta(hours=3)).isoformat()
+    fresh = take_snapshot(project, use_cache=False)
+    assert snap.sources["src"].version == fresh.sources["src"].version
+    assert (snap.tables["b"].version, snap.tables["b"].frontier) == (fresh.tables["b"].version, fresh.tables["b"].frontier)
