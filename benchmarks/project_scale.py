@@ -7,10 +7,13 @@ peak memory (ru_maxrss of the child): cold (`--no-cache`), first (no cache file 
 written) and warm (the check cache of target/ read back). Run alone on the machine; the load
 average is printed beside it.
 
-    .venv/bin/python benchmarks/project_scale.py --dts 200 1000
+    .venv/bin/python benchmarks/project_scale.py --dts 200 1000 5000
+    .venv/bin/python benchmarks/project_scale.py --dts 1000 --create     # through Spark, then timed
     .venv/bin/python benchmarks/project_scale.py --dts 1000 --profile validate   # cProfile top 30
 
-Creating the DTs through Spark (item 4 of the issue) is not done here yet.
+`--create` creates every DT with one `dt run` (one Spark application; its wall time and time per
+DT are printed; a warehouse whose DTs all exist is reused) and then times the commands over the
+created DTs, a no-op `dt run` among them (nothing changed: every DT NO_DATA, no JVM).
 """
 from __future__ import annotations
 
@@ -93,16 +96,35 @@ def timed(cmd: list[str], cwd: Path) -> tuple[float, float, int]:
     return wall, peak, proc.returncode
 
 
-def commands(n_dts: int) -> dict[str, list[str]]:
+def commands(n_dts: int, created: bool) -> dict[str, list[str]]:
     dt = [sys.executable, "-c", DT_MAIN]
-    return {"validate": [*dt, "validate"], "run --dry-run": [*dt, "run", "--dry-run"],
-            "show dynamic tables": [*dt, "show", "dynamic", "tables", "--format", "json"],
-            f"explain t{n_dts // 2}": [*dt, "explain", f"t{n_dts // 2}"]}
+    out = {"validate": [*dt, "validate"],
+           "show dynamic tables": [*dt, "show", "dynamic", "tables", "--format", "json"],
+           f"explain t{n_dts // 2}": [*dt, "explain", f"t{n_dts // 2}"]}
+    # before creation a dry run plans every creation; after it, a run finds nothing to do
+    out.update({"run (no-op)": [*dt, "run"]} if created else {"run --dry-run": [*dt, "run", "--dry-run"]})
+    return out
+
+
+def create(project: Path, n_dts: int) -> None:
+    """Every DT created by one `dt run` (one Spark application), unless they all exist."""
+    marker = project.parent / f"wh{n_dts}" / "created"
+    if marker.exists():
+        print(f"{n_dts:>6} DTs  created earlier: {marker.read_text().strip()}", flush=True)
+        return
+    load = os.getloadavg()[0]
+    wall, _, rc = timed([sys.executable, "-c", DT_MAIN, "run"], project)
+    if rc != 0:
+        raise SystemExit(f"dt run creating {n_dts} DTs exited {rc}")
+    line = f"{wall:.0f} s, {1000 * wall / n_dts:.0f} ms per DT (load {load:.2f} -> {os.getloadavg()[0]:.2f})"
+    marker.write_text(line + "\n")
+    print(f"{n_dts:>6} DTs  created by one dt run: {line}", flush=True)
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--dts", type=int, nargs="+", default=[200, 1000])
+    ap.add_argument("--create", action="store_true", help="create the DTs through Spark first")
     ap.add_argument("--profile", help="cProfile one command (e.g. validate) at the first size")
     ap.add_argument("--warm", action="store_true", help="with --profile: profile it with a warm cache")
     args = ap.parse_args()
@@ -110,6 +132,8 @@ def main() -> None:
     print("load:", os.getloadavg())
     for n in args.dts:
         project = write_project(WORK, n)
+        if args.create:
+            create(project, n)
         if args.profile:
             out = WORK / f"{args.profile}.prof"
             if args.warm:
@@ -121,7 +145,7 @@ def main() -> None:
             import pstats
             pstats.Stats(str(out)).sort_stats("cumulative").print_stats(30)
             return
-        for label, cmd in commands(n).items():
+        for label, cmd in commands(n, args.create).items():
             # ru_maxrss of children is the largest child so far: a ceiling, not this command's own.
             cold, _, rc = timed([*cmd, "--no-cache"], project)
             shutil.rmtree(project / "target", ignore_errors=True)

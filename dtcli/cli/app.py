@@ -25,8 +25,9 @@ _state = {"debug": False}
 
 ProjectDir = Annotated[Path, typer.Option("--project-dir", "-p", help="Project folder (default: current directory).")]
 Target = Annotated[Optional[str], typer.Option("--target", "-t", help="Target from dt_project.yml targets:.")]
-NoCache = Annotated[bool, typer.Option("--no-cache", help="Check every table afresh: neither read nor write "
-                                       "target/check_cache.pickle (also DT_NO_CACHE=1).")]
+NoCache = Annotated[bool, typer.Option("--no-cache", help="Check every table and read every Delta log afresh: "
+                                       "neither read nor write target/check_cache.pickle and "
+                                       "target/state_cache.pickle (also DT_NO_CACHE=1).")]
 Format = Annotated[str, typer.Option("--format", "-f", help="table or json.")]
 RunFormat = Annotated[str, typer.Option("--format", "-f", help="table (a summary line) or json (target/run_results.json on stdout; progress on stderr).")]
 
