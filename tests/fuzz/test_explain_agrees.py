@@ -1,0 +1,182 @@
+"""Explain's operator table and the refresh mode agree on every generated query of the fuzzer and
+on every shape of the differential harness (issue 28), checked in process without a JVM.
+
+The fuzzer's queries (seeds DT_FUZZ_SEED .. +DT_FUZZ_CASES, the fuzzer's own knobs: its long mode
+runs this over as many seeds), a downstream query over each of them, the fuzzer's REFUSED list,
+the harness's shapes (Spark and Snowflake dialect) and a few shapes the change compiler refuses
+are put in projects as DTs over Delta sources with the generator's schemas, each project is
+checked once, and for every DT:
+
+- its operator rows are all incremental exactly when its mode is not FULL (unless the mode is
+  FULL only because of an upstream DT: explain warns then, and the rows stay the query's own);
+- when the query makes it FULL, a row marked not incremental says why in the mode's own words;
+- `refresh_mode: incremental` is accepted exactly when every row is incremental, and is a
+  validation error otherwise.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+
+import pyarrow as pa
+import pytest
+from deltalake import write_deltalake
+
+from dtcli import api
+from dtcli.errors import ValidationError
+from dtcli.model import FULL
+from dtcli.planning.explain import explain
+from dtcli.planning.graph import Graph
+from dtcli.planning.refresh_mode import change_compiler_reason, resolve_modes
+from tests.fuzz import generator
+from tests.helpers import write_project
+from tests.spark.test_incremental_harness import SHAPES, SNOWFLAKE_SHAPES, SOURCES
+
+CASES = int(os.environ.get("DT_FUZZ_CASES", "300"))
+SEED = int(os.environ.get("DT_FUZZ_SEED", "0"))
+CDF = {"delta.enableChangeDataFeed": "true"}
+ARROW = {"int": pa.int32(), "str": pa.string(), "arr": pa.list_(pa.int32()), "INT": pa.int32(),
+         "STRING": pa.string(), "DECIMAL(12,2)": pa.decimal128(12, 2), "ARRAY<INT>": pa.list_(pa.int32())}
+# shapes whose every construct the analyzer knows but the change compiler refuses as a whole:
+# explain must still show a row that is not incremental, with the reason
+COMPILER_REFUSED = {
+    "two_outer": "SELECT t1.k, t2.w, t3.v AS v3 FROM a AS t1 LEFT JOIN b AS t2 ON t1.k = t2.k "
+                 "LEFT JOIN a AS t3 ON t1.k = t3.k",
+    "natural": "SELECT t1.k, t2.w FROM a AS t1 NATURAL JOIN b AS t2",
+    "union_distinct": "SELECT k FROM a UNION SELECT k FROM b",
+    "outer_no_equality": "SELECT t1.k, t2.w FROM a AS t1 LEFT JOIN b AS t2 ON t1.k < t2.k",
+    "rollup": "SELECT g, SUM(v) AS s FROM a GROUP BY ROLLUP (g)",
+    "distinct_star": "SELECT DISTINCT * FROM a",
+    "distinct_over_group": "SELECT DISTINCT g, COUNT(*) AS n FROM a GROUP BY g",
+    "window_off_keys": "SELECT g, k, SUM(v) AS s, RANK() OVER (PARTITION BY k ORDER BY g) AS r "
+                       "FROM a GROUP BY g, k",
+    "windows_no_common": "SELECT k, RANK() OVER (PARTITION BY k ORDER BY v) AS r1, "
+                         "RANK() OVER (PARTITION BY g ORDER BY v) AS r2 FROM a",
+    "qualify_no_window": "SELECT k, v FROM a QUALIFY v > 1",
+    "explode_in_group": "SELECT k, explode(arr) AS x, COUNT(*) AS n FROM c GROUP BY k, arr",
+}
+
+
+def fuzz_tables() -> dict[str, str]:
+    tables = {}
+    for seed in range(SEED, SEED + CASES):
+        q = generator.query(seed)
+        name = f"q{seed}"
+        tables[name] = q.sql
+        if q.shape != "refused" and not any(t == "arr" for _, t in q.cols):
+            # the oracle's downstream DT, reading this one where it reads `d`
+            down = generator.downstream(seed, q.cols).sql
+            tables[f"{name}_down"] = re.sub(r"\bd AS (t\d+)", rf"{name} AS \1", down)
+    tables.update({f"refused{k}": sql for k, sql in enumerate(generator.REFUSED)})
+    tables.update({f"compiler_{n}": sql for n, sql in COMPILER_REFUSED.items()})
+    return tables
+
+
+def _arrow_schema(columns) -> pa.Schema:
+    fields = []
+    for name, kind in columns:
+        nullable = not kind.endswith(" NOT NULL")
+        fields.append(pa.field(name, ARROW[kind.removesuffix(" NOT NULL")], nullable=nullable))
+    return pa.schema(fields)
+
+
+def _project(root, tables: dict[str, str], sources: dict[str, list[tuple[str, str]]], dialect: str = "spark"):
+    config = f"dialect: {dialect}\nsources:\n" + "".join(f"  {n}: {{path: data/{n}}}\n" for n in sources)
+    write_project(root, tables, config=config)
+    for name, columns in sources.items():
+        write_deltalake(str(root / "data" / name), _arrow_schema(columns).empty_table(), configuration=CDF)
+    return api.check(root, use_cache=False)
+
+
+def _harness_sources() -> dict[str, list[tuple[str, str]]]:
+    return {n: [tuple(c.split(" ", 1)) for c in ddl.split(", ")] for n, ddl in SOURCES.items()}
+
+
+@pytest.fixture(scope="module")
+def checked_projects(tmp_path_factory):
+    base = tmp_path_factory.mktemp("agree")
+    return [
+        _project(base / "fuzz", fuzz_tables(), {n: list(c) for n, c in generator.SOURCES.items()}),
+        _project(base / "harness", SHAPES, _harness_sources()),
+        _project(base / "snowflake", SNOWFLAKE_SHAPES, _harness_sources(), dialect="snowflake"),
+    ]
+
+
+def _only_upstream(reason: str | None) -> bool:
+    return bool(reason) and reason.startswith("upstream dynamic table ")
+
+
+def disagreements(checked) -> list[str]:
+    """Every DT whose operator table and refresh mode tell different stories."""
+    out = []
+    for name in checked.graph.order:
+        doc = explain(checked, name)
+        mode, reason, rows = doc["refresh_mode"], doc["refresh_mode_reason"], doc["operators"]
+        blocked = [r for r in rows if not r["incremental"]]
+        analysis = checked.analyses[name]
+        said = f"{name}: mode {mode} ({reason}); rows not incremental {blocked}\n  {checked.project.tables[name].sql}"
+        if mode != FULL:
+            if blocked:
+                out.append(said)
+        elif _only_upstream(reason):
+            continue        # explain warns that an upstream DT forces FULL; the rows are the query's
+        elif not blocked:
+            out.append(said)
+        # the reason in the words of the row that forces FULL: the analyzer's blocker names the
+        # first such construct, a whole-query row the compiler's refusal
+        elif reason not in analysis.blockers and not any(reason in r["considerations"] for r in blocked):
+            out.append(said + "\n  (no row not incremental carries the mode's reason)")
+    return out
+
+
+def refused_as_incremental(checked) -> list[str]:
+    """Every DT for which `refresh_mode: incremental` is accepted while a row is not incremental,
+    or refused while every row is. Each DT is resolved with its upstream as checked."""
+    project = checked.project
+    reasons: dict[str, str | None] = {}
+
+    def compiler_reason(name: str) -> str | None:
+        if name not in reasons:
+            reasons[name] = change_compiler_reason(project, name, checked.qualified.get(name))
+        return reasons[name]
+
+    cdf = {n: i.change_data_feed for n, i in checked.snapshot.sources.items()}
+    out = []
+    for name in checked.graph.order:
+        every = all(r["incremental"] for r in explain(checked, name)["operators"])
+        upstream = checked.graph.ordered(checked.graph.upstream_closure({name}))
+        if every and any(checked.modes[u].mode == FULL for u in upstream if u != name):
+            continue        # FULL for its upstream: `incremental` is refused whatever its query
+        table = dataclasses.replace(project.tables[name], config={**project.tables[name].config, "refresh_mode": "incremental"})
+        one = dataclasses.replace(project, tables={**project.tables, name: table})
+        graph = Graph(checked.graph.upstream, checked.graph.downstream, upstream)
+        try:
+            resolve_modes(one, graph, cdf, checked.analyses, checked.qualified, compiler_reason)
+            accepted = True
+        except ValidationError:
+            accepted = False
+        if accepted != every:
+            out.append(f"{name}: refresh_mode incremental {'accepted' if accepted else 'refused'} but "
+                       f"{'every' if every else 'not every'} operator is incremental\n  {table.sql}")
+    return out
+
+
+def test_explain_and_the_refresh_mode_agree_on_every_generated_query_and_harness_shape(checked_projects):
+    checked = sum(len(c.graph.order) for c in checked_projects)
+    assert checked >= CASES + len(SHAPES)
+    problems = [p for c in checked_projects for p in disagreements(c)]
+    assert not problems, f"{len(problems)} of {checked} DTs:\n" + "\n".join(problems[:20])
+
+
+def test_refresh_mode_incremental_is_accepted_exactly_when_every_operator_is_incremental(checked_projects):
+    problems = [p for c in checked_projects for p in refused_as_incremental(c)]
+    assert not problems, "\n".join(problems[:20])
+
+
+def test_the_harness_shapes_are_all_incremental(checked_projects):
+    """The harness refreshes them with `refresh_mode: incremental`: explain must say so too."""
+    for checked in checked_projects[1:]:
+        for name in checked.graph.order:
+            assert checked.modes[name].mode != FULL, (name, checked.modes[name].reason)
