@@ -8,7 +8,7 @@ from sqlglot.tokens import TokenType as T
 
 from dtcli.sql import functions as fn
 from dtcli.sql.analysis.aggregates import AggregateRules
-from dtcli.sql.analysis.nodes import at_line, first_start, is_windowed, join_keys, level_nodes, selective, text_of
+from dtcli.sql.analysis.nodes import at_line, first_start, join_keys, level_nodes, selective, text_of
 from dtcli.sql.analysis.result import OperatorInfo, QueryAnalysis
 from dtcli.sql.analysis.strategies import (
     ADVICE,
@@ -178,7 +178,7 @@ class Analyzer(AggregateRules):
             self.scan(cond)
         group = sel.args.get("group")
         aggregates = [n for e in sel.expressions + [sel.args.get("having")] if e
-                      for n in level_nodes(e) if fn.is_aggregate(n) and not is_windowed(n)]
+                      for n in level_nodes(e) if fn.is_aggregate(n) and not fn.is_windowed(n)]
         if group:
             self.group_by(sel, group, aggregates)
         elif aggregates:

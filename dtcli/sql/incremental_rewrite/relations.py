@@ -92,13 +92,6 @@ def alias_of(item: exp.Expression) -> str | None:
     return item.alias or None
 
 
-def is_windowed(node: exp.Expression) -> bool:
-    child, parent = node, node.parent
-    while isinstance(parent, (exp.IgnoreNulls, exp.RespectNulls)):
-        child, parent = parent, parent.parent
-    return isinstance(parent, exp.Window) and parent.this is child
-
-
 def scope_nodes(sel: exp.Select, args=("expressions", "where", "group", "having", "qualify",
                                        "order", "windows", "joins", "laterals")):
     """Expressions of one block; FROM/JOIN items (nested queries) are not entered."""

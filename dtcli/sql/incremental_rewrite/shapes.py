@@ -13,7 +13,6 @@ from dtcli.sql.incremental_rewrite.relations import (
     alias_of,
     block_items,
     is_generator,
-    is_windowed,
     scope_nodes,
 )
 
@@ -45,7 +44,7 @@ def shape(sel: exp.Select) -> Shape | None:
     join = outer_join(sel, outer[0]) if outer else None
     group = sel.args.get("group")
     aggs = [n for n in scope_nodes(sel, ("expressions", "having", "order", "qualify"))
-            if fn.is_aggregate(n) and not is_windowed(n)]
+            if fn.is_aggregate(n) and not fn.is_windowed(n)]
     windows = [n for n in scope_nodes(sel, ("expressions", "qualify", "order"))
                if isinstance(n, exp.Window)]
     distinct = sel.args.get("distinct")
