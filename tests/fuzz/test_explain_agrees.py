@@ -39,9 +39,9 @@ SEED = int(os.environ.get("DT_FUZZ_SEED", "0"))
 CDF = {"delta.enableChangeDataFeed": "true"}
 ARROW = {"int": pa.int32(), "str": pa.string(), "arr": pa.list_(pa.int32()), "INT": pa.int32(),
          "STRING": pa.string(), "DECIMAL(12,2)": pa.decimal128(12, 2), "ARRAY<INT>": pa.list_(pa.int32())}
-# shapes whose every construct the analyzer knows but the change compiler refuses as a whole:
-# explain must still show a row that is not incremental, with the reason
-COMPILER_REFUSED = {
+# shapes at the edge of the change compiler's rules for a block (incremental_rewrite/shapes.py),
+# most of them refused as a whole though the analyzer knows every construct in them
+EDGE_SHAPES = {
     "two_outer": "SELECT t1.k, t2.w, t3.v AS v3 FROM a AS t1 LEFT JOIN b AS t2 ON t1.k = t2.k "
                  "LEFT JOIN a AS t3 ON t1.k = t3.k",
     "natural": "SELECT t1.k, t2.w FROM a AS t1 NATURAL JOIN b AS t2",
@@ -70,7 +70,7 @@ def fuzz_tables() -> dict[str, str]:
             down = generator.downstream(seed, q.cols).sql
             tables[f"{name}_down"] = re.sub(r"\bd AS (t\d+)", rf"{name} AS \1", down)
     tables.update({f"refused{k}": sql for k, sql in enumerate(generator.REFUSED)})
-    tables.update({f"compiler_{n}": sql for n, sql in COMPILER_REFUSED.items()})
+    tables.update({f"edge_{n}": sql for n, sql in EDGE_SHAPES.items()})
     return tables
 
 
@@ -124,10 +124,12 @@ def disagreements(checked) -> list[str]:
             continue        # explain warns that an upstream DT forces FULL; the rows are the query's
         elif not blocked:
             out.append(said)
-        # the reason in the words of the row that forces FULL: the analyzer's blocker names the
-        # first such construct, a whole-query row the compiler's refusal
-        elif reason not in analysis.blockers and not any(reason in r["considerations"] for r in blocked):
+        # the reason is the analyzer's (its first blocker), naming a row that forces FULL
+        elif reason not in analysis.blockers or not any(f"at line {r['line']} " in reason for r in blocked):
             out.append(said + "\n  (no row not incremental carries the mode's reason)")
+        if checked.modes[name].shape_reason:
+            out.append(said + "\n  (the change compiler refuses what the analyzer accepts: explain "
+                       "shows a whole-query row)")
     return out
 
 

@@ -27,8 +27,8 @@ from dtcli.sql.analysis.strategies import (
     ROWWISE,
     SINGLE_ROW,
     UNION_ALL,
-    UNION_DISTINCT,
 )
+from dtcli.sql.incremental_rewrite import Unsupported, shapes
 
 
 class Analyzer(AggregateRules):
@@ -143,8 +143,11 @@ class Analyzer(AggregateRules):
         distinct = node.args.get("distinct") is not False
         label = type(node).__name__.upper() + ("" if distinct else " ALL")
         where = self.pos(node.expression, T.UNION, T.EXCEPT, T.INTERSECT)
-        if isinstance(node, exp.Union):
-            self.add(label, UNION_DISTINCT if distinct else UNION_ALL, where)
+        if isinstance(node, exp.Union) and not distinct:
+            self.add(label, UNION_ALL, where)
+        elif isinstance(node, exp.Union):
+            # the change compiler refuses it (incremental_rewrite, "UNION (distinct)")
+            self.add(label, FULL, where, (ADVICE["UNION"],), True)
         else:
             self.add(label, FULL, where, (ADVICE[label.split()[0]],), True)
         self.query(node.expression)
@@ -162,6 +165,24 @@ class Analyzer(AggregateRules):
                 self.add(label, FULL, self.pos(node.args[arg], kw), (ADVICE[label],), True)
 
     def select(self, sel: exp.Select) -> None:
+        blocked = len(self.blockers)
+        self.select_operators(sel)
+        if len(self.blockers) == blocked:
+            self.shape(sel)
+
+    def shape(self, sel: exp.Select) -> None:
+        """The change compiler's rule for how a block is keyed (one outer join, GROUP BY keys,
+        window partitions, DISTINCT rows), asked here as well: a block it refuses as a whole (two
+        outer joins, ROLLUP, windows without a common PARTITION BY...) gets a row that forces
+        FULL, so that explain's rows and the refresh mode give one verdict."""
+        try:
+            shapes.shape(sel)
+        except Unsupported as err:
+            where = self.pos(sel.expressions[0], T.SELECT)
+            self.ops.append(OperatorInfo("SELECT (its shape as a whole)", FULL, (str(err),), where[0], False))
+            self.block(where, f"the SELECT{at_line(where[0])} cannot be refreshed incrementally: {err}")
+
+    def select_operators(self, sel: exp.Select) -> None:
         from_ = sel.args.get("from_") or sel.args.get("from")
         if from_:
             self.relation(from_.this, "FROM", self.pos(from_, T.FROM))
