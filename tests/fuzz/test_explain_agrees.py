@@ -3,13 +3,15 @@ on every shape of the differential harness (issue 28), checked in process withou
 
 The fuzzer's queries (seeds DT_FUZZ_SEED .. +DT_FUZZ_CASES, the fuzzer's own knobs: its long mode
 runs this over as many seeds), a downstream query over each of them, the fuzzer's REFUSED list,
-the harness's shapes (Spark and Snowflake dialect) and a few shapes the change compiler refuses
-are put in projects as DTs over Delta sources with the generator's schemas, each project is
+the harness's shapes (Spark and Snowflake dialect) and shapes at the edge of the change compiler's
+rules are put in projects as DTs over Delta sources with the generator's schemas, each project is
 checked once, and for every DT:
 
 - its operator rows are all incremental exactly when its mode is not FULL (unless the mode is
   FULL only because of an upstream DT: explain warns then, and the rows stay the query's own);
-- when the query makes it FULL, a row marked not incremental says why in the mode's own words;
+- when the query makes it FULL, a row marked not incremental says why in the mode's own words,
+  and that row is the analyzer's: no DT needs explain's whole-query row (the change compiler
+  refusing what the analyzer accepts);
 - `refresh_mode: incremental` is accepted exactly when every row is incremental, and is a
   validation error otherwise.
 """
@@ -39,8 +41,9 @@ SEED = int(os.environ.get("DT_FUZZ_SEED", "0"))
 CDF = {"delta.enableChangeDataFeed": "true"}
 ARROW = {"int": pa.int32(), "str": pa.string(), "arr": pa.list_(pa.int32()), "INT": pa.int32(),
          "STRING": pa.string(), "DECIMAL(12,2)": pa.decimal128(12, 2), "ARRAY<INT>": pa.list_(pa.int32())}
-# shapes at the edge of the change compiler's rules for a block (incremental_rewrite/shapes.py),
-# most of them refused as a whole though the analyzer knows every construct in them
+# shapes at the edge of the change compiler's rules (incremental_rewrite): a query for each of its
+# refusals a valid query reaches, many of them of a block as a whole though the analyzer knows
+# every construct in it, and neighbours it accepts
 EDGE_SHAPES = {
     "two_outer": "SELECT t1.k, t2.w, t3.v AS v3 FROM a AS t1 LEFT JOIN b AS t2 ON t1.k = t2.k "
                  "LEFT JOIN a AS t3 ON t1.k = t3.k",
@@ -56,6 +59,41 @@ EDGE_SHAPES = {
                          "RANK() OVER (PARTITION BY g ORDER BY v) AS r2 FROM a",
     "qualify_no_window": "SELECT k, v FROM a QUALIFY v > 1",
     "explode_in_group": "SELECT k, explode(arr) AS x, COUNT(*) AS n FROM c GROUP BY k, arr",
+    "outer_using_after_join": "SELECT t1.k, t3.v FROM a AS t1 JOIN b AS t2 ON t1.k = t2.k LEFT JOIN a AS t3 USING (k)",
+    "outer_unnamed": "SELECT b.w FROM (SELECT k AS kk FROM a) LEFT JOIN b ON kk = b.k",
+    "generator_in_distinct": "SELECT DISTINCT k, explode(arr) AS x FROM c",
+    "distinct_over_window": "SELECT DISTINCT k, RANK() OVER (PARTITION BY k ORDER BY v) AS r FROM a",
+    "window_part_not_key": "SELECT g, SUM(v) AS s, RANK() OVER (PARTITION BY SUM(v) ORDER BY g) AS r FROM a GROUP BY g",
+    "window_over_scalar": "SELECT SUM(v) AS s, RANK() OVER (PARTITION BY SUM(v) ORDER BY SUM(v)) AS r FROM a",
+    "semi": "SELECT t1.k FROM a AS t1 LEFT SEMI JOIN b AS t2 ON t1.k = t2.k",
+    "anti": "SELECT t1.k FROM a AS t1 LEFT ANTI JOIN b AS t2 ON t1.k = t2.k",
+    "tablesample": "SELECT k FROM a TABLESAMPLE (10 PERCENT)",
+    "offset": "SELECT k FROM a ORDER BY k LIMIT 5 OFFSET 2",
+    "lateral_subquery": "SELECT t1.k, s.w FROM a AS t1, LATERAL (SELECT w FROM b WHERE b.k = t1.k) AS s",
+    "scalar_subquery": "SELECT k, (SELECT MAX(w) FROM b) AS m FROM a",
+    "range": "SELECT t1.k, r.id FROM a AS t1 CROSS JOIN range(3) AS r",
+    "values_join": "SELECT t1.k, v.x FROM a AS t1 JOIN (VALUES (1), (2)) AS v(x) ON t1.k = v.x",
+    "natural_left": "SELECT t1.k, t2.w FROM a AS t1 NATURAL LEFT JOIN b AS t2",
+    "cte_outer": "WITH x AS (SELECT k, g FROM a) SELECT x.k, b.w FROM x LEFT JOIN b ON x.k = b.k",
+    "group_by_position": "SELECT g, SUM(v) AS s FROM a GROUP BY 1",
+    "lateral_view_group": "SELECT t1.k, COUNT(*) AS n FROM c AS t1 LATERAL VIEW explode(t1.arr) e AS x GROUP BY t1.k",
+    "outer_then_inner": "SELECT t1.k, t2.w, t3.v FROM a AS t1 LEFT JOIN b AS t2 ON t1.k = t2.k JOIN a AS t3 ON t1.k = t3.k",
+    "outer_on_literal": "SELECT t1.k, t2.w FROM a AS t1 LEFT JOIN b AS t2 ON t1.k = t2.k AND t2.g = 'x'",
+    "outer_null_safe": "SELECT t1.k, t2.w FROM a AS t1 LEFT JOIN b AS t2 ON t1.k <=> t2.k",
+    "outer_expr": "SELECT t1.k, t2.w FROM a AS t1 LEFT JOIN b AS t2 ON t1.k + 1 = t2.k",
+    "intersect": "SELECT k FROM a INTERSECT SELECT k FROM b",
+    "union_all_distinct_mix": "SELECT k FROM a UNION ALL SELECT k FROM b UNION SELECT k FROM a",
+    "qualify_window": "SELECT k, v FROM a QUALIFY ROW_NUMBER() OVER (PARTITION BY k ORDER BY v) = 1",
+    "having": "SELECT g, SUM(v) AS s FROM a GROUP BY g HAVING COUNT(*) > 1",
+    "group_all": "SELECT g, k, SUM(v) AS s FROM a GROUP BY ALL",
+    "distinct_in_subquery_agg": "SELECT s.g, COUNT(*) AS n FROM (SELECT DISTINCT g, k FROM a) AS s GROUP BY s.g",
+    "cube": "SELECT g, k, SUM(v) AS s FROM a GROUP BY CUBE (g, k)",
+    "window_named": "SELECT k, RANK() OVER w AS r FROM a WINDOW w AS (PARTITION BY k ORDER BY v)",
+    "count_distinct_scalar": "SELECT COUNT(DISTINCT k) AS n FROM a",
+    "explode_outer_select": "SELECT k, explode_outer(arr) AS x FROM c",
+    "posexplode_lateral": "SELECT t1.k, p.pos, p.x FROM c AS t1 LATERAL VIEW posexplode(t1.arr) p AS pos, x",
+    "self_outer": "SELECT t1.k, t2.v FROM a AS t1 FULL OUTER JOIN a AS t2 ON t1.k = t2.k",
+    "right_outer_group": "SELECT t2.k, COUNT(t1.v) AS n FROM a AS t1 RIGHT JOIN b AS t2 ON t1.k = t2.k GROUP BY t2.k",
 }
 
 
