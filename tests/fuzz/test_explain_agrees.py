@@ -31,7 +31,7 @@ from dtcli.errors import ValidationError
 from dtcli.model import FULL
 from dtcli.planning.explain import explain
 from dtcli.planning.graph import Graph
-from dtcli.planning.refresh_mode import change_compiler_reason, resolve_modes
+from dtcli.planning.refresh_mode import resolve_modes
 from tests.fuzz import generator
 from tests.helpers import write_project
 from tests.spark.test_incremental_harness import SHAPES, SNOWFLAKE_SHAPES, SOURCES
@@ -175,12 +175,11 @@ def refused_as_incremental(checked) -> list[str]:
     """Every DT for which `refresh_mode: incremental` is accepted while a row is not incremental,
     or refused while every row is. Each DT is resolved with its upstream as checked."""
     project = checked.project
-    reasons: dict[str, str | None] = {}
 
     def compiler_reason(name: str) -> str | None:
-        if name not in reasons:
-            reasons[name] = change_compiler_reason(project, name, checked.qualified.get(name))
-        return reasons[name]
+        # asked only of a query the analyzer accepts, whose mode then records the compiler's
+        # refusal as its shape_reason (None: the compiler accepts it)
+        return checked.modes[name].shape_reason
 
     cdf = {n: i.change_data_feed for n, i in checked.snapshot.sources.items()}
     out = []
