@@ -38,6 +38,7 @@ class Analyzer(AggregateRules):
         self.ops: list[OperatorInfo] = []
         self.blockers: list[tuple[int, int, str]] = []
         self.ctes: dict[str, exp.Expression] = {}
+        self.row_of: dict[int, int] = {}    # id of a construct's node -> its row in self.ops
 
     def result(self) -> QueryAnalysis:
         # The reason names the construct that comes first in the text, not in reading order.
@@ -104,6 +105,10 @@ class Analyzer(AggregateRules):
 
     def block(self, where: tuple[int | None, int], reason: str) -> None:
         self.blockers.append((where[1], len(self.blockers), reason))
+
+    def mark(self, node: exp.Expression) -> None:
+        """The next row recorded is `node`'s: the compiler's shape rule may name it (shape)."""
+        self.row_of[id(node)] = len(self.ops)
 
     # -- queries -----------------------------------------------------------------------------
 
@@ -178,9 +183,16 @@ class Analyzer(AggregateRules):
         try:
             shapes.shape(sel)
         except Unsupported as err:
-            where = self.pos(sel.expressions[0], T.SELECT)
-            self.ops.append(OperatorInfo("SELECT (its shape as a whole)", FULL, (str(err),), where[0], False))
-            self.block(where, f"the SELECT{at_line(where[0])} cannot be refreshed incrementally: {err}")
+            row = self.row_of.get(id(err.node)) if err.node is not None else None
+            if row is None:         # no one construct's row: one for the block
+                where = self.pos(sel.expressions[0], T.SELECT)
+                self.ops.append(OperatorInfo("SELECT (its shape as a whole)", FULL, (str(err),), where[0], False))
+                self.block(where, f"the SELECT{at_line(where[0])} cannot be refreshed incrementally: {err}")
+                return
+            op = self.ops[row]
+            self.ops[row] = OperatorInfo(op.operator, FULL, (str(err), *op.considerations), op.line, False)
+            self.block(self.pos(err.node),
+                       f"{op.operator}{at_line(op.line)} cannot be refreshed incrementally: {err}")
 
     def select_operators(self, sel: exp.Select) -> None:
         from_ = sel.args.get("from_") or sel.args.get("from")
@@ -215,6 +227,7 @@ class Analyzer(AggregateRules):
                 if isinstance(node, exp.Window):
                     self.window(sel, node)
         if qualify:
+            self.mark(qualify)
             self.add("QUALIFY", FILTER_PARTITIONS, self.pos(qualify, T.QUALIFY))
             self.scan(qualify.this)
         if sel.args.get("distinct"):
@@ -223,6 +236,7 @@ class Analyzer(AggregateRules):
         for e in sel.expressions:
             inner = e.this if isinstance(e, (exp.Alias, exp.Aliases)) else e
             if isinstance(inner, exp.Func) and fn.written_name(inner, self.sql) in fn.GENERATORS:
+                self.mark(inner)
                 self.add(f"{text_of(inner)} in SELECT", ROWWISE, self.pos(inner))
         for e in sel.expressions + list(sel.args.get("windows") or ()):
             self.scan(e)
@@ -271,6 +285,7 @@ class Analyzer(AggregateRules):
         if isinstance(rel, exp.Lateral):
             self.lateral(rel)
             return
+        self.mark(join)
         where = self.pos(join, T.JOIN)
         side, kind = (join.side or "").upper(), (join.kind or "").upper()
         keys = join_keys(join)

@@ -24,7 +24,12 @@ def key_column(n: int) -> str:
 
 
 class Unsupported(Exception):
-    """The query has a construct this module cannot incrementalize (refresh FULL instead)."""
+    """The query has a construct this module cannot incrementalize (refresh FULL instead);
+    `node`, when one construct is at fault, is it (explain marks that construct's row)."""
+
+    def __init__(self, message: str, node: exp.Expression | None = None):
+        super().__init__(message)
+        self.node = node
 
 
 @dataclass
