@@ -177,9 +177,10 @@ class Analyzer(AggregateRules):
 
     def shape(self, sel: exp.Select) -> None:
         """The change compiler's rule for how a block is keyed (one outer join, GROUP BY keys,
-        window partitions, DISTINCT rows), asked here as well: a block it refuses as a whole (two
-        outer joins, ROLLUP, windows without a common PARTITION BY...) gets a row that forces
-        FULL, so that explain's rows and the refresh mode give one verdict."""
+        window partitions, DISTINCT rows), asked here as well, so that explain's rows and the
+        refresh mode give one verdict: when it refuses a block whose every construct is known
+        here (two outer joins, ROLLUP, windows without a common PARTITION BY...), the row of the
+        construct it names forces FULL in its words (a row for the block if it names none)."""
         try:
             shapes.shape(sel)
         except Unsupported as err:
