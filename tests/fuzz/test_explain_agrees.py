@@ -2,8 +2,8 @@
 on every shape of the differential harness (issue 28), checked in process without a JVM.
 
 The fuzzer's queries (seeds DT_FUZZ_SEED .. +DT_AGREE_CASES, 300 by default as the fuzzer's own
-`make test` cases; the long mode is DT_AGREE_CASES=2000, about 4,000 DTs in one project, 3 min on
-two shared cores), a downstream query over each of them, the fuzzer's REFUSED list,
+`make test` cases, about 10 s; the long mode is DT_AGREE_CASES=2000, about 4,000 DTs in one
+project, a minute on two shared cores), a downstream query over each of them, the fuzzer's REFUSED list,
 the harness's shapes (Spark and Snowflake dialect) and shapes at the edge of the change compiler's
 rules are put in projects as DTs over Delta sources with the generator's schemas, each project is
 checked once, and for every DT:
@@ -198,8 +198,10 @@ def refused_as_incremental(checked) -> list[str]:
         try:
             resolve_modes(one, graph, cdf, checked.analyses, checked.qualified, compiler_reason)
             accepted = True
-        except ValidationError:
+        except ValidationError as err:
             accepted = False
+            if checked.modes[name].reason not in str(err):     # the error says why, as explain does
+                out.append(f"{name}: refused with {err}, not the reason {checked.modes[name].reason}")
         if accepted != every:
             out.append(f"{name}: refresh_mode incremental {'accepted' if accepted else 'refused'} but "
                        f"{'every' if every else 'not every'} operator is incremental\n  {table.sql}")
