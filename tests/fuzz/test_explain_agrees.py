@@ -12,7 +12,7 @@ checked once, and for every DT:
   FULL only because of an input: explain warns then, and the rows stay the query's own);
 - when the query makes it FULL, a row marked not incremental says why in the mode's own words,
   and that row is the analyzer's: no DT needs explain's whole-query row (the change compiler
-  refusing what the analyzer accepts);
+  refusing what the analyzer accepts), and the compiler refuses every query the analyzer does;
 - `refresh_mode: incremental` is accepted exactly when every row is incremental, and is a
   validation error otherwise.
 """
@@ -32,7 +32,7 @@ from dtcli.errors import ValidationError
 from dtcli.model import FULL
 from dtcli.planning.explain import explain
 from dtcli.planning.graph import Graph
-from dtcli.planning.refresh_mode import resolve_modes
+from dtcli.planning.refresh_mode import change_compiler_reason, resolve_modes
 from tests.fuzz import generator
 from tests.helpers import write_project
 from tests.spark.test_incremental_harness import SHAPES, SNOWFLAKE_SHAPES, SOURCES
@@ -172,6 +172,8 @@ def disagreements(checked) -> list[str]:
         if checked.modes[name].shape_reason:
             out.append(said + "\n  (the change compiler refuses what the analyzer accepts: explain "
                        "shows a whole-query row)")
+        if not analysis.incremental and change_compiler_reason(checked.project, name, checked.qualified.get(name)) is None:
+            out.append(said + "\n  (the analyzer refuses what the change compiler accepts)")
     return out
 
 
