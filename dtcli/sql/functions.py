@@ -63,6 +63,14 @@ def is_aggregate(node: exp.Expression) -> bool:
         node.name.lower() in AGGREGATES or node.name.lower().endswith("_agg"))
 
 
+def is_windowed(node: exp.Expression) -> bool:
+    """An aggregate used as a window function (sum(x) OVER ...), not a grouping aggregate."""
+    child, parent = node, node.parent
+    while isinstance(parent, (exp.IgnoreNulls, exp.RespectNulls)):
+        child, parent = parent, parent.parent
+    return isinstance(parent, exp.Window) and parent.this is child
+
+
 def is_nondeterministic(node: exp.Expression) -> bool:
     if isinstance(node, NONDETERMINISTIC_NODES):
         return True

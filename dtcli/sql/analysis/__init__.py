@@ -4,7 +4,9 @@ A static look at the query (sqlglot only, no Spark) so that `dt validate`, `dt e
 planner answer in milliseconds. It resolves `refresh_mode: auto` (INCREMENTAL unless some
 construct blocks it) and yields the per-operator table that `dt explain` prints, with advice.
 Anything this module does not recognise is reported as a blocker: a FULL refresh is slower but
-always right, a wrong INCREMENTAL one is not.
+always right, a wrong INCREMENTAL one is not. How a SELECT block is keyed (one outer join, GROUP
+BY keys, window partitions, DISTINCT rows) is the change compiler's rule, asked here too
+(incremental_rewrite/shapes.py), so that the operator table and the refresh mode agree.
 """
 
 from __future__ import annotations

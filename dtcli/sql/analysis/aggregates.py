@@ -12,7 +12,7 @@ from dtcli.sql.analysis.strategies import ADVICE, DISTINCT_ROWS, FULL, GROUPS, P
 
 
 class AggregateRules:
-    """Mixed into Analyzer: it provides `add`, `pos`, `block`, `query` and the state they use."""
+    """Mixed into Analyzer: it provides `add`, `mark`, `pos`, `block`, `query` and the state they use."""
 
     # -- aggregation and windows -------------------------------------------------------------
 
@@ -44,6 +44,7 @@ class AggregateRules:
         advice += self.non_subtractable(aggregates, "its whole group from the input")
         advice += [f"add `{text_of(key)}` to the SELECT list" for key in missing]
         where = self.pos(group, T.GROUP_BY)
+        self.mark(group)
         self.ops.append(OperatorInfo(label, FULL if missing else GROUPS, tuple(advice),
                                      where[0], not missing))
         for key in missing:
@@ -82,6 +83,7 @@ class AggregateRules:
             advice = ("DISTINCT looks redundant: its input is already unique (GROUP BY or "
                       "DISTINCT upstream); removing it saves a duplicate check on every "
                       "refresh",)
+        self.mark(sel.args["distinct"])
         self.add("DISTINCT", DISTINCT_ROWS, self.pos(sel.expressions[0], T.DISTINCT), advice)
 
     def distinct_input(self, sel: exp.Select) -> bool:
@@ -116,6 +118,7 @@ class AggregateRules:
         func = text_of(win.this)
         partition = spec.args.get("partition_by") or []
         where = self.pos(win)
+        self.mark(win)
         if partition:
             keys = ", ".join(text_of(p) for p in partition)
             self.add(f"WINDOW {func} OVER (PARTITION BY {keys})", PARTITIONS, where)

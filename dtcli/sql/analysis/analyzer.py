@@ -8,7 +8,7 @@ from sqlglot.tokens import TokenType as T
 
 from dtcli.sql import functions as fn
 from dtcli.sql.analysis.aggregates import AggregateRules
-from dtcli.sql.analysis.nodes import at_line, first_start, is_windowed, join_keys, level_nodes, selective, text_of
+from dtcli.sql.analysis.nodes import at_line, first_start, join_keys, level_nodes, selective, text_of
 from dtcli.sql.analysis.result import OperatorInfo, QueryAnalysis
 from dtcli.sql.analysis.strategies import (
     ADVICE,
@@ -27,8 +27,8 @@ from dtcli.sql.analysis.strategies import (
     ROWWISE,
     SINGLE_ROW,
     UNION_ALL,
-    UNION_DISTINCT,
 )
+from dtcli.sql.incremental_rewrite import Unsupported, shapes
 
 
 class Analyzer(AggregateRules):
@@ -38,6 +38,7 @@ class Analyzer(AggregateRules):
         self.ops: list[OperatorInfo] = []
         self.blockers: list[tuple[int, int, str]] = []
         self.ctes: dict[str, exp.Expression] = {}
+        self.row_of: dict[int, int] = {}    # id of a construct's node -> its row in self.ops
 
     def result(self) -> QueryAnalysis:
         # The reason names the construct that comes first in the text, not in reading order.
@@ -105,6 +106,10 @@ class Analyzer(AggregateRules):
     def block(self, where: tuple[int | None, int], reason: str) -> None:
         self.blockers.append((where[1], len(self.blockers), reason))
 
+    def mark(self, node: exp.Expression) -> None:
+        """The next row recorded is `node`'s: the compiler's shape rule may name it (shape)."""
+        self.row_of[id(node)] = len(self.ops)
+
     # -- queries -----------------------------------------------------------------------------
 
     def query(self, node: exp.Expression) -> None:
@@ -143,8 +148,11 @@ class Analyzer(AggregateRules):
         distinct = node.args.get("distinct") is not False
         label = type(node).__name__.upper() + ("" if distinct else " ALL")
         where = self.pos(node.expression, T.UNION, T.EXCEPT, T.INTERSECT)
-        if isinstance(node, exp.Union):
-            self.add(label, UNION_DISTINCT if distinct else UNION_ALL, where)
+        if isinstance(node, exp.Union) and not distinct:
+            self.add(label, UNION_ALL, where)
+        elif isinstance(node, exp.Union):
+            # the change compiler refuses it (incremental_rewrite, "UNION (distinct)")
+            self.add(label, FULL, where, (ADVICE["UNION"],), True)
         else:
             self.add(label, FULL, where, (ADVICE[label.split()[0]],), True)
         self.query(node.expression)
@@ -162,6 +170,32 @@ class Analyzer(AggregateRules):
                 self.add(label, FULL, self.pos(node.args[arg], kw), (ADVICE[label],), True)
 
     def select(self, sel: exp.Select) -> None:
+        blocked = len(self.blockers)
+        self.select_operators(sel)
+        if len(self.blockers) == blocked:
+            self.shape(sel)
+
+    def shape(self, sel: exp.Select) -> None:
+        """The change compiler's rule for how a block is keyed (one outer join, GROUP BY keys,
+        window partitions, DISTINCT rows), asked here as well, so that explain's rows and the
+        refresh mode give one verdict: when it refuses a block whose every construct is known
+        here (two outer joins, ROLLUP, windows without a common PARTITION BY...), the row of the
+        construct it names forces FULL in its words (a row for the block if it names none)."""
+        try:
+            shapes.shape(sel)
+        except Unsupported as err:
+            row = self.row_of.get(id(err.node)) if err.node is not None else None
+            if row is None:         # no one construct's row: one for the block
+                where = self.pos(sel.expressions[0], T.SELECT)
+                self.ops.append(OperatorInfo("SELECT (its shape as a whole)", FULL, (str(err),), where[0], False))
+                self.block(where, f"the SELECT{at_line(where[0])} cannot be refreshed incrementally: {err}")
+                return
+            op = self.ops[row]
+            self.ops[row] = OperatorInfo(op.operator, FULL, (str(err), *op.considerations), op.line, False)
+            self.block(self.pos(err.node),
+                       f"{op.operator}{at_line(op.line)} cannot be refreshed incrementally: {err}")
+
+    def select_operators(self, sel: exp.Select) -> None:
         from_ = sel.args.get("from_") or sel.args.get("from")
         if from_:
             self.relation(from_.this, "FROM", self.pos(from_, T.FROM))
@@ -178,7 +212,7 @@ class Analyzer(AggregateRules):
             self.scan(cond)
         group = sel.args.get("group")
         aggregates = [n for e in sel.expressions + [sel.args.get("having")] if e
-                      for n in level_nodes(e) if fn.is_aggregate(n) and not is_windowed(n)]
+                      for n in level_nodes(e) if fn.is_aggregate(n) and not fn.is_windowed(n)]
         if group:
             self.group_by(sel, group, aggregates)
         elif aggregates:
@@ -194,6 +228,7 @@ class Analyzer(AggregateRules):
                 if isinstance(node, exp.Window):
                     self.window(sel, node)
         if qualify:
+            self.mark(qualify)
             self.add("QUALIFY", FILTER_PARTITIONS, self.pos(qualify, T.QUALIFY))
             self.scan(qualify.this)
         if sel.args.get("distinct"):
@@ -202,6 +237,7 @@ class Analyzer(AggregateRules):
         for e in sel.expressions:
             inner = e.this if isinstance(e, (exp.Alias, exp.Aliases)) else e
             if isinstance(inner, exp.Func) and fn.written_name(inner, self.sql) in fn.GENERATORS:
+                self.mark(inner)
                 self.add(f"{text_of(inner)} in SELECT", ROWWISE, self.pos(inner))
         for e in sel.expressions + list(sel.args.get("windows") or ()):
             self.scan(e)
@@ -250,6 +286,7 @@ class Analyzer(AggregateRules):
         if isinstance(rel, exp.Lateral):
             self.lateral(rel)
             return
+        self.mark(join)
         where = self.pos(join, T.JOIN)
         side, kind = (join.side or "").upper(), (join.kind or "").upper()
         keys = join_keys(join)

@@ -111,11 +111,3 @@ def group_keys(group: exp.Group, sel: exp.Select) -> list[exp.Expression]:
         for e in group.args.get(arg) or ():
             collect(e)
     return keys
-
-
-def is_windowed(node: exp.Expression) -> bool:
-    """An aggregate used as a window function (sum(x) OVER ...), not a grouping aggregate."""
-    child, parent = node, node.parent
-    while isinstance(parent, (exp.IgnoreNulls, exp.RespectNulls)):
-        child, parent = parent, parent.parent
-    return isinstance(parent, exp.Window) and parent.this is child

@@ -7,7 +7,6 @@ from sqlglot.tokens import TokenType as T
 ROWS = "apply to changed rows only"
 ROWWISE = "apply to changed rows"
 UNION_ALL = "union of each side's changes"
-UNION_DISTINCT = "union the changes, then recompute the distinct rows that changed"
 CTE = "compute the CTE's changes once, feed them to every reference"
 FROM_CTE = "the changes computed for the CTE"
 DERIVED = "the subquery's changes feed the outer query"
@@ -36,6 +35,8 @@ ADVICE = {
                    "of a key, e.g. xxhash64(id) % 100 < 5",
     "EXCEPT": "rewrite as a LEFT OUTER JOIN on every column with null-safe <=> matching that "
               "keeps the rows without a match, then DISTINCT",
+    "UNION": "write UNION ALL where the branches cannot share a row, else SELECT DISTINCT over a "
+             "UNION ALL subquery: both refresh incrementally",
     "INTERSECT": "rewrite as an INNER JOIN on every column with null-safe <=> matching, "
                  "then DISTINCT",
     "EXISTS": "rewrite as a join on the correlated key: an INNER JOIN to the DISTINCT keys for "

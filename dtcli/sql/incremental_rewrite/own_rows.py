@@ -36,7 +36,6 @@ from dtcli.sql.incremental_rewrite.relations import (
     alias_of,
     block_items,
     is_table_ref,
-    is_windowed,
     scope_nodes,
     set_block_item,
     union_all,
@@ -271,7 +270,7 @@ def window_upkeep(compiler, query: exp.Expression) -> WindowUpkeep | None:
     if any(isinstance(o, exp.Star) or (isinstance(o, exp.Column) and o.is_star) for o in outputs):
         return None
     windows = [n for n in scope_nodes(sel, ("expressions",)) if isinstance(n, exp.Window)]
-    if not windows or any(fn.is_aggregate(n) and not is_windowed(n)
+    if not windows or any(fn.is_aggregate(n) and not fn.is_windowed(n)
                           for n in scope_nodes(sel, ("expressions",))):
         return None
     try:

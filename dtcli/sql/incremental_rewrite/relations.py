@@ -24,7 +24,12 @@ def key_column(n: int) -> str:
 
 
 class Unsupported(Exception):
-    """The query has a construct this module cannot incrementalize (refresh FULL instead)."""
+    """The query has a construct this module cannot incrementalize (refresh FULL instead);
+    `node`, when one construct is at fault, is it (explain marks that construct's row)."""
+
+    def __init__(self, message: str, node: exp.Expression | None = None):
+        super().__init__(message)
+        self.node = node
 
 
 @dataclass
@@ -90,13 +95,6 @@ def alias_of(item: exp.Expression) -> str | None:
     if isinstance(item, (exp.Table, exp.Subquery)):
         return item.alias or (item.name if isinstance(item, exp.Table) else None) or None
     return item.alias or None
-
-
-def is_windowed(node: exp.Expression) -> bool:
-    child, parent = node, node.parent
-    while isinstance(parent, (exp.IgnoreNulls, exp.RespectNulls)):
-        child, parent = parent, parent.parent
-    return isinstance(parent, exp.Window) and parent.this is child
 
 
 def scope_nodes(sel: exp.Select, args=("expressions", "where", "group", "having", "qualify",

@@ -13,7 +13,6 @@ from dtcli.sql.incremental_rewrite.relations import (
     alias_of,
     block_items,
     is_generator,
-    is_windowed,
     scope_nodes,
 )
 
@@ -38,50 +37,51 @@ def shape(sel: exp.Select) -> Shape | None:
     for j in joins:
         kind = (j.args.get("kind") or "").upper()
         if kind in ("SEMI", "ANTI") or j.args.get("method"):
-            raise Unsupported(f"{kind or j.args.get('method')} JOIN is refreshed FULL")
+            raise Unsupported(f"{kind or j.args.get('method')} JOIN is refreshed FULL", j)
     if len(outer) > 1:
         raise Unsupported("more than one outer join in one SELECT is refreshed FULL; "
-                          "split it into dynamic tables of one outer join each")
+                          "split it into dynamic tables of one outer join each", joins[outer[1]])
     join = outer_join(sel, outer[0]) if outer else None
     group = sel.args.get("group")
     aggs = [n for n in scope_nodes(sel, ("expressions", "having", "order", "qualify"))
-            if fn.is_aggregate(n) and not is_windowed(n)]
+            if fn.is_aggregate(n) and not fn.is_windowed(n)]
     windows = [n for n in scope_nodes(sel, ("expressions", "qualify", "order"))
                if isinstance(n, exp.Window)]
     distinct = sel.args.get("distinct")
     if distinct is not None and distinct.args.get("on"):
-        raise Unsupported("DISTINCT ON is refreshed FULL")
+        raise Unsupported("DISTINCT ON is refreshed FULL", distinct)
     if sel.args.get("qualify") and not windows:
-        raise Unsupported("QUALIFY without a window is refreshed FULL")
+        raise Unsupported("QUALIFY without a window is refreshed FULL", sel.args["qualify"])
     keys: list[exp.Expression] | None
     keyed = group is not None or aggs or windows or distinct is not None
-    if keyed and any(is_generator(n) for e in sel.expressions for n in e.walk()):
+    generator = next((n for e in sel.expressions for n in e.walk() if is_generator(n)), None)
+    if keyed and generator is not None:
         raise Unsupported("a generator in the SELECT list of an aggregation, window or "
-                          "DISTINCT is refreshed FULL")
+                          "DISTINCT is refreshed FULL", generator)
     if group is not None or aggs:
         if distinct is not None:
-            raise Unsupported("DISTINCT over an aggregation is refreshed FULL")
+            raise Unsupported("DISTINCT over an aggregation is refreshed FULL", distinct)
         gkeys = group_keys(sel, group) if group is not None else []
         if windows:
             if not gkeys:
-                raise Unsupported("a window over a scalar aggregate is refreshed FULL")
+                raise Unsupported("a window over a scalar aggregate is refreshed FULL", windows[0])
             parts = window_partitions(sel, windows)
             if not parts or not all(any(p == g for g in gkeys) for p in parts):
                 raise Unsupported("a window whose PARTITION BY is not made of the GROUP BY "
-                                  "keys is refreshed FULL")
+                                  "keys is refreshed FULL", windows[0])
             keys = parts
         else:
             keys = gkeys
     elif windows:
         if distinct is not None:
-            raise Unsupported("DISTINCT over window functions is refreshed FULL")
+            raise Unsupported("DISTINCT over window functions is refreshed FULL", distinct)
         keys = window_partitions(sel, windows)
         if not keys:
-            raise Unsupported("windows without a common PARTITION BY key are refreshed FULL")
+            raise Unsupported("windows without a common PARTITION BY key are refreshed FULL", windows[-1])
     elif distinct is not None:
         if any(isinstance(e, exp.Star) or (isinstance(e, exp.Column) and e.is_star)
                for e in sel.expressions):
-            raise Unsupported("SELECT DISTINCT * is refreshed FULL; name the columns")
+            raise Unsupported("SELECT DISTINCT * is refreshed FULL; name the columns", distinct)
         keys = [e.unalias() for e in sel.expressions]
     elif join is not None:
         keys = None     # the outer join's own key
@@ -92,21 +92,21 @@ def shape(sel: exp.Select) -> Shape | None:
 def group_keys(sel: exp.Select, group: exp.Group) -> list[exp.Expression]:
     if group.args.get("grouping_sets") or group.args.get("rollup") or group.args.get("cube") \
             or group.args.get("totals"):
-        raise Unsupported("GROUPING SETS / ROLLUP / CUBE are refreshed FULL")
+        raise Unsupported("GROUPING SETS / ROLLUP / CUBE are refreshed FULL", group)
     outputs = [e.unalias() for e in sel.expressions]
     if group.args.get("all"):
         return [e for e in outputs if not any(fn.is_aggregate(n) for n in e.walk())]
     keys = []
     for key in group.expressions:
         if isinstance(key, (exp.GroupingSets, exp.Rollup, exp.Cube)):
-            raise Unsupported("GROUPING SETS / ROLLUP / CUBE are refreshed FULL")
+            raise Unsupported("GROUPING SETS / ROLLUP / CUBE are refreshed FULL", group)
         if isinstance(key, exp.Literal) and key.is_int:
             n = int(key.name)
             if not 0 < n <= len(outputs):
-                raise Unsupported(f"GROUP BY {n} does not name an output column")
+                raise Unsupported(f"GROUP BY {n} does not name an output column", group)
             key = outputs[n - 1]
         if any(fn.is_aggregate(n) for n in key.walk()):
-            raise Unsupported("an aggregate in GROUP BY cannot be refreshed incrementally")
+            raise Unsupported("an aggregate in GROUP BY cannot be refreshed incrementally", group)
         keys.append(key)
     return keys
 
@@ -120,7 +120,7 @@ def window_partitions(sel: exp.Select, windows: list[exp.Window]) -> list[exp.Ex
         if not parts and alias is not None and alias.name.lower() in named:
             parts = named[alias.name.lower()].args.get("partition_by") or []
         if not parts:
-            raise Unsupported("a window without PARTITION BY is refreshed FULL")
+            raise Unsupported("a window without PARTITION BY is refreshed FULL", win)
         common = list(parts) if common is None else [p for p in common
                                                      if any(p == q for q in parts)]
     return [p.copy() for p in common or []]
@@ -130,19 +130,19 @@ def outer_join(sel: exp.Select, index: int) -> OuterJoin:
     join = joins[index]
     side = join.side.upper()
     if join.args.get("kind") and join.args["kind"].upper() == "NATURAL":
-        raise Unsupported("NATURAL JOIN is refreshed FULL")
+        raise Unsupported("NATURAL JOIN is refreshed FULL", join)
     items = block_items(sel)
     left_aliases = {(alias_of(i) or "").lower() for i in items[:index + 1]}
     right = items[index + 1]
     right_alias = (alias_of(right) or "").lower()
     if "" in left_aliases or not right_alias:
-        raise Unsupported("an outer join between FROM items without names is refreshed FULL")
+        raise Unsupported("an outer join between FROM items without names is refreshed FULL", join)
     pairs: list[tuple[exp.Expression, exp.Expression]] = []
     using = join.args.get("using")
     if using:
         if index != 0:
             raise Unsupported("an outer join with USING after other joins is refreshed FULL; "
-                              "write ON with qualified columns")
+                              "write ON with qualified columns", join)
         left_alias = alias_of(items[0])
         for ident in using:
             name = ident.name
@@ -172,7 +172,7 @@ def outer_join(sel: exp.Select, index: int) -> OuterJoin:
                 pairs.append((c.expression.copy(), c.this.copy()))
     if not pairs:
         raise Unsupported(f"{side} OUTER JOIN without an equality between qualified columns "
-                          "of both sides is refreshed FULL")
+                          "of both sides is refreshed FULL", join)
     if side == "LEFT":
         key = [left for left, _ in pairs]
     elif side == "RIGHT":

@@ -1,0 +1,229 @@
+"""Explain's operator table and the refresh mode agree on every generated query of the fuzzer and
+on every shape of the differential harness (issue 28), checked in process without a JVM.
+
+The fuzzer's queries (seeds DT_FUZZ_SEED .. +DT_AGREE_CASES, 300 by default as the fuzzer's own
+`make test` cases, about 10 s; the long mode is DT_AGREE_CASES=2000, about 4,000 DTs in one
+project, a minute on two shared cores), a downstream query over each of them, the fuzzer's REFUSED list,
+the harness's shapes (Spark and Snowflake dialect) and shapes at the edge of the change compiler's
+rules are put in projects as DTs over Delta sources with the generator's schemas, each project is
+checked once, and for every DT:
+
+- its operator rows are all incremental exactly when its mode is not FULL (unless the mode is
+  FULL only because of an input: explain warns then, and the rows stay the query's own);
+- when the query makes it FULL, a row marked not incremental says why in the mode's own words,
+  and that row is the analyzer's: no DT needs explain's whole-query row (the change compiler
+  refusing what the analyzer accepts), and the compiler refuses every query the analyzer does;
+- `refresh_mode: incremental` is accepted exactly when every row is incremental, and is a
+  validation error otherwise.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import re
+
+import pyarrow as pa
+import pytest
+from deltalake import write_deltalake
+
+from dtcli import api
+from dtcli.errors import ValidationError
+from dtcli.model import FULL
+from dtcli.planning.explain import explain
+from dtcli.planning.graph import Graph
+from dtcli.planning.refresh_mode import change_compiler_reason, resolve_modes
+from tests.fuzz import generator
+from tests.helpers import write_project
+from tests.spark.test_incremental_harness import SHAPES, SNOWFLAKE_SHAPES, SOURCES
+
+CASES = int(os.environ.get("DT_AGREE_CASES", "300"))
+SEED = int(os.environ.get("DT_FUZZ_SEED", "0"))
+CDF = {"delta.enableChangeDataFeed": "true"}
+ARROW = {"int": pa.int32(), "str": pa.string(), "arr": pa.list_(pa.int32()), "INT": pa.int32(),
+         "STRING": pa.string(), "DECIMAL(12,2)": pa.decimal128(12, 2), "ARRAY<INT>": pa.list_(pa.int32())}
+# shapes at the edge of the change compiler's rules (incremental_rewrite): a query for each of its
+# refusals a valid query reaches, many of them of a block as a whole though the analyzer knows
+# every construct in it, and neighbours it accepts
+EDGE_SHAPES = {
+    "two_outer": "SELECT t1.k, t2.w, t3.v AS v3 FROM a AS t1 LEFT JOIN b AS t2 ON t1.k = t2.k "
+                 "LEFT JOIN a AS t3 ON t1.k = t3.k",
+    "natural": "SELECT t1.k, t2.w FROM a AS t1 NATURAL JOIN b AS t2",
+    "union_distinct": "SELECT k FROM a UNION SELECT k FROM b",
+    "outer_no_equality": "SELECT t1.k, t2.w FROM a AS t1 LEFT JOIN b AS t2 ON t1.k < t2.k",
+    "rollup": "SELECT g, SUM(v) AS s FROM a GROUP BY ROLLUP (g)",
+    "distinct_star": "SELECT DISTINCT * FROM a",
+    "distinct_over_group": "SELECT DISTINCT g, COUNT(*) AS n FROM a GROUP BY g",
+    "window_off_keys": "SELECT g, k, SUM(v) AS s, RANK() OVER (PARTITION BY k ORDER BY g) AS r "
+                       "FROM a GROUP BY g, k",
+    "windows_no_common": "SELECT k, RANK() OVER (PARTITION BY k ORDER BY v) AS r1, "
+                         "RANK() OVER (PARTITION BY g ORDER BY v) AS r2 FROM a",
+    "qualify_no_window": "SELECT k, v FROM a QUALIFY v > 1",
+    "explode_in_group": "SELECT k, explode(arr) AS x, COUNT(*) AS n FROM c GROUP BY k, arr",
+    "outer_using_after_join": "SELECT t1.k, t3.v FROM a AS t1 JOIN b AS t2 ON t1.k = t2.k LEFT JOIN a AS t3 USING (k)",
+    "outer_unnamed": "SELECT b.w FROM (SELECT k AS kk FROM a) LEFT JOIN b ON kk = b.k",
+    "generator_in_distinct": "SELECT DISTINCT k, explode(arr) AS x FROM c",
+    "distinct_over_window": "SELECT DISTINCT k, RANK() OVER (PARTITION BY k ORDER BY v) AS r FROM a",
+    "window_part_not_key": "SELECT g, SUM(v) AS s, RANK() OVER (PARTITION BY SUM(v) ORDER BY g) AS r FROM a GROUP BY g",
+    "window_over_scalar": "SELECT SUM(v) AS s, RANK() OVER (PARTITION BY SUM(v) ORDER BY SUM(v)) AS r FROM a",
+    "semi": "SELECT t1.k FROM a AS t1 LEFT SEMI JOIN b AS t2 ON t1.k = t2.k",
+    "anti": "SELECT t1.k FROM a AS t1 LEFT ANTI JOIN b AS t2 ON t1.k = t2.k",
+    "tablesample": "SELECT k FROM a TABLESAMPLE (10 PERCENT)",
+    "offset": "SELECT k FROM a ORDER BY k LIMIT 5 OFFSET 2",
+    "lateral_subquery": "SELECT t1.k, s.w FROM a AS t1, LATERAL (SELECT w FROM b WHERE b.k = t1.k) AS s",
+    "scalar_subquery": "SELECT k, (SELECT MAX(w) FROM b) AS m FROM a",
+    "range": "SELECT t1.k, r.id FROM a AS t1 CROSS JOIN range(3) AS r",
+    "values_join": "SELECT t1.k, v.x FROM a AS t1 JOIN (VALUES (1), (2)) AS v(x) ON t1.k = v.x",
+    "natural_left": "SELECT t1.k, t2.w FROM a AS t1 NATURAL LEFT JOIN b AS t2",
+    "cte_outer": "WITH x AS (SELECT k, g FROM a) SELECT x.k, b.w FROM x LEFT JOIN b ON x.k = b.k",
+    "group_by_position": "SELECT g, SUM(v) AS s FROM a GROUP BY 1",
+    "lateral_view_group": "SELECT t1.k, COUNT(*) AS n FROM c AS t1 LATERAL VIEW explode(t1.arr) e AS x GROUP BY t1.k",
+    "outer_then_inner": "SELECT t1.k, t2.w, t3.v FROM a AS t1 LEFT JOIN b AS t2 ON t1.k = t2.k JOIN a AS t3 ON t1.k = t3.k",
+    "outer_on_literal": "SELECT t1.k, t2.w FROM a AS t1 LEFT JOIN b AS t2 ON t1.k = t2.k AND t2.g = 'x'",
+    "outer_null_safe": "SELECT t1.k, t2.w FROM a AS t1 LEFT JOIN b AS t2 ON t1.k <=> t2.k",
+    "outer_expr": "SELECT t1.k, t2.w FROM a AS t1 LEFT JOIN b AS t2 ON t1.k + 1 = t2.k",
+    "intersect": "SELECT k FROM a INTERSECT SELECT k FROM b",
+    "union_all_distinct_mix": "SELECT k FROM a UNION ALL SELECT k FROM b UNION SELECT k FROM a",
+    "qualify_window": "SELECT k, v FROM a QUALIFY ROW_NUMBER() OVER (PARTITION BY k ORDER BY v) = 1",
+    "having": "SELECT g, SUM(v) AS s FROM a GROUP BY g HAVING COUNT(*) > 1",
+    "group_all": "SELECT g, k, SUM(v) AS s FROM a GROUP BY ALL",
+    "distinct_in_subquery_agg": "SELECT s.g, COUNT(*) AS n FROM (SELECT DISTINCT g, k FROM a) AS s GROUP BY s.g",
+    "cube": "SELECT g, k, SUM(v) AS s FROM a GROUP BY CUBE (g, k)",
+    "window_named": "SELECT k, RANK() OVER w AS r FROM a WINDOW w AS (PARTITION BY k ORDER BY v)",
+    "count_distinct_scalar": "SELECT COUNT(DISTINCT k) AS n FROM a",
+    "explode_outer_select": "SELECT k, explode_outer(arr) AS x FROM c",
+    "posexplode_lateral": "SELECT t1.k, p.pos, p.x FROM c AS t1 LATERAL VIEW posexplode(t1.arr) p AS pos, x",
+    "self_outer": "SELECT t1.k, t2.v FROM a AS t1 FULL OUTER JOIN a AS t2 ON t1.k = t2.k",
+    "right_outer_group": "SELECT t2.k, COUNT(t1.v) AS n FROM a AS t1 RIGHT JOIN b AS t2 ON t1.k = t2.k GROUP BY t2.k",
+}
+
+
+def fuzz_tables() -> dict[str, str]:
+    tables = {}
+    for seed in range(SEED, SEED + CASES):
+        q = generator.query(seed)
+        name = f"q{seed}"
+        tables[name] = q.sql
+        if q.shape != "refused" and not any(t == "arr" for _, t in q.cols):
+            # the oracle's downstream DT, reading this one where it reads `d`
+            down = generator.downstream(seed, q.cols).sql
+            tables[f"{name}_down"] = re.sub(r"\bd AS (t\d+)", rf"{name} AS \1", down)
+    tables.update({f"refused{k}": sql for k, sql in enumerate(generator.REFUSED)})
+    tables.update({f"edge_{n}": sql for n, sql in EDGE_SHAPES.items()})
+    return tables
+
+
+def _arrow_schema(columns) -> pa.Schema:
+    fields = []
+    for name, kind in columns:
+        nullable = not kind.endswith(" NOT NULL")
+        fields.append(pa.field(name, ARROW[kind.removesuffix(" NOT NULL")], nullable=nullable))
+    return pa.schema(fields)
+
+
+def _project(root, tables: dict[str, str], sources: dict[str, list[tuple[str, str]]], dialect: str = "spark"):
+    config = f"dialect: {dialect}\nsources:\n" + "".join(f"  {n}: {{path: data/{n}}}\n" for n in sources)
+    write_project(root, tables, config=config)
+    for name, columns in sources.items():
+        write_deltalake(str(root / "data" / name), _arrow_schema(columns).empty_table(), configuration=CDF)
+    return api.check(root, use_cache=False)
+
+
+def _harness_sources() -> dict[str, list[tuple[str, str]]]:
+    return {n: [tuple(c.split(" ", 1)) for c in ddl.split(", ")] for n, ddl in SOURCES.items()}
+
+
+@pytest.fixture(scope="module")
+def checked_projects(tmp_path_factory):
+    base = tmp_path_factory.mktemp("agree")
+    return [
+        _project(base / "fuzz", fuzz_tables(), {n: list(c) for n, c in generator.SOURCES.items()}),
+        _project(base / "harness", SHAPES, _harness_sources()),
+        _project(base / "snowflake", SNOWFLAKE_SHAPES, _harness_sources(), dialect="snowflake"),
+    ]
+
+
+def _not_the_query(reason: str | None) -> bool:
+    """FULL for an input (an upstream DT refreshing FULL, a source without a change data feed):
+    explain warns about it, and the rows stay the query's own."""
+    return bool(reason) and (reason.startswith("upstream dynamic table ")
+                             or (reason.startswith("source ") and "has no change data feed" in reason))
+
+
+def disagreements(checked) -> list[str]:
+    """Every DT whose operator table and refresh mode tell different stories."""
+    out = []
+    for name in checked.graph.order:
+        doc = explain(checked, name)
+        mode, reason, rows = doc["refresh_mode"], doc["refresh_mode_reason"], doc["operators"]
+        blocked = [r for r in rows if not r["incremental"]]
+        analysis = checked.analyses[name]
+        said = f"{name}: mode {mode} ({reason}); rows not incremental {blocked}\n  {checked.project.tables[name].sql}"
+        if mode != FULL:
+            if blocked:
+                out.append(said)
+        elif _not_the_query(reason):
+            continue
+        elif not blocked:
+            out.append(said)
+        # the reason is the analyzer's (its first blocker), naming a row that forces FULL
+        elif reason not in analysis.blockers or not any(f"at line {r['line']} " in reason for r in blocked):
+            out.append(said + "\n  (no row not incremental carries the mode's reason)")
+        if checked.modes[name].shape_reason:
+            out.append(said + "\n  (the change compiler refuses what the analyzer accepts: explain "
+                       "shows a whole-query row)")
+        if not analysis.incremental and change_compiler_reason(checked.project, name, checked.qualified.get(name)) is None:
+            out.append(said + "\n  (the analyzer refuses what the change compiler accepts)")
+    return out
+
+
+def refused_as_incremental(checked) -> list[str]:
+    """Every DT for which `refresh_mode: incremental` is accepted while a row is not incremental,
+    or refused while every row is. Each DT is resolved with its upstream as checked."""
+    project = checked.project
+
+    def compiler_reason(name: str) -> str | None:
+        # asked only of a query the analyzer accepts, whose mode then records the compiler's
+        # refusal as its shape_reason (None: the compiler accepts it)
+        return checked.modes[name].shape_reason
+
+    cdf = {n: i.change_data_feed for n, i in checked.snapshot.sources.items()}
+    out = []
+    for name in checked.graph.order:
+        every = all(r["incremental"] for r in explain(checked, name)["operators"])
+        upstream = checked.graph.ordered(checked.graph.upstream_closure({name}))
+        if every and any(checked.modes[u].mode == FULL for u in upstream if u != name):
+            continue        # FULL for its upstream: `incremental` is refused whatever its query
+        table = dataclasses.replace(project.tables[name], config={**project.tables[name].config, "refresh_mode": "incremental"})
+        one = dataclasses.replace(project, tables={**project.tables, name: table})
+        graph = Graph(checked.graph.upstream, checked.graph.downstream, upstream)
+        try:
+            resolve_modes(one, graph, cdf, checked.analyses, checked.qualified, compiler_reason)
+            accepted = True
+        except ValidationError as err:
+            accepted = False
+            if checked.modes[name].reason not in str(err):     # the error says why, as explain does
+                out.append(f"{name}: refused with {err}, not the reason {checked.modes[name].reason}")
+        if accepted != every:
+            out.append(f"{name}: refresh_mode incremental {'accepted' if accepted else 'refused'} but "
+                       f"{'every' if every else 'not every'} operator is incremental\n  {table.sql}")
+    return out
+
+
+def test_explain_and_the_refresh_mode_agree_on_every_generated_query_and_harness_shape(checked_projects):
+    checked = sum(len(c.graph.order) for c in checked_projects)
+    assert checked >= CASES + len(SHAPES)
+    problems = [p for c in checked_projects for p in disagreements(c)]
+    assert not problems, f"{len(problems)} of {checked} DTs:\n" + "\n".join(problems[:20])
+
+
+def test_refresh_mode_incremental_is_accepted_exactly_when_every_operator_is_incremental(checked_projects):
+    problems = [p for c in checked_projects for p in refused_as_incremental(c)]
+    assert not problems, "\n".join(problems[:20])
+
+
+def test_the_harness_shapes_are_all_incremental(checked_projects):
+    """The harness refreshes them with `refresh_mode: incremental`: explain must say so too."""
+    for checked in checked_projects[1:]:
+        for name in checked.graph.order:
+            assert checked.modes[name].mode != FULL, (name, checked.modes[name].reason)
