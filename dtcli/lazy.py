@@ -35,9 +35,11 @@ class LazyFields:
 
     def __getattr__(self, name: str) -> Any:
         # only reached when `name` is not in the instance's __dict__
-        blobs = self.__dict__.get(_BLOBS)
-        if blobs is not None and name in blobs:
-            value = pickle.loads(blobs.pop(name))
+        blob = self.__dict__.get(_BLOBS, {}).get(name)
+        if blob is not None:
+            # no pop before the field is set: a second thread reading it meanwhile unpickles too
+            value = pickle.loads(blob)
             self.__dict__[name] = value
+            self.__dict__[_BLOBS].pop(name, None)
             return value
         raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
