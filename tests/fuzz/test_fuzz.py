@@ -21,12 +21,19 @@ from tests.fuzz.oracle import run_case, summary  # noqa: E402
 
 CASES = int(os.environ.get("DT_FUZZ_CASES", "300"))
 SEED = int(os.environ.get("DT_FUZZ_SEED", "0"))
+PROGRESS = 1000     # cases between two progress lines of a long run
 
 
 def test_random_queries_match_their_recompute():
     start = time.monotonic()
     con = duckdb.connect()
-    outcomes = [run_case(seed, con=con) for seed in range(SEED, SEED + CASES)]
+    outcomes = []
+    for seed in range(SEED, SEED + CASES):
+        outcomes.append(run_case(seed, con=con))
+        if len(outcomes) % PROGRESS == 0 and CASES > PROGRESS:     # the long mode: where it is
+            bad = [o.seed for o in outcomes if o.mismatch]
+            print(f"\n[{len(outcomes)}/{CASES}] {sum(1 for o in outcomes if not o.refused)} run, "
+                  f"{len(bad)} mismatches {bad[:20]}, {time.monotonic() - start:.0f} s", flush=True)
     line, failures = summary(outcomes, time.monotonic() - start)
     print("\n" + line)
     assert not failures, "\n\n".join(failures)

@@ -36,6 +36,9 @@ from tests.fuzz.oracle import _reason, run_case  # noqa: E402
 
 SAMPLE = int(os.environ.get("DT_FUZZ_SPARK", "2"))
 SPREAD = int(os.environ.get("DT_FUZZ_CASES", "300"))
+# cases whose commits and checks run side by side, and refreshes a run executes side by side:
+# a case's Spark jobs on rows by the dozen are mostly waiting (Delta's log, job scheduling)
+PARALLEL = 4
 DOWNSTREAM = "\n  -- downstream DT over it as d: "
 # the spark types the generator's column types are created with (CTAS from VALUES)
 CASTS = {"int": "INT", "str": "STRING", "arr": "ARRAY<INT>"}
@@ -140,14 +143,25 @@ def _rows(df) -> Counter:
     return Counter(tuple(tuple(v) if isinstance(v, list) else v for v in r) for r in df.collect())
 
 
+def each_case(batch: list[Replayed], work) -> None:
+    """`work(case)` for every case, PARALLEL at a time (a case's own work stays in order)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(PARALLEL) as pool:
+        for _ in pool.map(work, batch):
+            pass
+
+
 def check_all(env: Env, batch: list[Replayed], broken: set[str], found: Findings) -> None:
     """Every DT (not already found wrong) equals its query recomputed at the versions its
-    frontier records: one project load for the batch, one collect per side."""
+    frontier records: one project load for the batch, one collect per side. (The recompute's
+    input views are named after the case's own sources: cases do not share them.)"""
     from dtcli.state.delta_log import table_info
     from tests.helpers import recompute
 
     project = env.project()
-    for replayed in batch:
+
+    def check(replayed: Replayed) -> None:
         for name, sql in replayed.tables.items():
             if name in broken:
                 continue
@@ -160,6 +174,7 @@ def check_all(env: Env, batch: list[Replayed], broken: set[str], found: Findings
                 broken.add(name)
                 found.mismatches.append(f"seed {replayed.seed} {name}: {sql}\n  only in table: "
                                         f"{dict(actual - expected)}\n  only in recompute: {dict(expected - actual)}")
+    each_case(batch, check)
 
 
 def replay_batch(spark, root, seeds: list[int]) -> tuple[str, Findings]:
@@ -170,10 +185,8 @@ def replay_batch(spark, root, seeds: list[int]) -> tuple[str, Findings]:
     batch = [Replayed.of(c) for c in (run_case(s, con=con) for s in seeds) if not c.refused]
     env = Env(spark, root)
     clock.lap("cases")
-    for replayed in batch:
-        for name, rows in replayed.initial.items():
-            create_source(env, name, rows)
-    env.write({name: sql for r in batch for name, sql in r.tables.items()})
+    each_case(batch, lambda r: [create_source(env, name, rows) for name, rows in r.initial.items()])
+    env.write({name: sql for r in batch for name, sql in r.tables.items()}, threads=PARALLEL)
     clock.lap("sources")
     found, broken = Findings(), set()
     first = env.refresh()
@@ -184,9 +197,7 @@ def replay_batch(spark, root, seeds: list[int]) -> tuple[str, Findings]:
                 found.record(replayed, name, first[name])
                 broken.add(name)
     for step in range(max((len(r.steps) for r in batch), default=0)):
-        for replayed in batch:
-            for statement in (replayed.steps[step] if step < len(replayed.steps) else []):
-                env.sql(statement)
+        each_case(batch, lambda r, k=step: [env.sql(c) for c in (r.steps[k] if k < len(r.steps) else [])])
         clock.lap("commits")
         records = env.refresh()
         clock.lap("refresh")
