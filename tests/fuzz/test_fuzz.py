@@ -17,7 +17,7 @@ import pytest
 
 duckdb = pytest.importorskip("duckdb")
 
-from tests.fuzz.oracle import run_case, summary  # noqa: E402
+from tests.fuzz.oracle import FOUND, run_case, summary  # noqa: E402
 
 CASES = int(os.environ.get("DT_FUZZ_CASES", "300"))
 SEED = int(os.environ.get("DT_FUZZ_SEED", "0"))
@@ -42,16 +42,6 @@ def test_random_queries_match_their_recompute():
     assert ran >= 0.9 * CASES
     assert len({o.shape for o in outcomes}) >= min(CASES // 3, 200)
     assert Counter(p for o in outcomes for p in o.paths)["keys_recomputed"] > 0 or CASES < 50
-
-
-# Cases the long mode once reported, kept: seed -> what went wrong.
-FOUND = {
-    # scalar AVG under a keyed replace whose key is AVG's DOUBLE: the oracle kept the key set as
-    # literals, which the engine never does for floating point (key_predicates.renderable), and
-    # compared the rounded rows with the unrounded keys ("replaceWhere would refuse rows outside
-    # the keys"); dt was right (seeds 5533 and 7144 matched on Spark)
-    5533: "double key", 6715: "double key", 7144: "double key", 7680: "double key",
-}
 
 
 @pytest.mark.parametrize("seed", sorted(FOUND))

@@ -10,7 +10,8 @@ commits and then ONE run refreshes all DTs, and every DT is checked against its 
 each step.
 
 `DT_FUZZ_SPARK` cases (default 2 in `make test`; the long mode uses 200), picked evenly from the
-DT_FUZZ_CASES seeds the DuckDB loop runs; `DT_FUZZ_SPARK_SEEDS=1,2,3` replays chosen seeds.
+DT_FUZZ_CASES seeds the DuckDB loop runs, and in the long mode (50 or more) the seeds it once
+reported (oracle.FOUND); `DT_FUZZ_SPARK_SEEDS=1,2,3` replays chosen seeds.
 The summary line counts cases, mismatches, failed refreshes and fallbacks to FULL (by reason:
 both are findings) and the apply paths taken.
 """
@@ -32,7 +33,7 @@ pytestmark = pytest.mark.spark
 duckdb = pytest.importorskip("duckdb")
 
 from tests.fuzz import generator  # noqa: E402
-from tests.fuzz.oracle import _reason, run_case  # noqa: E402
+from tests.fuzz.oracle import FOUND, _reason, run_case  # noqa: E402
 
 SAMPLE = int(os.environ.get("DT_FUZZ_SPARK", "2"))
 SPREAD = int(os.environ.get("DT_FUZZ_CASES", "300"))
@@ -49,7 +50,9 @@ def _seeds() -> list[int]:
     if chosen:
         return [int(s) for s in chosen.split(",")]
     step = max(1, SPREAD // max(SAMPLE, 1))
-    return list(range(0, step * SAMPLE, step))
+    seeds = list(range(0, step * SAMPLE, step))
+    # the long mode also replays the cases the DuckDB loop once reported
+    return seeds + sorted(set(FOUND) - set(seeds)) if SAMPLE >= 50 else seeds
 
 
 @dataclass
