@@ -3,11 +3,11 @@ commits on Delta, refreshed by dt with `refresh_mode: incremental`, each refresh
 NO_DATA) and equal to the query recomputed at the same versions. This checks the Spark
 translation and the paths the DuckDB loop does not run (own rows, literal pushdown).
 
-The cases run as one batch, so that Spark's per-job latency is paid once per step instead of
-once per case: one project holds every case's DT (`f_<seed>`, and `g_<seed>` for a case with a
+The cases run in batches, so that a run's fixed cost (checking the project, planning) is paid
+once per step for many cases and their Spark jobs overlap: one project holds every case's DT (`f_<seed>`, and `g_<seed>` for a case with a
 DT reading it) over the case's own sources (`a_<seed>`, ...), each step applies every case's
 commits and then ONE run refreshes all DTs, and every DT is checked against its recompute after
-each step.
+each step. A long run prints its summary line after each batch of BATCH cases.
 
 `DT_FUZZ_SPARK` cases (default 2 in `make test`; the long mode uses 200), picked evenly from the
 DT_FUZZ_CASES seeds the DuckDB loop runs, and in the long mode (50 or more) the seeds it once
@@ -40,6 +40,8 @@ SPREAD = int(os.environ.get("DT_FUZZ_CASES", "300"))
 # cases whose commits and checks run side by side, and refreshes a run executes side by side:
 # a case's Spark jobs on rows by the dozen are mostly waiting (Delta's log, job scheduling)
 PARALLEL = 4
+# cases per project: enough to amortize a run's fixed cost, few enough to show progress
+BATCH = 50
 DOWNSTREAM = "\n  -- downstream DT over it as d: "
 # the spark types the generator's column types are created with (CTAS from VALUES)
 CASTS = {"int": "INT", "str": "STRING", "arr": "ARRAY<INT>"}
@@ -180,10 +182,9 @@ def check_all(env: Env, batch: list[Replayed], broken: set[str], found: Findings
     each_case(batch, check)
 
 
-def replay_batch(spark, root, seeds: list[int]) -> tuple[str, Findings]:
-    """Replay the cases of `seeds` in one project; returns the summary line and the findings."""
-    start = time.monotonic()
-    clock = Clock()
+def replay_batch(spark, root, seeds: list[int], found: Findings, clock: Clock) -> list[Replayed]:
+    """Replay the cases of `seeds` in one project, adding what it finds to `found`; returns the
+    cases replayed (the refused ones are not)."""
     con = duckdb.connect()
     batch = [Replayed.of(c) for c in (run_case(s, con=con) for s in seeds) if not c.refused]
     env = Env(spark, root)
@@ -191,7 +192,7 @@ def replay_batch(spark, root, seeds: list[int]) -> tuple[str, Findings]:
     each_case(batch, lambda r: [create_source(env, name, rows) for name, rows in r.initial.items()])
     env.write({name: sql for r in batch for name, sql in r.tables.items()}, threads=PARALLEL)
     clock.lap("sources")
-    found, broken = Findings(), set()
+    broken: set[str] = set()
     first = env.refresh()
     clock.lap("refresh")
     for replayed in batch:
@@ -210,13 +211,18 @@ def replay_batch(spark, root, seeds: list[int]) -> tuple[str, Findings]:
                     broken.add(name)
         check_all(env, batch, broken, found)
         clock.lap("check")
-    tables = sum(len(r.tables) for r in batch)
-    line = found.line(len(batch), tables, len({r.shape for r in batch}), time.monotonic() - start)
-    return f"{line} ({clock})", found
+    return batch
 
 
 def test_a_sample_of_generated_cases_matches_on_spark(spark, tmp_path):
-    line, found = replay_batch(spark, tmp_path, _seeds())
-    print("\n" + line)
+    """The sample in batches of BATCH cases (a project each), a line printed after each so that
+    a long run shows where it is."""
+    start, clock, found = time.monotonic(), Clock(), Findings()
+    seeds, done, line = _seeds(), [], "no case"
+    for k in range(0, len(seeds), BATCH):
+        done += replay_batch(spark, tmp_path / f"batch{k}", seeds[k:k + BATCH], found, clock)
+        line = found.line(len(done), sum(len(r.tables) for r in done), len({r.shape for r in done}),
+                          time.monotonic() - start)
+        print(f"\n{line} ({clock})", flush=True)
     problems = found.mismatches + found.examples
     assert not problems, line + "\n\n" + "\n\n".join(problems)
