@@ -6,8 +6,9 @@ overwrites), consolidated as dt's `changes.py` does (weights per row, zeros drop
 compiler turns the query into change queries over the bound views (`__dt_i<k>_new`, `_old`,
 `_plus`, `_minus`, `_both`, `_weighted`); they run on DuckDB (Spark SQL transpiled by sqlglot)
 and are applied as the engine does: the affected keys' rows replaced (keyed blocks with a small
-key set), else the net per distinct row, checked to remove only rows the DT holds. The check:
-the DT equals the query recomputed at the new versions, as a multiset.
+key set of types written as exact literals: no DOUBLE), else the net per distinct row, checked
+to remove only rows the DT holds. The check: the DT equals the query recomputed at the new
+versions, as a multiset.
 
 What this loop does not run: the own-rows paths (aggregates and windows maintained from the DT's
 own rows, engine/own_rows.py) and literal pushdown into scans, which are Spark code; the Spark
@@ -35,6 +36,18 @@ TYPES = {"int": "INTEGER", "str": "VARCHAR", "arr": "INTEGER[]", "float": "DOUBL
 SPARK_TYPES = {"int": "int", "str": "string", "arr": "array<int>", "float": "double"}
 CHAINED = 0.1      # share of cases with a second DT reading the first
 LITERAL_KEYS = 10_000
+# DuckDB types whose Spark counterparts dt writes as literals (engine/key_predicates.py renders
+# integral, string, decimal, date and boolean values; not floating point, arrays or NULL's type)
+_RENDERABLE = re.compile(r"(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|VARCHAR|DATE|BOOLEAN|DECIMAL\(.*\))")
+
+# Cases the long mode once reported, kept: seed -> what went wrong.
+FOUND = {
+    # scalar AVG under a keyed replace whose key is AVG's DOUBLE: the oracle kept the key set as
+    # literals, which the engine never does for floating point (key_predicates.renderable), and
+    # compared the rounded rows with the unrounded keys ("replaceWhere would refuse rows outside
+    # the keys"); dt was right (seeds 5533 and 7144 matched on Spark)
+    5533: "double key", 6715: "double key", 7144: "double key", 7680: "double key",
+}
 
 
 @dataclass
@@ -109,10 +122,14 @@ class Case:
         name = f"__dt_k{self.key_views}"
         self.con.execute(f"CREATE OR REPLACE TABLE {name} AS SELECT DISTINCT * FROM "
                          f"({duck(query.sql(dialect='spark'))}) AS __dt_keys")
-        rows = self.con.execute(f"SELECT * FROM {name}").fetchall()
+        result = self.con.execute(f"SELECT * FROM {name}")
+        rows = result.fetchall()
         # the engine keeps small key sets as literals (keyed replace); large ones as a view only:
-        # both are exercised
-        small = len(rows) <= LITERAL_KEYS and self.rng.random() < 0.7
+        # both are exercised. Like the engine (strategies/incremental.py `_materialize`), a key
+        # set with a column whose values cannot be written as exact literals (AVG's DOUBLE) is
+        # never kept as literals: it is joined through its view
+        literal = all(_RENDERABLE.fullmatch(str(d[1])) for d in result.description)
+        small = len(rows) <= LITERAL_KEYS and self.rng.random() < 0.7 and literal
         return KeySet(name, rows=[tuple(r) for r in rows] if small else None)
 
     def bind(self, before: dict[str, list], after: dict[str, list], feeds: dict[str, list]) -> Bindings:

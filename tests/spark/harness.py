@@ -40,13 +40,15 @@ class Env:
         self.sql(f"INSERT INTO {{{name}}} VALUES " + ", ".join(_row(r) for r in rows))
 
     def write(self, tables: dict[str, str], dialect: str = "spark", folder: str = "proj",
-              table_yml: dict[str, str] | None = None) -> None:
-        """A project over the sources (one per dialect; table names unique across them)."""
+              table_yml: dict[str, str] | None = None, threads: int | None = None) -> None:
+        """A project over the sources (one per dialect; table names unique across them);
+        `threads`: refreshes a run executes side by side (dt's default when None)."""
         self.projects[folder] = tables
         sources = "".join(f"  {n}: {{path: '{p}'}}\n" for n, p in self.sources.items())
         # the incremental engine is what these tests check: no per-refresh choice of FULL
         write_project(self.root / folder, tables, table_yml=table_yml,
-                      config=f"dialect: {dialect}\ndefaults: {{refresh_mode: incremental}}\nsources:\n" + sources)
+                      config=f"dialect: {dialect}\ndefaults: {{refresh_mode: incremental}}\n"
+                      + (f"threads: {threads}\n" if threads else "") + "sources:\n" + sources)
 
     def project(self, name: str | None = None):
         from dtcli import api

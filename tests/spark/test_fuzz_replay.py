@@ -3,27 +3,48 @@ commits on Delta, refreshed by dt with `refresh_mode: incremental`, each refresh
 NO_DATA) and equal to the query recomputed at the same versions. This checks the Spark
 translation and the paths the DuckDB loop does not run (own rows, literal pushdown).
 
-`DT_FUZZ_SPARK` cases (default 2 in `make test`; the long mode uses 200), picked from the seeds
-the DuckDB loop runs; `DT_FUZZ_SPARK_SEEDS=1,2,3` replays chosen seeds.
+The cases run in batches, so that a run's fixed cost (checking the project, planning) is paid
+once per step for many cases and their Spark jobs overlap: one project holds every case's DT (`f_<seed>`, and `g_<seed>` for a case with a
+DT reading it) over the case's own sources (`a_<seed>`, ...), each step applies every case's
+commits and then ONE run refreshes all DTs, and every DT is checked against its recompute after
+each step. A long run prints its summary line after each batch of BATCH cases.
+
+`DT_FUZZ_SPARK` cases (default 2 in `make test`; the long mode uses 200), picked evenly from the
+DT_FUZZ_CASES seeds the DuckDB loop runs, and in the long mode (50 or more) the seeds it once
+reported (oracle.FOUND); `DT_FUZZ_SPARK_SEEDS=1,2,3` replays chosen seeds.
+The summary line counts cases, mismatches, failed refreshes and fallbacks to FULL (by reason:
+both are findings) and the apply paths taken.
 """
 
 from __future__ import annotations
 
 import os
+import re
+import time
+from collections import Counter
+from dataclasses import dataclass
 
 import pytest
 
 from dtcli.model import INCREMENTAL, NO_DATA, SUCCEEDED
-from tests.spark.harness import Env
+from tests.spark.harness import Env, _row
 
 pytestmark = pytest.mark.spark
 duckdb = pytest.importorskip("duckdb")
 
 from tests.fuzz import generator  # noqa: E402
-from tests.fuzz.oracle import run_case  # noqa: E402
+from tests.fuzz.oracle import FOUND, _reason, run_case  # noqa: E402
 
 SAMPLE = int(os.environ.get("DT_FUZZ_SPARK", "2"))
 SPREAD = int(os.environ.get("DT_FUZZ_CASES", "300"))
+# cases whose commits and checks run side by side, and refreshes a run executes side by side:
+# a case's Spark jobs on rows by the dozen are mostly waiting (Delta's log, job scheduling)
+PARALLEL = 4
+# cases per project: enough to amortize a run's fixed cost, few enough to show progress
+BATCH = 50
+DOWNSTREAM = "\n  -- downstream DT over it as d: "
+# the spark types the generator's column types are created with (CTAS from VALUES)
+CASTS = {"int": "INT", "str": "STRING", "arr": "ARRAY<INT>"}
 
 
 def _seeds() -> list[int]:
@@ -31,37 +52,177 @@ def _seeds() -> list[int]:
     if chosen:
         return [int(s) for s in chosen.split(",")]
     step = max(1, SPREAD // max(SAMPLE, 1))
-    return list(range(0, step * SAMPLE, step))
+    seeds = list(range(0, step * SAMPLE, step))
+    # the long mode also replays the cases the DuckDB loop once reported
+    return seeds + sorted(set(FOUND) - set(seeds)) if SAMPLE >= 50 else seeds
 
 
-def replay(spark, root, seed: int) -> tuple[str, list[str]]:
-    """Replay case `seed`; returns its shape and the refresh paths taken (raises on a mismatch)."""
-    case = run_case(seed, con=duckdb.connect())
-    if case.refused:
-        return "refused", []
-    env = Env(spark, root / f"case{seed}")
-    for name, rows in case.initial.items():
-        env.create_source(name, generator.DDL[name], rows)
-    env.write({"f": case.sql})
-    first = env.refresh()["f"]
-    assert first.state == SUCCEEDED, (seed, first.state_message, case.sql)
-    paths = []
-    for commits in case.steps:
-        for statement in commits:
-            env.sql(statement)
-        record = env.refresh()["f"]
-        assert record.state == SUCCEEDED, (seed, record.state_message, case.sql)
-        assert record.refresh_action in (INCREMENTAL, NO_DATA), (seed, record.refresh_action, case.sql)
-        paths.append(record.refresh_strategy or record.refresh_action)
-        try:
-            env.check("f")
-        except AssertionError as err:
-            raise AssertionError(f"seed {seed}: {case.sql}\n{err}") from None
-    return case.shape, paths
+@dataclass
+class Replayed:
+    """One generated case as it runs in the batch: its DTs and commits under per-case names."""
+
+    seed: int
+    shape: str
+    tables: dict[str, str]          # DT name -> its query
+    initial: dict[str, list]        # source name -> rows at the first version
+    steps: list[list[str]]          # per step, its commits (Spark SQL over {source})
+
+    @classmethod
+    def of(cls, case) -> Replayed:
+        seed = case.seed
+
+        def named(sql: str) -> str:      # the case's sources under their per-case names
+            return re.sub(r"\b([abc]) AS (t\d+)\b", rf"\1_{seed} AS \2", sql)
+        query, _, below = case.sql.partition(DOWNSTREAM)
+        tables = {f"f_{seed}": named(query)}
+        if below:
+            tables[f"g_{seed}"] = re.sub(r"\bd AS (t\d+)\b", rf"f_{seed} AS \1", below)
+        steps = [[re.sub(r"\{([abc])\}", rf"{{\1_{seed}}}", c) for c in commits] for commits in case.steps]
+        return cls(seed, case.shape, tables, {f"{n}_{seed}": rows for n, rows in case.initial.items()}, steps)
+
+
+def create_source(env: Env, name: str, rows: list[tuple]) -> None:
+    """A source as ONE commit holding its rows (a CREATE then an INSERT costs two)."""
+    columns = generator.SOURCES[name.split("_")[0]]
+    path = env.path(name)
+    props = "TBLPROPERTIES (delta.enableChangeDataFeed = true)"
+    if rows:
+        casts = ", ".join(f"CAST(col{i + 1} AS {CASTS[t]}) AS {c}" for i, (c, t) in enumerate(columns))
+        values = ", ".join(_row(r) for r in rows)
+        env.spark.sql(f"CREATE TABLE delta.`{path}` USING delta {props} AS SELECT {casts} FROM VALUES {values}")
+    else:
+        ddl = ", ".join(f"{c} {CASTS[t]}" for c, t in columns)
+        env.spark.sql(f"CREATE TABLE delta.`{path}` ({ddl}) USING delta {props}")
+    env.sources[name] = path
+
+
+class Findings:
+    """What the replay found, counted by kind and reason for the summary line."""
+
+    def __init__(self):
+        self.failed: Counter = Counter()       # refresh failed (a forced INCREMENTAL that could not run)
+        self.fallbacks: Counter = Counter()    # refreshed but not INCREMENTAL / NO_DATA
+        self.mismatches: list[str] = []
+        self.paths: Counter = Counter()
+        self.examples: list[str] = []
+
+    def record(self, replayed: Replayed, name: str, record) -> bool:
+        """Counts a refresh; True when it is INCREMENTAL or NO_DATA and succeeded."""
+        if record.state != SUCCEEDED:
+            self.failed[_reason(record.state_message or record.state)] += 1
+            self.examples.append(f"seed {replayed.seed} {name} failed: {record.state_message}\n"
+                                 f"  {replayed.tables[name]}")
+            return False
+        if record.refresh_action not in (INCREMENTAL, NO_DATA):
+            self.fallbacks[_reason(f"{record.refresh_action}: {record.refresh_action_reason}")] += 1
+            self.examples.append(f"seed {replayed.seed} {name} refreshed {record.refresh_action}: "
+                                 f"{record.refresh_action_reason}\n  {replayed.tables[name]}")
+            return False
+        self.paths[record.refresh_strategy or record.refresh_action] += 1
+        return True
+
+    def line(self, cases: int, tables: int, shapes: int, seconds: float) -> str:
+        def by(c: Counter) -> str:
+            return f"{sum(c.values())}" + (f" ({', '.join(f'{n} {r}' for r, n in c.most_common())})" if c else "")
+        return (f"Spark replay: {cases} cases ({tables} DTs), {len(self.mismatches)} mismatches, "
+                f"{by(self.failed)} failed refreshes, {by(self.fallbacks)} fallbacks to FULL, "
+                f"{shapes} distinct shapes, refresh paths {dict(self.paths)}, {seconds:.0f} s")
+
+
+class Clock:
+    """Seconds spent per phase, for the summary (where a batch's time goes)."""
+
+    def __init__(self):
+        self.at, self.spent = time.monotonic(), Counter()
+
+    def lap(self, phase: str) -> None:
+        now = time.monotonic()
+        self.spent[phase] += now - self.at
+        self.at = now
+
+    def __str__(self) -> str:
+        return ", ".join(f"{p} {s:.0f} s" for p, s in self.spent.items())
+
+
+def _rows(df) -> Counter:
+    return Counter(tuple(tuple(v) if isinstance(v, list) else v for v in r) for r in df.collect())
+
+
+def each_case(batch: list[Replayed], work) -> None:
+    """`work(case)` for every case, PARALLEL at a time (a case's own work stays in order)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(PARALLEL) as pool:
+        for _ in pool.map(work, batch):
+            pass
+
+
+def check_all(env: Env, batch: list[Replayed], broken: set[str], found: Findings) -> None:
+    """Every DT (not already found wrong) equals its query recomputed at the versions its
+    frontier records: one project load for the batch, one collect per side. (The recompute's
+    input views are named after the case's own sources: cases do not share them.)"""
+    from dtcli.state.delta_log import table_info
+    from tests.helpers import recompute
+
+    project = env.project()
+
+    def check(replayed: Replayed) -> None:
+        for name, sql in replayed.tables.items():
+            if name in broken:
+                continue
+            info = table_info(project.table_path(name), with_stats=False)
+            versions = info.frontier.source_versions
+            expected = _rows(recompute(env.spark, project, name, versions))
+            actual = _rows(env.spark.read.format("delta").option("versionAsOf", info.frontier_version)
+                           .load(project.table_path(name)))
+            if actual != expected:
+                broken.add(name)
+                found.mismatches.append(f"seed {replayed.seed} {name}: {sql}\n  only in table: "
+                                        f"{dict(actual - expected)}\n  only in recompute: {dict(expected - actual)}")
+    each_case(batch, check)
+
+
+def replay_batch(spark, root, seeds: list[int], found: Findings, clock: Clock) -> list[Replayed]:
+    """Replay the cases of `seeds` in one project, adding what it finds to `found`; returns the
+    cases replayed (the refused ones are not)."""
+    con = duckdb.connect()
+    batch = [Replayed.of(c) for c in (run_case(s, con=con) for s in seeds) if not c.refused]
+    env = Env(spark, root)
+    clock.lap("cases")
+    each_case(batch, lambda r: [create_source(env, name, rows) for name, rows in r.initial.items()])
+    env.write({name: sql for r in batch for name, sql in r.tables.items()}, threads=PARALLEL)
+    clock.lap("sources")
+    broken: set[str] = set()
+    first = env.refresh()
+    clock.lap("refresh")
+    for replayed in batch:
+        for name in replayed.tables:
+            if first[name].state != SUCCEEDED:
+                found.record(replayed, name, first[name])
+                broken.add(name)
+    for step in range(max((len(r.steps) for r in batch), default=0)):
+        each_case(batch, lambda r, k=step: [env.sql(c) for c in (r.steps[k] if k < len(r.steps) else [])])
+        clock.lap("commits")
+        records = env.refresh()
+        clock.lap("refresh")
+        for replayed in batch:
+            for name in replayed.tables:
+                if name not in broken and not found.record(replayed, name, records[name]):
+                    broken.add(name)
+        check_all(env, batch, broken, found)
+        clock.lap("check")
+    return batch
 
 
 def test_a_sample_of_generated_cases_matches_on_spark(spark, tmp_path):
-    seen = [replay(spark, tmp_path, seed) for seed in _seeds()]
-    ran = [s for s in seen if s[0] != "refused"]
-    print(f"\nSpark replay: {len(ran)} cases, 0 mismatches, paths "
-          f"{sorted({p for _, paths in ran for p in paths})}")
+    """The sample in batches of BATCH cases (a project each), a line printed after each so that
+    a long run shows where it is."""
+    start, clock, found = time.monotonic(), Clock(), Findings()
+    seeds, done, line = _seeds(), [], "no case"
+    for k in range(0, len(seeds), BATCH):
+        done += replay_batch(spark, tmp_path / f"batch{k}", seeds[k:k + BATCH], found, clock)
+        line = found.line(len(done), sum(len(r.tables) for r in done), len({r.shape for r in done}),
+                          time.monotonic() - start)
+        print(f"\n{line} ({clock})", flush=True)
+    problems = found.mismatches + found.examples
+    assert not problems, line + "\n\n" + "\n\n".join(problems)
