@@ -11,7 +11,7 @@ import pytest
 # data, and on a 2-core machine C2's compiler threads and G1's workers compete with the work
 # itself (a dt run of the example project took 45 s instead of 76 s). Test-only: dt passes the
 # environment to spark-submit unchanged, and users' applications keep the JVM's defaults.
-os.environ.setdefault("SPARK_SUBMIT_OPTS", "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC")
+os.environ.setdefault("SPARK_SUBMIT_OPTS", "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m -XX:+UseSerialGC")
 
 
 # The in-process session (the differential harness and the other tests/spark modules) evaluates

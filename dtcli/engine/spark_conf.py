@@ -39,7 +39,9 @@ def session_conf(project_conf: dict[str, str], jars: list[str]) -> dict[str, str
 # it for C2. On a small machine a run of incremental refreshes is mostly a fresh JVM warming up,
 # and C2's compile threads take cores from the tasks: C1 alone made such a `dt run` 18 % faster
 # at TPC-H SF3 on 2 cores, while it made long scans (a FULL refresh at SF3) 35 % slower.
-QUICK_JIT = "-XX:TieredStopAtLevel=1"
+# C1 alone gets a 48 MB code cache instead of tiered compilation's 240 MB: a long run filled it
+# ("CodeCache is full. Compiler has been disabled") and slowed down, so the size is kept.
+QUICK_JIT = "-XX:TieredStopAtLevel=1 -XX:ReservedCodeCacheSize=240m"
 _JIT_FLAGS = ("TieredStopAtLevel", "TieredCompilation", "-Xint", "-Xcomp")
 
 
