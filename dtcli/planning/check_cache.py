@@ -15,11 +15,11 @@ from __future__ import annotations
 
 import hashlib
 import os
-import pickle
 from pathlib import Path
 from typing import Any
 
 from dtcli import __version__
+from dtcli.state.pickled import read_entries, write_entries
 
 FILE = "check_cache.pickle"
 _FORMAT = 1
@@ -54,20 +54,9 @@ class CheckCache:
     def __init__(self, root: Path | None, enabled: bool = True):
         self.path = Path(root) / "target" / FILE if root is not None else None
         self.enabled = enabled and self.path is not None and not disabled_by_env()
-        self.old: dict[str, Any] = self._read() if self.enabled else {}
+        self.old: dict[str, Any] = read_entries(self.path, _FORMAT, _CODE) if self.enabled else {}
         self.used: dict[str, Any] = {}
         self.changed = False
-
-    def _read(self) -> dict[str, Any]:
-        try:
-            with open(self.path, "rb") as f:
-                doc = pickle.load(f)
-            if isinstance(doc, dict) and doc.get("format") == _FORMAT and doc.get("dt") == _CODE \
-                    and isinstance(doc.get("entries"), dict):
-                return doc["entries"]
-        except Exception:       # a cache that cannot be read is no cache, never an error
-            pass
-        return {}
 
     @staticmethod
     def key(*parts: Any) -> str:
@@ -90,13 +79,4 @@ class CheckCache:
         sees half a file. A failure to write is not an error."""
         if not self.enabled or (not self.changed and (not prune or len(self.used) == len(self.old))):
             return
-        entries = self.used if prune else {**self.old, **self.used}
-        tmp = self.path.with_name(f"{FILE}.{os.getpid()}.tmp")
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with open(tmp, "wb") as f:
-                pickle.dump({"format": _FORMAT, "dt": _CODE, "entries": entries}, f,
-                            protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(tmp, self.path)
-        except Exception:       # a read-only target/, or a tree too deep to pickle: no cache this time
-            tmp.unlink(missing_ok=True)
+        write_entries(self.path, _FORMAT, _CODE, self.used if prune else {**self.old, **self.used})

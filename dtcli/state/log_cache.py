@@ -14,12 +14,12 @@ and rewritten; `--no-cache` and DT_NO_CACHE=1 turn it off as they do the check c
 from __future__ import annotations
 
 import os
-import pickle
 from pathlib import Path
 
 from dtcli import __version__
 from dtcli.state import storage
 from dtcli.state.delta_log import TableInfo
+from dtcli.state.pickled import read_entries, write_entries
 
 FILE = "state_cache.pickle"
 _FORMAT = 1
@@ -71,19 +71,8 @@ class LogCache:
     def __init__(self, root: Path | None, enabled: bool = True):
         self.path = Path(root) / "target" / FILE if root is not None else None
         self.enabled = enabled and self.path is not None
-        self.old: dict[str, tuple] = self._read() if self.enabled else {}
+        self.old: dict[str, tuple] = read_entries(self.path, _FORMAT, _CODE) if self.enabled else {}
         self.new: dict[str, tuple] = {}
-
-    def _read(self) -> dict[str, tuple]:
-        try:
-            with open(self.path, "rb") as f:
-                doc = pickle.load(f)
-            if isinstance(doc, dict) and doc.get("format") == _FORMAT and doc.get("dt") == _CODE \
-                    and isinstance(doc.get("entries"), dict):
-                return doc["entries"]
-        except Exception:       # a cache that cannot be read is no cache, never an error
-            pass
-        return {}
 
     def get(self, path: str, with_stats: bool) -> TableInfo | None:
         """The info kept for `path` if its log has not moved since (and has the statistics
@@ -111,12 +100,4 @@ class LogCache:
         then rename, so a reader never sees half a file. A failure to write is not an error."""
         if not self.enabled or all(self.old.get(k) == v for k, v in self.new.items()):
             return
-        tmp = self.path.with_name(f"{FILE}.{os.getpid()}.tmp")
-        try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            with open(tmp, "wb") as f:
-                pickle.dump({"format": _FORMAT, "dt": _CODE, "entries": {**self.old, **self.new}}, f,
-                            protocol=pickle.HIGHEST_PROTOCOL)
-            os.replace(tmp, self.path)
-        except Exception:
-            tmp.unlink(missing_ok=True)
+        write_entries(self.path, _FORMAT, _CODE, {**self.old, **self.new})
