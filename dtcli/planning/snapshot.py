@@ -75,8 +75,8 @@ class Snapshot:
 
     def _reread(self, name: str, info: TableInfo) -> TableInfo | None:
         stamp = newest_commit(self._paths[name])
-        if stamp is not None and stamp[0] == info.version and name not in self._handles:
-            return info            # a local log that has not moved: no need to open it
+        if stamp is not None and stamp[0] == info.version:
+            return info            # a local log that has not moved: nothing to open or update
         table = self.handle(name)
         if table is None:          # the table was deleted meanwhile
             return None

@@ -115,9 +115,12 @@ def _deleted_rows(table) -> int:
     features = table.protocol().reader_features or []
     if "deletionVectors" not in features:
         return 0
+    vectors = table.deletion_vectors().read_all()
+    if not vectors.num_rows:     # no file has one: no need for pyarrow's kernels
+        return 0
     import pyarrow.compute as pc
 
-    kept = as_arrow(table.deletion_vectors()).column("selection_vector")
+    kept = as_arrow(vectors).column("selection_vector")
     if not len(kept):
         return 0
     flat = pc.list_flatten(kept)
@@ -136,9 +139,12 @@ def info_of(table, *, with_stats: bool = True) -> TableInfo:
     rows = None
     size = 0
     if with_stats:
-        adds = as_arrow(table.get_add_actions(flatten=True))
-        size = sum(adds.column("size_bytes").to_pylist()) if adds.num_rows else 0
-        counts = adds.column("num_records").to_pylist() if "num_records" in adds.column_names else []
+        # one entry per file: summed from deltalake's Arrow result column by column, without
+        # importing pyarrow (and numpy with it)
+        adds = table.get_add_actions(flatten=True)
+        names = adds.column_names
+        size = sum(adds.column(names.index("size_bytes")).to_pylist()) if adds.num_rows else 0
+        counts = adds.column(names.index("num_records")).to_pylist() if "num_records" in names else []
         rows = None if any(c is None for c in counts) else sum(counts) - _deleted_rows(table)
     meta = table.metadata()
     created = meta.created_time
