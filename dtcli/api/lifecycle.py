@@ -9,6 +9,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from dtcli.errors import UsageError
+from dtcli.events import CatalogChanged, Events
 from dtcli.model import Plan, Project
 from dtcli.planning import scheduler
 from dtcli.planning.checked import Checked
@@ -49,7 +50,7 @@ def resume(checked: Checked, name: str, *, wait: float = 0.0) -> list[str]:
 
 
 def drop(project: Project, name: str, *, wait: float = 0.0,
-         on_event: Callable[[dict[str, Any]], None] = lambda e: None,
+         on_event: Events = lambda e: None,
          launcher: Callable[..., Any] | None = None) -> str:
     """Delete a DT's data and metadata (an orphan, or a defined DT that the next run recreates);
     returns the path removed. Takes the loaded project, not a checked one: dropping is how a
@@ -70,7 +71,7 @@ def drop(project: Project, name: str, *, wait: float = 0.0,
 
 
 def _unregister(project: Project, name: str, qualified: str, path: str,
-                on_event: Callable[[dict[str, Any]], None], launcher: Callable[..., Any] | None) -> None:
+                on_event: Events, launcher: Callable[..., Any] | None) -> None:
     """A plan with nothing to refresh and one table to remove, run as every plan is."""
     if launcher is None:
         from dtcli.api.runs import spark_submit as launcher
@@ -80,7 +81,6 @@ def _unregister(project: Project, name: str, qualified: str, path: str,
     launched = launcher(project, plan, on_event)
     reconcile.mark_recorded(project, plan.run_id)
     if not getattr(launched, "done", True):
-        on_event({"event": "catalog", "name": name, "outcome": catalog.DROPPING,
-                  "qualified_name": qualified,
-                  "message": f"removing {qualified} from the metastore did not finish (see "
-                             f"{launched.log_path}); the next dt run removes it"})
+        on_event(CatalogChanged(name, catalog.DROPPING, qualified, path,
+                                f"removing {qualified} from the metastore did not finish (see "
+                                f"{launched.log_path}); the next dt run removes it"))

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from dtcli.errors import ValidationError
+from dtcli.events import Events, LookingUp
 from dtcli.model import Plan, Project
 from dtcli.project.loader import unresolved_names
 from dtcli.state import reconcile, source_names
@@ -22,7 +23,7 @@ from dtcli.state.lock import warehouse_lock
 
 
 def look_up(project: Project, *, launcher: Callable[..., Any] | None = None,
-            on_event: Callable[[dict[str, Any]], None] = lambda e: None, wait: float = 0.0) -> bool:
+            on_event: Events = lambda e: None, wait: float = 0.0) -> bool:
     """Ask the metastore for the sources this project reads by a name not yet (or no longer)
     known; True if it asked. A name that does not resolve is bad input: ValidationError with
     the source's file and line, and nothing refreshed."""
@@ -34,7 +35,7 @@ def look_up(project: Project, *, launcher: Callable[..., Any] | None = None,
     plan = Plan(run_id=uuid.uuid4().hex[:12], project=project.name, warehouse=project.warehouse,
                 data_timestamp=datetime.now(timezone.utc).isoformat(), source_versions={}, steps=[],
                 resolutions=[{"name": s.name, "table": s.table} for s in todo])
-    on_event({"event": "looking_up", "tables": [s.table for s in todo]})
+    on_event(LookingUp([s.table for s in todo]))
     with warehouse_lock(project, "look up source names", wait):
         launched = launcher(project, plan, on_event)
         reconcile.mark_recorded(project, plan.run_id)

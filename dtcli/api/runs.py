@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from dtcli.events import Events, RefreshFinished, Suspended
 from dtcli.model import (
     APPLICATION_NOT_STARTED,
     FAILED,
@@ -31,7 +32,6 @@ from dtcli.state import catalog as catalog_state
 from dtcli.state import history, reconcile, scheduling
 from dtcli.state.lock import warehouse_lock
 
-Events = Callable[[dict[str, Any]], None]
 # Waiting longer than this for the lock means another run committed meanwhile: plan at the
 # moment the lock was obtained, not at the moment the command started.
 _WAITED = 0.5
@@ -115,7 +115,7 @@ def spark_submit(project, plan: Plan, on_event: Events):
 
 def _announce(record: RefreshRecord, result: RunResult, on_event: Events) -> None:
     result.records.append(record)
-    on_event({"event": "finished", "record": record.to_dict()})
+    on_event(RefreshFinished(record))
 
 
 def execute(checked: Checked, plan: Plan, on_event: Events = lambda e: None,
@@ -194,7 +194,7 @@ def _auto_suspend(checked: Checked, on_event: Events) -> list[dict[str, Any]]:
         if event.name in graph.upstream:
             down = graph.ordered(graph.downstream_closure({event.name}) - {event.name})
         out.append({"name": event.name, "reason": event.reason, "downstream": down})
-        on_event({"event": "suspended", **out[-1]})
+        on_event(Suspended(event.name, event.reason, down))
     return out
 
 

@@ -17,7 +17,8 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from dtcli.api.runs import Events, RunResult, run
+from dtcli.api.runs import RunResult, run
+from dtcli.events import Events
 from dtcli.model import SUCCEEDED
 from dtcli.planning import scheduler
 from dtcli.planning.checked import Checked

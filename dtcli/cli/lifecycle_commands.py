@@ -63,10 +63,11 @@ def drop(name: Annotated[str, typer.Argument(help="Dynamic table to delete.")],
         if not sys.stdin.isatty():
             raise UsageError(f"dropping {name} deletes its data; confirm with --yes when not in a terminal")
         typer.confirm(f"delete dynamic table {name} at {project.table_path(name.lower())}?", abort=True)
-    def said(event: dict) -> None:
-        if event.get("event") == "catalog":
-            from dtcli.ui.run_view import catalog_line
+    def said(event) -> None:
+        from dtcli.events import CatalogChanged
+        from dtcli.ui.run_view import catalog_line
 
+        if isinstance(event, CatalogChanged):
             typer.echo(catalog_line(event))
 
     typer.echo(f"dropped {name.lower()} ({api.drop(project, name, wait=wait, on_event=said)})")

@@ -194,9 +194,11 @@ def _exit(result) -> None:
         raise typer.Exit(EXIT_REFRESH_FAILED)
 
 
-def _said(event: dict) -> None:
+def _said(event) -> None:
     """What looking source table names up in the metastore says (before a run plans)."""
-    if event.get("event") == "looking_up":
-        typer.echo(f"looking up {', '.join(event['tables'])} in the metastore (a Spark application)", err=True)
-    elif event.get("event") == "resolved" and event.get("location"):
-        typer.echo(f"{event['table']} is the Delta table at {event['location']}", err=True)
+    from dtcli.events import LookingUp, NameResolved
+
+    if isinstance(event, LookingUp):
+        typer.echo(f"looking up {', '.join(event.tables)} in the metastore (a Spark application)", err=True)
+    elif isinstance(event, NameResolved) and event.location:
+        typer.echo(f"{event.table} is the Delta table at {event.location}", err=True)

@@ -15,11 +15,12 @@ from typing import Any
 
 from dtcli.engine.changes import quote
 from dtcli.engine.commit import set_comment
+from dtcli.events import CatalogChanged, NameResolved, RunEvent
 from dtcli.model import SUCCEEDED, Plan, RefreshRecord
 from dtcli.state import catalog as state
 from dtcli.state import source_names as names_state
 
-Emit = Callable[[dict[str, Any]], None]
+Emit = Callable[[RunEvent], None]
 
 
 def sql_name(qualified: str) -> str:
@@ -133,8 +134,8 @@ def publish(spark, plan: Plan, records: list[RefreshRecord], emit: Emit = lambda
     state.append(plan.warehouse, events)
     retried = {r["name"] for r in plan.registrations if r.get("retry")}
     for event in events:
-        emit({**event.to_dict(), "event": "catalog", "outcome": event.event,
-              "retried": event.name in retried})
+        emit(CatalogChanged(event.name, event.event, event.qualified_name, event.path, event.message,
+                            event.previous, event.name in retried))
     return events
 
 
@@ -192,7 +193,7 @@ def resolve_names(spark, plan: Plan, emit: Emit = lambda e: None,
                                f"{error_message(exc)}"))
     names_state.append(plan.warehouse, found)
     for resolution in found:
-        emit({"event": "resolved", **resolution.to_dict()})
+        emit(NameResolved(resolution.table, resolution.location, resolution.table_id, resolution.message))
     return found
 
 

@@ -19,14 +19,15 @@ if __name__ == "__main__":
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from dtcli.engine.protocol import EVENT_PREFIX, STOP_FILE
+from dtcli.events import Done, NotStarted, RunEvent, Started, to_wire
 
 _silent = False      # set once dt is gone: nobody reads our stdout any more
 
 
-def emit(event: dict) -> None:
+def emit(event: RunEvent) -> None:
     if _silent:
         return      # a full pipe nobody drains would block the driver while it holds the lock
-    sys.stdout.write(EVENT_PREFIX + json.dumps(event, default=str) + "\n")
+    sys.stdout.write(EVENT_PREFIX + json.dumps(to_wire(event), default=str) + "\n")
     sys.stdout.flush()
 
 
@@ -81,7 +82,7 @@ def run_plan(spark, plan, should_stop, before_write=lambda: None) -> int:
         records = execute_plan(spark, plan, progress.emit, should_stop=should_stop, before_write=before_write)
     finally:
         progress.close()
-    emit({"event": "done", "run_id": plan.run_id})
+    emit(Done(plan.run_id))
     return 1 if any_failed(records) else 0
 
 
@@ -126,7 +127,7 @@ def main(argv: list[str]) -> int:
 
         address, idle, app_name = argv[1:4]
         inbox = PlanInbox(connect(address))     # first: dt waits for us before sending a plan
-        emit({"event": "started"})
+        emit(Started())
         watch = watch_owner(flags, None, closed=inbox.owner_gone)
         spark = build_session({}, app_name=app_name)
         configure_storage(spark, renew_lease=False)
@@ -148,7 +149,7 @@ def main(argv: list[str]) -> int:
     plan_path = Path(argv[0])
     plan = Plan.from_json(plan_path.read_text(encoding="utf-8"))
     watch = watch_owner(flags, plan.warehouse)
-    emit({"event": "started"})
+    emit(Started())
     try:
         spark = build_session({}, app_name=f"dt:{plan.project}")
         configure_storage(spark)
@@ -156,7 +157,7 @@ def main(argv: list[str]) -> int:
         # here, so that a setting it rejects fails the application before any refresh starts
         spark._jsparkSession.sessionState()
     except Exception as exc:
-        emit({"event": "not_started", "message": startup_error(exc)})
+        emit(NotStarted(startup_error(exc)))
         return NOT_STARTED
     code = run_plan(spark, plan, stop_check(watch, plan_path.with_name(STOP_FILE)), watch.check)
     spark.stop()

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime, timezone
-from typing import Any
 
+from dtcli import events
 from dtcli.engine import commit, deletion_vectors
 from dtcli.engine.context import RefreshContext, RefreshResult
 from dtcli.engine.progress import job_group
@@ -30,7 +30,7 @@ from dtcli.model import (
 )
 from dtcli.state import history
 
-Emit = Callable[[dict[str, Any]], None]
+Emit = Callable[[events.RunEvent], None]
 
 
 def now_iso() -> str:
@@ -128,8 +128,7 @@ def execute_plan(spark, plan: Plan, emit: Emit = lambda event: None,
     steps = plan.spark_steps
     run = _Run(spark, plan, emit)
     threads = max(1, min(int(plan.threads or 1), len(steps) or 1))
-    emit({"event": "plan", "steps": [s.name for s in steps], "application_id": run.app,
-          "run_id": plan.run_id})
+    emit(events.PlanStarted([s.name for s in steps], run.app, plan.run_id))
     pending, running, finished = list(steps), {}, set()
     stopping: bool | str = False
     if steps or plan.resolutions:
@@ -148,7 +147,7 @@ def execute_plan(spark, plan: Plan, emit: Emit = lambda event: None,
             history.append(plan.warehouse, [record])
         run.records[step.name] = record
         finished.add(step.name)
-        emit({"event": "finished", "record": record.to_dict()})
+        emit(events.RefreshFinished(record))
 
     with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="dt-refresh") as pool:
         while pending or running:
@@ -163,7 +162,7 @@ def execute_plan(spark, plan: Plan, emit: Emit = lambda event: None,
                 if record is not None:
                     finish(step, record)
                     continue
-                emit({"event": "start", "name": step.name, "action": step.action})
+                emit(events.RefreshStarted(step.name, step.action))
                 session = spark if threads == 1 else spark.newSession()
                 running[pool.submit(run.refresh, session, step)] = step
             if not running:

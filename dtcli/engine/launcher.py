@@ -11,11 +11,9 @@ import json
 import os
 import subprocess
 import sys
-from collections.abc import Callable
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from dtcli.engine import jars as jarlib
 from dtcli.engine import secret_conf
@@ -23,6 +21,17 @@ from dtcli.engine.owner_watch import Heartbeat
 from dtcli.engine.protocol import EVENT_PREFIX, STOP_FILE
 from dtcli.engine.spark_conf import catalog_conf, jit_options, session_conf
 from dtcli.errors import ConfigError
+from dtcli.events import (
+    Done,
+    Events,
+    NotStarted,
+    PlanStarted,
+    RefreshFinished,
+    RunEvent,
+    Started,
+    Stopping,
+    from_wire,
+)
 from dtcli.model import Plan, Project, RefreshRecord, join_path
 from dtcli.redact import scrub, scrub_file
 from dtcli.state import lock as locks
@@ -110,17 +119,17 @@ def lock_fds(project: Project) -> tuple[int, ...]:
     return (held.fd,) if held is not None and held.fd is not None else ()
 
 
-def noting_application(project: Project, on_event: Callable[[dict[str, Any]], None]):
+def noting_application(project: Project, on_event: Events):
     """Pass events on; write the application's id into the lock file once the driver says it."""
-    def seen(event: dict[str, Any]) -> None:
+    def seen(event: RunEvent) -> None:
         held = locks.held(project)
-        if event.get("event") == "plan" and held is not None:
-            held.note(application_id=event.get("application_id"))
+        if isinstance(event, PlanStarted) and held is not None:
+            held.note(application_id=event.application_id)
         on_event(event)
     return seen
 
 
-def launch(project: Project, plan: Plan, on_event: Callable[[dict[str, Any]], None]) -> LaunchResult:
+def launch(project: Project, plan: Plan, on_event: Events) -> LaunchResult:
     plan_path = write_plan(project, plan)
     run_dir = plan_path.parent
     log_path = run_dir / "spark-submit.log"
@@ -153,7 +162,7 @@ def launch(project: Project, plan: Plan, on_event: Callable[[dict[str, Any]], No
                     raise
                 interrupted = True
                 (run_dir / STOP_FILE).write_text("stop requested\n")
-                on_event({"event": "stopping"})
+                on_event(Stopping())
         result.returncode = proc.wait()
     secret_conf.forget()
     scrub_file(log_path)     # Spark's stderr went straight to the file
@@ -161,19 +170,21 @@ def launch(project: Project, plan: Plan, on_event: Callable[[dict[str, Any]], No
     return result
 
 
-def handle(line: str, result: LaunchResult, log, on_event: Callable[[dict[str, Any]], None]) -> None:
+def handle(line: str, result: LaunchResult, log, on_event: Events) -> None:
     if not line.startswith(EVENT_PREFIX):
         log.write(scrub(line))
         return
-    event = json.loads(line[len(EVENT_PREFIX):])
-    if event.get("event") == "finished":
-        result.records.append(RefreshRecord.from_dict(event["record"]))
-    if event.get("event") == "done":
+    event = from_wire(json.loads(line[len(EVENT_PREFIX):]))
+    if event is None:
+        return
+    if isinstance(event, RefreshFinished):
+        result.records.append(event.record)
+    elif isinstance(event, Done):
         result.done = True
-    if event.get("event") == "started":
+    elif isinstance(event, Started):
         result.started = True
-    if event.get("event") == "not_started":
-        result.not_started = event.get("message")
+    elif isinstance(event, NotStarted):
+        result.not_started = event.message
     on_event(event)
 
 

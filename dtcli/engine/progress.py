@@ -13,9 +13,10 @@ from __future__ import annotations
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
 
-Emit = Callable[[dict[str, Any]], None]
+from dtcli.events import PlanStarted, RefreshFinished, RefreshProgress, RefreshStarted, RunEvent
+
+Emit = Callable[[RunEvent], None]
 
 POLL_SECONDS = 0.5        # how often the status tracker is read
 HEARTBEAT_SECONDS = 5.0   # an event at least this often while a refresh runs, changed or not
@@ -26,9 +27,8 @@ def job_group(run_id: str, name: str) -> str:
 
 
 class SparkProgress:
-    """Wraps the driver's `emit`: forwards every event and, while refreshes run, adds
-    `{"event": "progress", "name", "elapsed", "stages_done", "stages_total", "tasks_done",
-    "tasks_total", "jobs"}` events for each when its numbers change (and a heartbeat otherwise)."""
+    """Wraps the driver's `emit`: forwards every event and, while refreshes run, adds a
+    `RefreshProgress` for each when its numbers change (and a heartbeat otherwise)."""
 
     def __init__(self, spark, emit: Emit, *, poll: float = POLL_SECONDS,
                  heartbeat: float = HEARTBEAT_SECONDS):
@@ -42,16 +42,15 @@ class SparkProgress:
         self._thread = threading.Thread(target=self._run, name="dt-progress", daemon=True)
         self._thread.start()
 
-    def emit(self, event: dict[str, Any]) -> None:
+    def emit(self, event: RunEvent) -> None:
         with self._lock:
-            kind = event.get("event")
-            if kind == "plan":        # the run whose refreshes' job groups are polled
-                self._run_id = event.get("run_id", self._run_id)
-            elif kind == "start":
-                self._current[event["name"]] = time.monotonic()
-                self._last[event["name"]] = ((), time.monotonic())
-            elif kind == "finished":
-                name = event.get("record", {}).get("name")
+            if isinstance(event, PlanStarted):        # the run whose refreshes' job groups are polled
+                self._run_id = event.run_id or self._run_id
+            elif isinstance(event, RefreshStarted):
+                self._current[event.name] = time.monotonic()
+                self._last[event.name] = ((), time.monotonic())
+            elif isinstance(event, RefreshFinished):
+                name = event.record.name
                 self._current.pop(name, None)
                 self._last.pop(name, None)
             self._emit(event)
@@ -83,9 +82,8 @@ class SparkProgress:
                     continue
                 self._last[name] = (numbers, now)
                 jobs, stages_done, stages_total, tasks_done, tasks_total = numbers
-                self._emit({"event": "progress", "name": name, "elapsed": round(now - started, 1),
-                            "jobs": jobs, "stages_done": stages_done, "stages_total": stages_total,
-                            "tasks_done": tasks_done, "tasks_total": tasks_total})
+                self._emit(RefreshProgress(name, round(now - started, 1), jobs, stages_done, stages_total,
+                                           tasks_done, tasks_total))
 
     def measure(self, group: str) -> tuple[int, int, int, int, int]:
         """(jobs, stages done, stages, tasks done, tasks) of the jobs of a job group. A finished

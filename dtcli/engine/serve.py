@@ -23,6 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from dtcli.engine.protocol import IDLE_EXIT, OWNER_GONE, STOP_FILE, TOKEN_ENV
+from dtcli.events import Exited, RunEvent
 
 
 def connect(address: str):
@@ -59,7 +60,7 @@ class PlanInbox:
             return None
 
 
-def serve(inbox: PlanInbox, idle_timeout: float, emit: Callable[[dict], None],
+def serve(inbox: PlanInbox, idle_timeout: float, emit: Callable[[RunEvent], None],
           run_plan: Callable[..., int]) -> int:
     """Run plans as they arrive until the owner goes away or none comes for `idle_timeout` s.
     `run_plan(path, should_stop)` executes one plan in the warm session."""
@@ -67,7 +68,7 @@ def serve(inbox: PlanInbox, idle_timeout: float, emit: Callable[[dict], None],
         path = inbox.next(idle_timeout)
         if path is None or inbox.owner_gone.is_set():   # a plan its dead owner sent: not started
             reason = OWNER_GONE if inbox.owner_gone.is_set() else IDLE_EXIT
-            emit({"event": "exit", "reason": reason})
+            emit(Exited(reason))
             return 0
         stop_file = Path(path).with_name(STOP_FILE)
         run_plan(Path(path), lambda stop_file=stop_file: inbox.owner_gone.is_set() or stop_file.exists())

@@ -24,9 +24,7 @@ import secrets
 import socket
 import subprocess
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
 from dtcli.engine.launcher import (
     LaunchResult,
@@ -40,6 +38,7 @@ from dtcli.engine.launcher import (
     write_plan,
 )
 from dtcli.engine.protocol import STOP_FILE, TOKEN_ENV
+from dtcli.events import Events, PlanStarted, RunEvent, Stopping
 from dtcli.model import Plan, Project
 from dtcli.redact import scrub_file
 from dtcli.state import lock as locks
@@ -63,7 +62,7 @@ class WarmEngine:
         self._project: Project | None = None
         self._app_id: str | None = None
 
-    def launch(self, project: Project, plan: Plan, on_event: Callable[[dict[str, Any]], None]) -> LaunchResult:
+    def launch(self, project: Project, plan: Plan, on_event: Events) -> LaunchResult:
         if project.spark_conf.get("spark.submit.deployMode") == "cluster":
             # the driver runs on the cluster and cannot reach dt's loopback socket: one
             # application per pass, as a plain `dt run`
@@ -99,7 +98,7 @@ class WarmEngine:
                     raise
                 interrupted = True
                 (plan_path.parent / STOP_FILE).write_text("stop requested\n")
-                on_event({"event": "stopping"})
+                on_event(Stopping())
         if result.done:
             result.returncode = 0
             self._idle_since = time.monotonic()
@@ -109,12 +108,12 @@ class WarmEngine:
         result.interrupted = interrupted    # reported by the caller, with what did and did not run
         return result
 
-    def _noting(self, project: Project, on_event: Callable[[dict[str, Any]], None]):
+    def _noting(self, project: Project, on_event: Events):
         noted = noting_application(project, on_event)
 
-        def seen(event: dict[str, Any]) -> None:
-            if event.get("event") == "plan":
-                self._app_id = event.get("application_id")
+        def seen(event: RunEvent) -> None:
+            if isinstance(event, PlanStarted):
+                self._app_id = event.application_id
             noted(event)
         return seen
 

@@ -8,21 +8,23 @@ from typing import Any
 from rich.console import Console
 from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
+from dtcli.events import RefreshFinished, RefreshProgress, RefreshStarted, RunEvent, Started, Stopping
+from dtcli.model import RefreshRecord
+
 STYLE = {"SUCCEEDED": "green", "FAILED": "red", "UPSTREAM_FAILED": "red", "SKIPPED": "yellow"}
 
 
-def _summary(record: dict[str, Any]) -> str:
-    stats = (f"+{record.get('num_inserted_rows', 0)} -{record.get('num_deleted_rows', 0)}"
-             if record["refresh_action"] != "NO_DATA" else "")
-    msg = f"  {record['state_message']}" if record.get("state_message") else ""
-    return f"{record['name']}: {record['state']} {record['refresh_action']} {stats}{msg}".rstrip()
+def _summary(record: RefreshRecord) -> str:
+    stats = (f"+{record.num_inserted_rows or 0} -{record.num_deleted_rows or 0}"
+             if record.refresh_action != "NO_DATA" else "")
+    msg = f"  {record.state_message}" if record.state_message else ""
+    return f"{record.name}: {record.state} {record.refresh_action} {stats}{msg}".rstrip()
 
 
-def spark_text(event: dict[str, Any]) -> str:
+def spark_text(event: RefreshProgress) -> str:
     """A refresh's Spark progress in words: stages and tasks done of total, time so far."""
-    return (f"stages {event.get('stages_done', 0)}/{event.get('stages_total', 0)}, "
-            f"tasks {event.get('tasks_done', 0)}/{event.get('tasks_total', 0)}, "
-            f"{event.get('elapsed', 0):.0f}s")
+    return (f"stages {event.stages_done}/{event.stages_total}, tasks {event.tasks_done}/{event.tasks_total}, "
+            f"{event.elapsed:.0f}s")
 
 
 PLAIN_EVERY = 10.0   # seconds of a refresh between two plain progress lines (CI logs)
@@ -57,44 +59,43 @@ class RunProgress:
         if self.progress:
             self.progress.stop()
 
-    def __call__(self, event: dict[str, Any]) -> None:
-        kind = event.get("event")
-        if kind == "start":
-            self.started[event["name"]] = time.monotonic()
-            text = f"{event['name']}: {event['action']} ..."
+    def __call__(self, event: RunEvent) -> None:
+        if isinstance(event, RefreshStarted):
+            self.started[event.name] = time.monotonic()
+            text = f"{event.name}: {event.action} ..."
             if self.progress:
                 self.progress.update(self.task, description=text)
             else:
                 self.console.print(text, highlight=False)
-        elif kind == "progress":
+        elif isinstance(event, RefreshProgress):
             self._spark(event)
-        elif kind == "started" and not self.progress:
+        elif isinstance(event, Started) and not self.progress:
             self.console.print("spark application started", highlight=False)
-        elif kind == "stopping":
+        elif isinstance(event, Stopping):
             self.console.print("stopping after the current refresh (Ctrl-C again to abort)", highlight=False)
-        elif kind == "finished":
-            record = event["record"]
-            took = time.monotonic() - self.started.get(record["name"], time.monotonic())
-            line = _summary(record) + (f" ({took:.1f}s)" if record["name"] in self.started else "")
-            style = STYLE.get(record["state"], "")
-            self._spark_done(record["name"])
+        elif isinstance(event, RefreshFinished):
+            record = event.record
+            took = time.monotonic() - self.started.get(record.name, time.monotonic())
+            line = _summary(record) + (f" ({took:.1f}s)" if record.name in self.started else "")
+            style = STYLE.get(record.state, "")
+            self._spark_done(record.name)
             if self.progress:
                 self.progress.console.print(f"[{style}]{line}[/]" if style else line, highlight=False)
                 self.progress.advance(self.task)
             else:
                 self.console.print(line, highlight=False, markup=False)
 
-    def _spark(self, event: dict[str, Any]) -> None:
-        name = event.get("name", "")
+    def _spark(self, event: RefreshProgress) -> None:
+        name = event.name
         if self.progress:
             text = f"  {name}: Spark {spark_text(event)}"
-            total = max(int(event.get("tasks_total") or 0), 1)
+            total = max(int(event.tasks_total or 0), 1)
             if name not in self.spark_tasks:
                 self.spark_tasks[name] = self.progress.add_task(text, total=total)
             self.progress.update(self.spark_tasks[name], description=text, total=total,
-                                 completed=int(event.get("tasks_done") or 0))
+                                 completed=int(event.tasks_done or 0))
             return
-        elapsed = float(event.get("elapsed") or 0)
+        elapsed = float(event.elapsed or 0)
         if elapsed - self.printed_at.get(name, 0.0) >= self.plain_every:
             self.printed_at[name] = elapsed
             self.console.print(f"{name}: running, Spark {spark_text(event)}", highlight=False,

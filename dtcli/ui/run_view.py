@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dtcli.events import CatalogChanged, RunEvent, Suspended
+
 
 class RunView:
     """Progress display opened once the plan (and so the number of steps) is known."""
@@ -16,13 +18,13 @@ class RunView:
         if plan.steps:
             self.bar = RunProgress(len(plan.steps)).__enter__()
 
-    def __call__(self, event: dict) -> None:
-        if event.get("event") == "suspended":
+    def __call__(self, event: RunEvent) -> None:
+        if isinstance(event, Suspended):
             from dtcli.ui.output import err_console
 
-            held = f"; held back downstream: {', '.join(event['downstream'])}" if event["downstream"] else ""
-            err_console.print(f"suspended {event['name']}: {event['reason']}{held}", highlight=False, markup=False)
-        elif event.get("event") == "catalog":
+            held = f"; held back downstream: {', '.join(event.downstream)}" if event.downstream else ""
+            err_console.print(f"suspended {event.name}: {event.reason}{held}", highlight=False, markup=False)
+        elif isinstance(event, CatalogChanged):
             from dtcli.ui.output import err_console
 
             err_console.print(catalog_line(event), highlight=False, markup=False)
@@ -35,15 +37,15 @@ class RunView:
             self.bar = None
 
 
-def catalog_line(event: dict) -> str:
+def catalog_line(event: CatalogChanged) -> str:
     """One line per metastore registration a run did (or failed to do)."""
-    name, qualified = event["name"], event["qualified_name"]
-    if event["outcome"] == "REGISTERED":
-        again = " (retried after an earlier failure)" if event.get("retried") else ""
+    name, qualified = event.name, event.qualified_name
+    if event.outcome == "REGISTERED":
+        again = " (retried after an earlier failure)" if event.retried else ""
         return f"registered {name} as {qualified}{again}"
-    if event["outcome"] == "UNREGISTERED":
+    if event.outcome == "UNREGISTERED":
         return f"removed {qualified} from the metastore"
-    return f"warning: {event.get('message')}"
+    return f"warning: {event.message}"
 
 
 def print_plan(plan, decision=None) -> None:

@@ -8,6 +8,7 @@ import pytest
 
 from dtcli import api
 from dtcli.engine.catalog import location
+from dtcli.events import to_wire
 from dtcli.model import SUCCEEDED
 from dtcli.project import load_project
 from dtcli.state import catalog as catalog_state
@@ -28,7 +29,7 @@ def _project(tmp_path, schema, tables, yml=None):
 def _run(spark, root, events=None, launcher=None, **kw):
     checked = api.check(root, with_stats=True)
     return api.run(checked, launcher=launcher or in_process(spark),
-                   on_event=(events.append if events is not None else lambda e: None), **kw)
+                   on_event=((lambda e: events.append(to_wire(e))) if events is not None else lambda e: None), **kw)
 
 
 def _no_spark(project, plan, on_event):
@@ -81,7 +82,8 @@ def test_a_dt_is_a_table_by_name_through_creation_reinitialize_config_change_and
 
     said = []
     for name in ("d", "o"):
-        api.drop(load_project(project.root), name, launcher=in_process(spark), on_event=said.append)
+        api.drop(load_project(project.root), name, launcher=in_process(spark),
+                 on_event=lambda e: said.append(to_wire(e)))
     assert not spark.catalog.tableExists("cat_life.d") and not spark.catalog.tableExists("cat_life.o")
     assert [e["outcome"] for e in said if e["event"] == "catalog"] == ["UNREGISTERED", "UNREGISTERED"]
     assert {e.event for e in catalog_state.current(project.warehouse).values()} == {"UNREGISTERED"}

@@ -8,6 +8,7 @@ from deltalake import write_deltalake
 
 from dtcli import api
 from dtcli.engine.executor import execute_plan
+from dtcli.events import RefreshFinished, to_wire
 from dtcli.state.delta_log import table_info
 from tests.helpers import write_project
 
@@ -27,7 +28,7 @@ def test_stop_between_refreshes_skips_the_rest(tmp_path, spark):
     plan = api.plan_run(checked)
     plan.threads = 1            # one refresh at a time: the stop comes after a
     done: list[str] = []
-    records = execute_plan(spark, plan, lambda e: done.append(e["record"]["name"]) if e["event"] == "finished" else None,
+    records = execute_plan(spark, plan, lambda e: done.append(e.record.name) if isinstance(e, RefreshFinished) else None,
                            should_stop=lambda: bool(done))
     assert [(r.name, r.state) for r in records] == [("a", "SUCCEEDED"), ("b", "SKIPPED"), ("c", "SKIPPED")]
     assert table_info(project.table_path("a")) is not None
@@ -49,7 +50,7 @@ def test_refreshes_run_side_by_side_and_a_stop_lets_the_running_ones_commit(tmp_
     plan = api.plan_run(checked)
     plan.threads = 2
     events: list[dict] = []
-    records = execute_plan(spark, plan, events.append,
+    records = execute_plan(spark, plan, lambda e: events.append(to_wire(e)),
                            should_stop=lambda: any(e["event"] == "finished" for e in events))
     assert [(r.name, r.state) for r in records] == [("a", "SUCCEEDED"), ("b", "SKIPPED"), ("c", "SUCCEEDED")]
     kinds = [(e["event"], e.get("name") or e.get("record", {}).get("name")) for e in events]

@@ -9,6 +9,7 @@ import pytest
 
 from dtcli import api
 from dtcli.engine.executor import execute_plan
+from dtcli.events import RefreshFinished
 from dtcli.model import CREATION, FAILED, MANUAL, NO_DATA, REINITIALIZE, SCHEDULED, SUCCEEDED, UPSTREAM_FAILED
 from dtcli.project import load_project
 from dtcli.state import history, scheduling
@@ -52,7 +53,7 @@ def test_a_commit_during_a_run_is_seen_by_no_dt_of_that_run_and_by_the_next(spar
 
     def emit(event):
         # After d1's refresh, before d2's and d3's: a new source commit lands.
-        if event.get("event") == "finished" and event["record"]["name"] == "d1" and not injected:
+        if isinstance(event, RefreshFinished) and event.record.name == "d1" and not injected:
             injected.append(write_source(project, [99]))
 
     records = execute_plan(spark, plan, emit)

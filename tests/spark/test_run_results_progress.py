@@ -13,6 +13,7 @@ from rich.console import Console
 from dtcli import api
 from dtcli.engine.executor import execute_plan
 from dtcli.engine.progress import SparkProgress
+from dtcli.events import to_wire
 from dtcli.model import FAILED, SUCCEEDED
 from dtcli.ui.progress import RunProgress
 from tests.helpers import dt, write_project
@@ -85,13 +86,14 @@ def test_a_long_refresh_reports_spark_progress_while_it_runs(tmp_path, spark):
     write_source(api.load(root), list(range(40)))
     checked = api.check(root)
     plan = api.plan_run(checked, ["slow"])
-    events: list[dict] = []
-    progress = SparkProgress(spark, events.append, poll=0.1, heartbeat=0.5)
+    typed: list = []
+    progress = SparkProgress(spark, typed.append, poll=0.1, heartbeat=0.5)
     try:
         records = execute_plan(spark, plan, progress.emit, write_history=False)
     finally:
         progress.close()
     assert records[0].state == SUCCEEDED, records[0].state_message
+    events = [to_wire(e) for e in typed]      # as the wire carries them
     finished = next(i for i, e in enumerate(events) if e["event"] == "finished")
     updates = [e for e in events[:finished] if e["event"] == "progress"]
     assert len(updates) >= 2, events
@@ -104,7 +106,7 @@ def test_a_long_refresh_reports_spark_progress_while_it_runs(tmp_path, spark):
     # outside a terminal each update becomes a plain line (here: every update, plain_every=0)
     out = io.StringIO()
     view = RunProgress(1, Console(file=out, width=200, force_terminal=False), plain_every=0.0)
-    for event in events:
+    for event in typed:
         view(event)
     lines = [line for line in out.getvalue().splitlines() if line.startswith("slow: running, Spark stages")]
     assert len(lines) == len(updates) >= 2

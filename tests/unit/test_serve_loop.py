@@ -9,6 +9,7 @@ import time
 
 from dtcli.engine.protocol import IDLE_EXIT, OWNER_GONE
 from dtcli.engine.serve import PlanInbox, serve
+from dtcli.events import Exited
 
 
 def test_plans_run_in_order_then_the_owner_closing_ends_the_loop(tmp_path):
@@ -24,7 +25,7 @@ def test_plans_run_in_order_then_the_owner_closing_ends_the_loop(tmp_path):
 
     code = serve(PlanInbox(os.fdopen(read)), 30.0, events.append, run_plan)
     assert code == 0 and ran == ["a", "b"]
-    assert events == [{"event": "exit", "reason": OWNER_GONE}]
+    assert events == [Exited(OWNER_GONE)]
 
 
 def test_plans_already_sent_by_an_owner_that_died_do_not_start(tmp_path):
@@ -44,7 +45,7 @@ def test_no_plan_within_the_idle_timeout_exits():
         assert time.monotonic() - started < 5
     finally:
         os.close(write)
-    assert events == [{"event": "exit", "reason": IDLE_EXIT}]
+    assert events == [Exited(IDLE_EXIT)]
 
 
 def test_the_owner_dying_mid_plan_stops_it_and_no_other_plan_starts(tmp_path):
@@ -64,7 +65,7 @@ def test_the_owner_dying_mid_plan_stops_it_and_no_other_plan_starts(tmp_path):
     events = []
     serve(PlanInbox(os.fdopen(read)), 30.0, events.append, run_plan)
     assert ran == ["a"] and seen_stop == [True]
-    assert events == [{"event": "exit", "reason": OWNER_GONE}]
+    assert events == [Exited(OWNER_GONE)]
 
 
 def test_a_stop_file_beside_the_plan_asks_to_stop(tmp_path):
