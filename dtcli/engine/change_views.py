@@ -11,8 +11,9 @@ one DELETE + INSERT pair. APPEND_ONLY keeps the inserted rows only.
 
 from __future__ import annotations
 
-from dtcli.engine.changes import CDF_COLUMNS, ChangesUnavailable, is_unavailable, quote
+from dtcli.engine.changes import CDF_COLUMNS, ChangesUnavailable, quote
 from dtcli.engine.checkpoints import release
+from dtcli.engine.spark_errors import is_unavailable
 from dtcli.sql.custom import ACTION, APPEND_ONLY, ISUPDATE
 
 # Touched keys up to this many are pushed into the reads of a RELY-keyed input as literals.

@@ -10,15 +10,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from dtcli.engine.checkpoints import release
+from dtcli.engine.spark_errors import is_unavailable
 
 WEIGHT = "__dt_w"
 CDF_COLUMNS = ("_change_type", "_commit_version", "_commit_timestamp")
-# Error conditions (and Java exception names) that mean "the change data is not there".
-UNAVAILABLE = ("DELTA_MISSING_CHANGE_DATA", "DELTA_CHANGE_DATA_FEED_INCOMPATIBLE_SCHEMA_CHANGE",
-               "DELTA_CDC_START_VERSION_AFTER_LATEST", "DELTA_VERSION_NOT_CONTIGUOUS",
-               "DELTA_CANNOT_TIME_TRAVEL", "FileNotFoundException", "FAILED_READ_FILE",
-               "DELTA_FILE_NOT_FOUND", "VersionNotFoundException", "DELTA_VERSION_NOT_FOUND",
-               "DELTA_CHANGE_TABLE_FEED_DISABLED", "DELTA_MISSING_CHANGE")
 
 
 class ChangesUnavailable(Exception):
@@ -27,21 +22,6 @@ class ChangesUnavailable(Exception):
 
 def quote(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
-
-
-def condition_of(exc: BaseException) -> str:
-    getter = getattr(exc, "getCondition", None)
-    if callable(getter):
-        try:
-            return getter() or ""
-        except Exception:
-            return ""
-    return ""
-
-
-def is_unavailable(exc: BaseException) -> bool:
-    text = f"{condition_of(exc)} {exc}"
-    return any(marker in text for marker in UNAVAILABLE)
 
 
 # A consolidated change of at most this many rows is also kept on the driver: the values of

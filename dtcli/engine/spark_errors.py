@@ -65,3 +65,18 @@ def error_condition(exc: BaseException) -> str | None:
         except Exception:
             return None
     return None
+
+
+# Error conditions (and Java exception names) that mean "the change data is not there".
+UNAVAILABLE = ("DELTA_MISSING_CHANGE_DATA", "DELTA_CHANGE_DATA_FEED_INCOMPATIBLE_SCHEMA_CHANGE",
+               "DELTA_CDC_START_VERSION_AFTER_LATEST", "DELTA_VERSION_NOT_CONTIGUOUS",
+               "DELTA_CANNOT_TIME_TRAVEL", "FileNotFoundException", "FAILED_READ_FILE",
+               "DELTA_FILE_NOT_FOUND", "VersionNotFoundException", "DELTA_VERSION_NOT_FOUND",
+               "DELTA_CHANGE_TABLE_FEED_DISABLED", "DELTA_MISSING_CHANGE")
+
+
+def is_unavailable(exc: BaseException) -> bool:
+    """Whether an error says an input's change data cannot be read (vacuumed, the feed off, a
+    version gone): the DT is then recomputed, or, for a custom table, the fix is named."""
+    text = f"{error_condition(exc) or ''} {exc}"
+    return any(marker in text for marker in UNAVAILABLE)

@@ -18,10 +18,11 @@ from __future__ import annotations
 from sqlglot import exp
 
 from dtcli.engine import apply, change_views, commit
-from dtcli.engine.changes import ChangesUnavailable, is_unavailable, quote
+from dtcli.engine.changes import ChangesUnavailable, quote
 from dtcli.engine.checkpoints import release
 from dtcli.engine.context import RefreshContext, RefreshResult
 from dtcli.engine.deletion_vectors import table_property
+from dtcli.engine.spark_errors import is_unavailable
 from dtcli.model import CUSTOM_INCREMENTAL, FULL, REINITIALIZE, CustomSpec
 from dtcli.sql.custom import SELF_VIEW, changes_view
 
