@@ -149,6 +149,8 @@ def execute_plan(spark, plan: Plan, emit: Emit = lambda event: None,
         finished.add(step.name)
         emit(events.RefreshFinished(record))
 
+    free = side_sessions(spark, threads) if threads > 1 else [spark]
+    session_of: dict = {}
     with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="dt-refresh") as pool:
         while pending or running:
             for step in list(pending):
@@ -163,12 +165,14 @@ def execute_plan(spark, plan: Plan, emit: Emit = lambda event: None,
                     finish(step, record)
                     continue
                 emit(events.RefreshStarted(step.name, step.action))
-                session = spark if threads == 1 else spark.newSession()
-                running[pool.submit(run.refresh, session, step)] = step
+                session = free.pop()
+                future = pool.submit(run.refresh, session, step)
+                running[future], session_of[future] = step, session
             if not running:
                 continue
             done, _ = wait(running, return_when=FIRST_COMPLETED)
             for future in done:
+                free.append(session_of.pop(future))
                 finish(running.pop(future), future.result())
     records = [run.records[s.name] for s in steps]
     if plan.registrations or plan.unregistrations:
@@ -176,6 +180,21 @@ def execute_plan(spark, plan: Plan, emit: Emit = lambda event: None,
 
         publish(spark, plan, records, emit)     # after the commits: never undoes one
     return records
+
+
+def side_sessions(spark, count: int) -> list:
+    """Sessions of their own (temporary views, job group) for refreshes that run side by side:
+    made once per application and reused by every run it executes. Sessions made per refresh
+    stay reachable inside Spark after their refresh (measured: 90 live sessions after 80
+    refreshes of two DTs in one application, 37 with these), which a long `--watch`
+    application or a run of a thousand refreshes would keep for good."""
+    made = getattr(spark, "_dt_side_sessions", None)
+    if made is None:
+        made = []
+        spark._dt_side_sessions = made
+    while len(made) < count:
+        made.append(spark.newSession())
+    return list(made[:count])
 
 
 class _Run:

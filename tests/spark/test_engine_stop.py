@@ -7,7 +7,7 @@ import pytest
 from deltalake import write_deltalake
 
 from dtcli import api
-from dtcli.engine.executor import execute_plan
+from dtcli.engine.executor import execute_plan, side_sessions
 from dtcli.events import RefreshFinished, to_wire
 from dtcli.state.delta_log import table_info
 from tests.helpers import write_project
@@ -57,3 +57,26 @@ def test_refreshes_run_side_by_side_and_a_stop_lets_the_running_ones_commit(tmp_
     # both started before either finished: they ran side by side
     first_finish = next(i for i, (kind, _) in enumerate(kinds) if kind == "finished")
     assert {("start", "a"), ("start", "c")} <= set(kinds[:first_finish]), kinds
+
+
+
+def test_refreshes_side_by_side_reuse_the_applications_sessions(tmp_path, spark, monkeypatch):
+    """Each run of a long-lived application (a --watch engine, a run of many DTs) hands its
+    parallel refreshes the same few sessions: sessions made per refresh stay reachable in the
+    driver's heap after their refresh."""
+    root = write_project(tmp_path, {f"t{k}": f"SELECT id + {k} AS id FROM src" for k in range(4)},
+                         config="sources:\n  src: {path: data/src}\n")
+    write_deltalake(str(root / "data" / "src"), pa.table({"id": [1, 2]}),
+                    configuration={"delta.enableChangeDataFeed": "true"})
+    monkeypatch.delattr(spark, "_dt_side_sessions", raising=False)
+    made = []
+    real = spark.newSession
+    monkeypatch.setattr(spark, "newSession", lambda: made.append(real()) or made[-1], raising=False)
+    for rows in ([3], [4]):
+        plan = api.plan_run(api.check(root))
+        plan.threads = 2
+        records = execute_plan(spark, plan, lambda e: None)
+        assert [r.state for r in records] == ["SUCCEEDED"] * 4
+        write_deltalake(str(root / "data" / "src"), pa.table({"id": rows}), mode="append")
+    assert len(made) == 2, f"{len(made)} sessions made for 8 refreshes run two at a time"
+    assert side_sessions(spark, 2) == made                 # the next run gets the same two
