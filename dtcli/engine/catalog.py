@@ -10,17 +10,14 @@ same name somewhere else is somebody else's, and is left alone with an error.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from dtcli.engine.changes import quote
 from dtcli.engine.commit import set_comment
-from dtcli.events import CatalogChanged, NameResolved, RunEvent
+from dtcli.events import CatalogChanged, Events, NameResolved
 from dtcli.model import SUCCEEDED, Plan, RefreshRecord
 from dtcli.state import catalog as state
 from dtcli.state import source_names as names_state
-
-Emit = Callable[[RunEvent], None]
 
 
 def sql_name(qualified: str) -> str:
@@ -122,7 +119,7 @@ def unreachable(spark) -> str | None:
     return None
 
 
-def publish(spark, plan: Plan, records: list[RefreshRecord], emit: Emit = lambda e: None) -> list[state.Event]:
+def publish(spark, plan: Plan, records: list[RefreshRecord], emit: Events = lambda e: None) -> list[state.Event]:
     """The plan's catalog work, after its refreshes: register the DTs (not one whose refresh
     failed in this run: its table may not exist; the next run registers it), remove dropped
     ones. Each outcome is recorded and announced; failures are messages, never exceptions."""
@@ -160,7 +157,7 @@ def _attempt(spark, item: dict[str, Any], done: str, conf: dict[str, str]) -> st
     return state.Event(name, done, qualified, path)
 
 
-def resolve_names(spark, plan: Plan, emit: Emit = lambda e: None,
+def resolve_names(spark, plan: Plan, emit: Events = lambda e: None,
                   unavailable: str | None = None) -> list[names_state.Resolution]:
     """Where the sources the plan names by table live: each name's location and Delta table id
     from the metastore, recorded for JVM-free planning and announced. A name that does not

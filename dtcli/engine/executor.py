@@ -30,8 +30,6 @@ from dtcli.model import (
 )
 from dtcli.state import history
 
-Emit = Callable[[events.RunEvent], None]
-
 
 def now_iso() -> str:
     return datetime.now(timezone.utc).isoformat()
@@ -113,7 +111,7 @@ def _align_deletion_vectors(spark, step: RefreshStep, result: RefreshResult) -> 
         result.message = "; ".join(filter(None, [result.message, note]))
 
 
-def execute_plan(spark, plan: Plan, emit: Emit = lambda event: None,
+def execute_plan(spark, plan: Plan, emit: events.Events = lambda event: None,
                  write_history: bool = True,
                  should_stop: Callable[[], bool | str] = lambda: False,
                  before_write: Callable[[], object] = lambda: None) -> list[RefreshRecord]:
@@ -200,7 +198,7 @@ def side_sessions(spark, count: int) -> list:
 class _Run:
     """What the steps of one plan share: the versions the run committed, the failures."""
 
-    def __init__(self, spark, plan: Plan, emit: Emit):
+    def __init__(self, spark, plan: Plan, emit: events.Events):
         from threading import Lock
 
         self.plan, self.emit = plan, emit

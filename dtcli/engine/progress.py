@@ -12,11 +12,8 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
 
-from dtcli.events import PlanStarted, RefreshFinished, RefreshProgress, RefreshStarted, RunEvent
-
-Emit = Callable[[RunEvent], None]
+from dtcli.events import Events, PlanStarted, RefreshFinished, RefreshProgress, RefreshStarted, RunEvent
 
 POLL_SECONDS = 0.5        # how often the status tracker is read
 HEARTBEAT_SECONDS = 5.0   # an event at least this often while a refresh runs, changed or not
@@ -30,7 +27,7 @@ class SparkProgress:
     """Wraps the driver's `emit`: forwards every event and, while refreshes run, adds a
     `RefreshProgress` for each when its numbers change (and a heartbeat otherwise)."""
 
-    def __init__(self, spark, emit: Emit, *, poll: float = POLL_SECONDS,
+    def __init__(self, spark, emit: Events, *, poll: float = POLL_SECONDS,
                  heartbeat: float = HEARTBEAT_SECONDS):
         self._tracker = spark.sparkContext.statusTracker()
         self._emit, self._poll, self._heartbeat = emit, poll, heartbeat

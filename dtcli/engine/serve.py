@@ -23,7 +23,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from dtcli.engine.protocol import IDLE_EXIT, OWNER_GONE, STOP_FILE, TOKEN_ENV
-from dtcli.events import Exited, RunEvent
+from dtcli.events import Events, Exited
 
 
 def connect(address: str):
@@ -60,7 +60,7 @@ class PlanInbox:
             return None
 
 
-def serve(inbox: PlanInbox, idle_timeout: float, emit: Callable[[RunEvent], None],
+def serve(inbox: PlanInbox, idle_timeout: float, emit: Events,
           run_plan: Callable[..., int]) -> int:
     """Run plans as they arrive until the owner goes away or none comes for `idle_timeout` s.
     `run_plan(path, should_stop)` executes one plan in the warm session."""

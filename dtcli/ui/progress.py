@@ -15,7 +15,7 @@ STYLE = {"SUCCEEDED": "green", "FAILED": "red", "UPSTREAM_FAILED": "red", "SKIPP
 
 
 def _summary(record: RefreshRecord) -> str:
-    stats = (f"+{record.num_inserted_rows or 0} -{record.num_deleted_rows or 0}"
+    stats = (f"+{record.num_inserted_rows} -{record.num_deleted_rows}"
              if record.refresh_action != "NO_DATA" else "")
     msg = f"  {record.state_message}" if record.state_message else ""
     return f"{record.name}: {record.state} {record.refresh_action} {stats}{msg}".rstrip()
@@ -89,13 +89,13 @@ class RunProgress:
         name = event.name
         if self.progress:
             text = f"  {name}: Spark {spark_text(event)}"
-            total = max(int(event.tasks_total or 0), 1)
+            total = max(event.tasks_total, 1)
             if name not in self.spark_tasks:
                 self.spark_tasks[name] = self.progress.add_task(text, total=total)
             self.progress.update(self.spark_tasks[name], description=text, total=total,
-                                 completed=int(event.tasks_done or 0))
+                                 completed=event.tasks_done)
             return
-        elapsed = float(event.elapsed or 0)
+        elapsed = event.elapsed
         if elapsed - self.printed_at.get(name, 0.0) >= self.plain_every:
             self.printed_at[name] = elapsed
             self.console.print(f"{name}: running, Spark {spark_text(event)}", highlight=False,
