@@ -24,6 +24,16 @@ BASE_CONF = {
     # then spent most of its time in garbage collection. A run reads each DT once or twice and
     # each source many times (those stay in the cache); a table evicted is read from its log again.
     "spark.databricks.delta.delta.log.cacheSize": "64",
+    # Spark runs broadcasts and query stages on pooled threads (up to 128 and 1,024 of them), and
+    # a new pool thread inherits the SparkSession active where it was created, for its lifetime:
+    # often the session Delta clones for a replaceWhere commit, holding the refresh's views and a
+    # table snapshot (about 3 MB). A long application (`--watch`, the fuzzer's Spark replay)
+    # kept one more such session every few refreshes (57 after 200 refreshes, 138 pool threads
+    # alive, heap dump); with 8 threads per pool they are bounded. dt's queries run a few
+    # broadcasts and stages at a time, so 8 costs no concurrency here.
+    "spark.sql.broadcastExchange.maxThreadThreshold": "8",
+    "spark.sql.shuffleExchange.maxThreadThreshold": "8",
+    "spark.sql.resultQueryStage.maxThreadThreshold": "8",
 }
 
 
