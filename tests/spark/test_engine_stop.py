@@ -81,22 +81,3 @@ def test_refreshes_side_by_side_reuse_the_applications_sessions(tmp_path, spark,
     assert len(made) == 2, f"{len(made)} sessions made for 8 refreshes run two at a time"
     assert side_sessions(spark, 2) == made                 # the next run gets the same two
 
-
-def test_spark_pool_threads_stay_few_so_the_sessions_they_inherit_are_bounded(spark):
-    """Each new thread of Spark's broadcast and query-stage pools keeps the session active where
-    it was created (often a session Delta cloned for a commit, with a table snapshot) for its
-    whole life. dt caps those pools (spark_conf.BASE_CONF): twelve queries broadcasting at once
-    leave at most 8 broadcast threads, where Spark's default would start one per query."""
-    from concurrent.futures import ThreadPoolExecutor
-
-    def broadcast_join(k: int) -> int:
-        left = spark.range(50).selectExpr(f"id + {k} AS id")
-        return left.join(spark.range(20).hint("broadcast"), "id").count()
-
-    with ThreadPoolExecutor(12) as pool:
-        assert sorted(pool.map(broadcast_join, range(12))) == sorted(max(0, 20 - k) for k in range(12))
-    threads = spark._jvm.java.lang.Thread.getAllStackTraces().keySet().toArray()
-    names = [t.getName() for t in threads]
-    for prefix in ("broadcast-exchange", "shuffle-exchange", "ResultQueryStageExecution"):
-        alive = [n for n in names if n.startswith(prefix)]
-        assert len(alive) <= 8, f"{len(alive)} {prefix} threads: {alive}"
