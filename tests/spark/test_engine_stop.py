@@ -80,4 +80,3 @@ def test_refreshes_side_by_side_reuse_the_applications_sessions(tmp_path, spark,
         write_deltalake(str(root / "data" / "src"), pa.table({"id": rows}), mode="append")
     assert len(made) == 2, f"{len(made)} sessions made for 8 refreshes run two at a time"
     assert side_sessions(spark, 2) == made                 # the next run gets the same two
-
