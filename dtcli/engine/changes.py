@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from dtcli.engine.checkpoints import release
+from dtcli.engine.materialize import kept
 from dtcli.engine.spark_errors import is_unavailable
 
 WEIGHT = "__dt_w"
@@ -74,13 +75,14 @@ def _expand(df, positive: bool):
 
 
 def read_changes(spark, name: str, path: str, start: int, end: int,
-                 columns: list[str] | None = None) -> ChangeSet:
+                 columns: list[str] | None = None, small: bool = True) -> ChangeSet:
     """Changes committed in versions start+1..end (both pinned), consolidated and cached.
 
     `columns`: the input's columns the DT reads (None: all). Only those are read and compared:
     a column added to the input, or a change to a column the DT does not read, leaves the
     change readable (and a row changed only in such a column cancels out); a change to a
-    column it reads makes the change unavailable (the DT is reinitialized)."""
+    column it reads makes the change unavailable (the DT is reinitialized).
+    `small`: whether the planner expects the change to be small (materialize.kept)."""
     from pyspark.sql import functions as F
 
     try:
@@ -96,13 +98,9 @@ def read_changes(spark, name: str, path: str, start: int, end: int,
         weighted = (feed.select(*[F.col(quote(c)) for c in data], weight.alias(WEIGHT))
                     .groupBy(*[F.col(quote(c)) for c in data])
                     .agg(F.sum(WEIGHT).cast("long").alias(WEIGHT))
-                    .filter(F.col(WEIGHT) != 0)
-                    .localCheckpoint(eager=True))
-        local = weighted.limit(LOCAL_ROWS + 1).collect()
-        if len(local) <= LOCAL_ROWS:
-            rows = len(local)
-        else:
-            local, rows = None, weighted.count()
+                    .filter(F.col(WEIGHT) != 0))
+        weighted, local = kept(weighted, LOCAL_ROWS, small)
+        rows = len(local) if local is not None else weighted.count()
     except ChangesUnavailable:
         raise
     except Exception as exc:

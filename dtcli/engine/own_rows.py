@@ -15,7 +15,8 @@ from functools import reduce
 
 from dtcli.engine import key_predicates as keys_sql
 from dtcli.engine.apply import ROWS_MISSING, Applied, checked, replace
-from dtcli.engine.changes import quote
+from dtcli.engine.changes import LOCAL_ROWS, quote
+from dtcli.engine.materialize import kept
 from dtcli.model import Frontier
 from dtcli.sql.incremental_rewrite.own_rows import (
     COUNT_ALL,
@@ -35,11 +36,16 @@ def _exact_sum_type(data_type) -> bool:
     return type(data_type).__name__ in ("ByteType", "ShortType", "IntegerType", "LongType", "DecimalType")
 
 
-def _key_predicate(df, positions: list[int], columns: list[str], types: list) -> str | None:
-    """The predicate naming the distinct keys of `df` (columns __dt_o<position>), or None when
-    there are too many or they cannot be written as literals."""
+def _key_predicate(df, rows: list | None, positions: list[int], columns: list[str],
+                   types: list) -> str | None:
+    """The predicate naming the distinct keys of `df` (columns __dt_o<position>; `rows`: its
+    rows when collected), or None when there are too many or they cannot be written as
+    literals."""
     names = [output_column(p) for p in positions]
-    found = df.select(*[quote(n) for n in names]).distinct().limit(KEY_LITERALS + 1).collect()
+    if rows is not None:
+        found = list(dict.fromkeys(tuple(r[n] for n in names) for r in rows))
+    else:
+        found = df.select(*[quote(n) for n in names]).distinct().limit(KEY_LITERALS + 1).collect()
     if not found or len(found) > KEY_LITERALS:
         return None
     return keys_sql.match_keys([columns[p] for p in positions], [types[p] for p in positions],
@@ -62,16 +68,17 @@ def _never_null(spark, sql, upkeep: AggregateUpkeep) -> bool:
 
 
 def aggregate(spark, sql, path: str, target, upkeep: AggregateUpkeep, frontier: Frontier,
-              held: list) -> Applied | None:
-    """Each affected group's outputs = its current outputs + the change's sums."""
+              held: list, small: bool = True) -> Applied | None:
+    """Each affected group's outputs = its current outputs + the change's sums (`small`: the
+    change is expected to be small, see materialize.kept)."""
     from pyspark.sql import functions as F
 
     columns, types = target.columns, [f.dataType for f in target.schema.fields]
     if not _never_null(spark, sql, upkeep):
         return None     # a running total is exact only when no summed value is ever NULL
-    deltas = sql(upkeep.deltas.sql(dialect="spark")).localCheckpoint(eager=True)
+    deltas, rows = kept(sql(upkeep.deltas.sql(dialect="spark")), KEY_LITERALS, small)
     held.append(deltas)
-    predicate = _key_predicate(deltas, upkeep.keys, columns, types)
+    predicate = _key_predicate(deltas, rows, upkeep.keys, columns, types)
     if predicate is None:
         return None
     old = target.filter(predicate).select(
@@ -98,18 +105,18 @@ def aggregate(spark, sql, path: str, target, upkeep: AggregateUpkeep, frontier: 
 
 
 def window(spark, sql, path: str, target, upkeep: WindowUpkeep, frontier: Frontier,
-           held: list) -> Applied | None:
+           held: list, small: bool = True) -> Applied | None:
     """Each affected partition's rows = its current rows (window columns dropped) + the change,
-    with the window functions evaluated again."""
+    with the window functions evaluated again (`small`: as for `aggregate`)."""
     from pyspark.sql import functions as F
 
     columns, types = target.columns, [f.dataType for f in target.schema.fields]
     plain = [output_column(k) for k in upkeep.plain]
-    net = (sql(upkeep.change.sql(dialect="spark"))
-           .groupBy(*[F.col(c) for c in plain]).agg(F.sum(WEIGHT).cast("long").alias(WEIGHT))
-           .filter(F.col(WEIGHT) != 0).localCheckpoint(eager=True))
+    net, rows = kept(sql(upkeep.change.sql(dialect="spark"))
+                     .groupBy(*[F.col(c) for c in plain]).agg(F.sum(WEIGHT).cast("long").alias(WEIGHT))
+                     .filter(F.col(WEIGHT) != 0), LOCAL_ROWS, small)
     held.append(net)
-    predicate = _key_predicate(net, upkeep.keys, columns, types)
+    predicate = _key_predicate(net, rows, upkeep.keys, columns, types)
     if predicate is None:
         return None
     old = target.filter(predicate).select(

@@ -24,6 +24,8 @@ from dtcli.engine import key_predicates, own_rows
 from dtcli.engine.changes import WEIGHT, ChangeSet, ChangesUnavailable, quote, read_changes
 from dtcli.engine.checkpoints import release
 from dtcli.engine.context import RefreshContext, RefreshResult
+from dtcli.engine.materialize import kept
+from dtcli.engine.table_state import Prefetch
 from dtcli.model import FULL, INCREMENTAL, REINITIALIZE
 from dtcli.sql.incremental_rewrite import (
     BOTH,
@@ -118,9 +120,11 @@ class _Refresh:
         self.lazy: dict[str, object] = {}        # view name -> function making its DataFrame
 
     def run(self) -> RefreshResult:
+        prefetch = Prefetch(self.spark, self._scanned_later())
         try:
             return self._run()
         finally:
+            prefetch.join()
             for view in self.views:
                 self.spark.catalog.dropTempView(view)
             for df in self.cached:
@@ -156,6 +160,20 @@ class _Refresh:
                 return self._replace(keyed, predicate, columns)
         return self._rows_changed(compiler, query, columns)
 
+    def _small(self) -> bool:
+        """Whether the planner expects this refresh's change to be small (unknown: yes)."""
+        expected = self.step.options.change_rows
+        return expected is None or expected <= applier.LOCAL_ROWS
+
+    def _scanned_later(self) -> list:
+        """The tables whose state the refresh will need after reading its changes: with a
+        join, the inputs at their current versions (each change is joined with the others'
+        rows); always the DT (read by most strategies, and by its commit)."""
+        step = self.step
+        inputs = [(i.path, self.ctx.input_versions[i.name]) for i in step.inputs] \
+            if len(step.inputs) > 1 else []
+        return [*inputs, (step.path, None)]
+
     def _bind(self) -> Bindings:
         """Read each changed input's change; every version and change of every input becomes
         a view, created when a query first reads it (an old version costs Delta a rebuild of
@@ -176,7 +194,7 @@ class _Refresh:
             versions[inp.name] = (int(before), int(now))
             if before < now:
                 cs = read_changes(spark, inp.name, inp.path, int(before), int(now),
-                                  read_columns.get(inp.name))
+                                  read_columns.get(inp.name), small=self._small())
                 self.changes[inp.name] = cs
                 if cs.rows:
                     changed.add(inp.name)
@@ -223,7 +241,7 @@ class _Refresh:
             return None
         apply_ = own_rows.aggregate if isinstance(upkeep, AggregateUpkeep) else own_rows.window
         done = apply_(self.spark, self._sql, self.step.path, target, upkeep, self.ctx.frontier,
-                      self.cached)
+                      self.cached, self._small())
         if done is None:
             return None
         how = OWN_ROWS_AGGREGATE if isinstance(upkeep, AggregateUpkeep) else OWN_ROWS_WINDOW
@@ -250,15 +268,11 @@ class _Refresh:
         union = parts[0] if len(parts) == 1 else parts[0].unionByName(parts[1])
         if self.active:       # frozen rows never change: only the active region's change applies
             union = union.filter(self.active)
-        net = (union.groupBy(*[F.col(quote(c)) for c in columns])
-               .agg(F.sum(WEIGHT).cast("long").alias(WEIGHT))
-               .filter(F.col(WEIGHT) != 0)
-               .localCheckpoint(eager=True))
+        net, local = kept(union.groupBy(*[F.col(quote(c)) for c in columns])
+                          .agg(F.sum(WEIGHT).cast("long").alias(WEIGHT))
+                          .filter(F.col(WEIGHT) != 0), applier.LOCAL_ROWS, self._small())
         self.cached.append(net)
-        local = net.limit(applier.LOCAL_ROWS + 1).collect()
-        if len(local) > applier.LOCAL_ROWS:
-            local = None
-        elif not local:
+        if local is not None and not local:
             return self._nothing()
         applied = applier.apply_row_changes(spark, self.step.path, net, self.ctx.frontier,
                                             local=local, region=self.active,
@@ -317,12 +331,11 @@ class _Refresh:
     def _materialize(self, query: exp.Query) -> KeySet:
         name = f"__dt_k{next(_views)}"
         df = self._sql(f"SELECT DISTINCT * FROM ({query.sql(dialect='spark')}) AS __dt_keys")
-        # a checkpoint cuts the lineage: later queries do not re-analyse the time travel
-        df = df.localCheckpoint(eager=True)
+        # kept (collected or checkpointed): later queries do not re-analyse the time travel
+        df, rows = kept(df, LITERAL_KEYS, self._small())
         self.cached.append(df)
         self._view(name, df)
-        rows = df.limit(LITERAL_KEYS + 1).collect()
-        if len(rows) > LITERAL_KEYS:
+        if rows is None:
             return KeySet(name)
         types = [field.dataType for field in df.schema.fields]
         filters = [_column_filter([r[k] for r in rows], t) for k, t in enumerate(types)]

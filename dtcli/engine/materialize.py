@@ -1,0 +1,45 @@
+"""Computing an intermediate result of a refresh once, in as few Spark jobs as it allows.
+
+A refresh computes small results it reads several times (an input's consolidated change, the
+net change of the DT, the affected groups): their rows are needed on the driver (to name keys
+as literals, to count) and as a DataFrame for the later queries. A checkpoint followed by a
+collect costs a job for each; collecting first and making the DataFrame from the collected rows
+(a local relation, which Spark plans without a job and knows the exact size of) costs one. A
+result larger than the caller's limit is checkpointed instead (computed once more), and its rows
+stay on the executors.
+"""
+
+from __future__ import annotations
+
+
+def kept(df, limit: int, small: bool) -> tuple[object, list | None]:
+    """(DataFrame, rows or None) as `collected` gives them when `df` is expected to be `small`;
+    else `df` checkpointed first (computed once even when large), its rows collected after
+    when there are at most `limit`."""
+    if small:
+        return collected(df, limit)
+    df = checkpointed(df)
+    rows = df.limit(limit + 1).collect()
+    return df, (rows if len(rows) <= limit else None)
+
+
+def collected(df, limit: int) -> tuple[object, list | None]:
+    """(DataFrame, rows): with at most `limit` rows, the rows collected by one job and the
+    DataFrame made from them; with more, `df` checkpointed and None."""
+    from pyspark.sql import DataFrame
+
+    spark = df.sparkSession
+    found = df._jdf.limit(limit + 1).collectAsList()
+    if found.size() > limit:
+        return checkpointed(df), None
+    try:
+        local = DataFrame(spark._jsparkSession.createDataFrame(found, df._jdf.schema()), spark)
+    except Exception:       # a type a local relation cannot hold: checkpointed as before
+        df = checkpointed(df)
+        return df, df.collect()
+    return local, local.collect()      # a local relation's rows are read without a job
+
+
+def checkpointed(df):
+    """`df` computed now and kept on the executors (release it with checkpoints.release)."""
+    return df.localCheckpoint(eager=True)

@@ -1,0 +1,65 @@
+"""Building a table's Delta state on a side thread (engine/table_state.py), as an incremental
+refresh does for the tables it scans after reading its changes."""
+
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.spark
+
+
+def _jobs_in(spark, group: str, action) -> int:
+    spark.sparkContext.setJobGroup(group, group)
+    try:
+        action()
+    finally:
+        spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
+    return len(spark.sparkContext.statusTracker().getJobIdsForGroup(group))
+
+
+def _cold(spark) -> None:
+    spark._jvm.org.apache.spark.sql.delta.DeltaLog.clearCache()
+
+
+def test_prefetched_state_spares_a_later_scan_its_state_jobs(spark, tmp_path):
+    from dtcli.engine.table_state import Prefetch
+
+    path = str(tmp_path / "t")
+    (spark.range(2000).selectExpr("id AS k", "CAST(id % 7 AS STRING) AS s").repartition(4)
+     .write.format("delta").save(path))
+
+    def plan_scan():
+        spark.read.format("delta").load(path).filter("k BETWEEN 10 AND 20") \
+            ._jdf.queryExecution().executedPlan()
+
+    _cold(spark)
+    cold = _jobs_in(spark, "state-cold", plan_scan)
+    _cold(spark)
+    spark.sparkContext.setJobGroup("state-prefetch", "prefetch")
+    try:
+        Prefetch(spark, [(path, None)]).join()
+    finally:
+        spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
+    tracker = spark.sparkContext.statusTracker()
+    # its jobs ran under the job group of the thread that started it (a refresh's progress)
+    assert tracker.getJobIdsForGroup("state-prefetch"), "the prefetch ran no job in the group"
+    warm = _jobs_in(spark, "state-warm", plan_scan)
+    assert warm < cold, f"planning the scan ran {warm} jobs after the prefetch, {cold} without"
+
+
+def test_a_table_that_cannot_be_read_is_left_to_the_refresh(spark, tmp_path):
+    from dtcli.engine.table_state import Prefetch
+
+    Prefetch(spark, [(str(tmp_path / "missing"), None), (str(tmp_path / "missing"), 3)]).join()
+
+
+def test_the_state_is_loaded_at_the_version_asked_for(spark, tmp_path):
+    from dtcli.engine.table_state import load
+
+    path = str(tmp_path / "v")
+    spark.range(10).write.format("delta").save(path)
+    spark.range(10, 20).write.format("delta").mode("append").save(path)
+    load(spark, path, 0)
+    load(spark, path)
+    with pytest.raises(Exception, match="(?i)version"):
+        load(spark, path, 7)
