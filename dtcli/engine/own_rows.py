@@ -76,7 +76,8 @@ def aggregate(spark, sql, path: str, target, upkeep: AggregateUpkeep, frontier: 
     columns, types = target.columns, [f.dataType for f in target.schema.fields]
     if not _never_null(spark, sql, upkeep):
         return None     # a running total is exact only when no summed value is ever NULL
-    deltas, rows = kept(sql(upkeep.deltas.sql(dialect="spark")), KEY_LITERALS, small)
+    # collected up to the change budget (more keys than literals: refused below, computed once)
+    deltas, rows = kept(sql(upkeep.deltas.sql(dialect="spark")), LOCAL_ROWS, small)
     held.append(deltas)
     predicate = _key_predicate(deltas, rows, upkeep.keys, columns, types)
     if predicate is None:

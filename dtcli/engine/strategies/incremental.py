@@ -334,10 +334,10 @@ class _Refresh:
         name = f"__dt_k{next(_views)}"
         df = self._sql(f"SELECT DISTINCT * FROM ({query.sql(dialect='spark')}) AS __dt_keys")
         # kept (collected or checkpointed): later queries do not re-analyse the time travel
-        df, rows = kept(df, LITERAL_KEYS, self._small())
+        df, rows = kept(df, applier.LOCAL_ROWS, self._small())
         self.cached.append(df)
         self._view(name, df)
-        if rows is None:
+        if rows is None or len(rows) > LITERAL_KEYS:
             return KeySet(name)
         types = [field.dataType for field in df.schema.fields]
         filters = [_column_filter([r[k] for r in rows], t) for k, t in enumerate(types)]
