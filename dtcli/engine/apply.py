@@ -30,9 +30,6 @@ OP = "__dt_op"
 DELETE, INSERT = "D", "I"
 # A locator slice is named by at most this many literal values.
 LOCATOR_VALUES = 10_000
-# A net change of at most this many rows is also collected on the driver: what the commit needs
-# to know of it (counts, the locator column and its values) is then read without Spark jobs.
-LOCAL_ROWS = 50_000
 
 
 # How a change was applied (the history's `refresh_strategy`).

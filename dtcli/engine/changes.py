@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from dtcli.engine.checkpoints import release
-from dtcli.engine.materialize import kept
+from dtcli.engine.materialize import LOCAL_ROWS, kept
 from dtcli.engine.spark_errors import is_unavailable
 
 WEIGHT = "__dt_w"
@@ -23,11 +23,6 @@ class ChangesUnavailable(Exception):
 
 def quote(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
-
-
-# A consolidated change of at most this many rows is also kept on the driver: the values of
-# its join columns are then pushed into the scans of the tables it is joined with.
-LOCAL_ROWS = 50_000
 
 
 @dataclass

@@ -11,6 +11,11 @@ stay on the executors.
 
 from __future__ import annotations
 
+# The change budget: a result the planner expects within it (an input's consolidated change, the
+# net change, the affected keys) is collected on the driver, so the values it names are pushed
+# into scans and the commit's counts and locator are read without Spark jobs.
+LOCAL_ROWS = 50_000
+
 
 def kept(df, limit: int, small: bool) -> tuple[object, list | None]:
     """(DataFrame, rows or None) as `collected` gives them when `df` is expected to be `small`;

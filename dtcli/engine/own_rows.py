@@ -15,8 +15,8 @@ from functools import reduce
 
 from dtcli.engine import key_predicates as keys_sql
 from dtcli.engine.apply import ROWS_MISSING, Applied, checked, replace
-from dtcli.engine.changes import LOCAL_ROWS, quote
-from dtcli.engine.materialize import kept
+from dtcli.engine.changes import quote
+from dtcli.engine.materialize import LOCAL_ROWS, kept
 from dtcli.model import Frontier
 from dtcli.sql.incremental_rewrite.own_rows import (
     COUNT_ALL,

@@ -24,7 +24,7 @@ from dtcli.engine import key_predicates, own_rows
 from dtcli.engine.changes import WEIGHT, ChangeSet, ChangesUnavailable, quote, read_changes
 from dtcli.engine.checkpoints import release
 from dtcli.engine.context import RefreshContext, RefreshResult
-from dtcli.engine.materialize import kept
+from dtcli.engine.materialize import LOCAL_ROWS, kept
 from dtcli.engine.table_state import Prefetch
 from dtcli.model import FULL, INCREMENTAL, REINITIALIZE
 from dtcli.sql.incremental_rewrite import (
@@ -163,7 +163,7 @@ class _Refresh:
     def _small(self) -> bool:
         """Whether the planner expects this refresh's change to be small (unknown: yes)."""
         expected = self.step.options.change_rows
-        return expected is None or expected <= applier.LOCAL_ROWS
+        return expected is None or expected <= LOCAL_ROWS
 
     def _scanned_later(self) -> list:
         """The tables whose state a refresh of a join needs after reading its changes: the
@@ -272,7 +272,7 @@ class _Refresh:
             union = union.filter(self.active)
         net, local = kept(union.groupBy(*[F.col(quote(c)) for c in columns])
                           .agg(F.sum(WEIGHT).cast("long").alias(WEIGHT))
-                          .filter(F.col(WEIGHT) != 0), applier.LOCAL_ROWS, self._small())
+                          .filter(F.col(WEIGHT) != 0), LOCAL_ROWS, self._small())
         self.cached.append(net)
         if local is not None and not local:
             return self._nothing()
@@ -334,7 +334,7 @@ class _Refresh:
         name = f"__dt_k{next(_views)}"
         df = self._sql(f"SELECT DISTINCT * FROM ({query.sql(dialect='spark')}) AS __dt_keys")
         # kept (collected or checkpointed): later queries do not re-analyse the time travel
-        df, rows = kept(df, applier.LOCAL_ROWS, self._small())
+        df, rows = kept(df, LOCAL_ROWS, self._small())
         self.cached.append(df)
         self._view(name, df)
         if rows is None or len(rows) > LITERAL_KEYS:
