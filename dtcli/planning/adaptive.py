@@ -12,7 +12,14 @@ reads the change, joins it and applies it in a commit that removes rows), so a c
 Small changes measure only the fixed cost: a history of refreshes of 100 and 1,000 changed rows
 that took the same time fits a line with no cost per row, and extrapolated flat it would
 predict that a change of a million rows is as cheap. So the learned line is trusted up to the
-largest change measured; beyond it, each further row costs at least the default's cost per row.
+largest change measured; beyond it, each further row costs at least the guess's cost per row.
+
+That guess prices a changed row at a hundred input rows of the DT's measured recompute, its
+fixed cost spread over its rows: recomputes that all read the same input size measure only a
+level, and the default's cost per row alone (1 / 2,000,000 s) priced a changed row of a
+1.5 M-row DT at 0.05 ms where it cost 0.6 ms (TPC-H SF1, `order_rank`, 1 % of the orders).
+A small table's recompute is all fixed cost, so that price is capped at the dearest changed row
+measured in that sweep: a few changed rows of a 500-row table must not look like seconds.
 """
 
 from __future__ import annotations
@@ -27,6 +34,9 @@ DEFAULT_SECONDS_PER_ROW = 1 / 2_000_000   # a recompute, per input row, on a sma
 # a changed row costs this many recomputed rows: measured at TPC-H SF1 (benchmarks/adaptive_sweep.py),
 # 85 to 230 for the three DTs once a change reaches 1 % of the orders
 DEFAULT_CHANGE_FACTOR = 100
+# the most a changed row is guessed to cost (seconds): the dearest measured in that sweep was
+# 0.67 ms (order_rank at 1 %, where the change names more keys than the refresh lists)
+MAX_GUESS_PER_CHANGED_ROW = 0.001
 SAMPLES = 8                          # recent refreshes of each kind the model learns from
 # FULL is chosen only when it is expected to save this much: it rewrites every file of the table
 # (another copy kept for time travel) and downstream DTs read the whole rewrite from the change
@@ -83,13 +93,24 @@ def learn(history: list[RefreshRecord]) -> CostModel:
                   and r.input_rows is not None][:SAMPLES]
     default = Line(DEFAULT_FIXED_SECONDS, DEFAULT_SECONDS_PER_ROW)
     full = _fit(recomputes, default) or default
-    guess = Line(full.fixed, full.per_row * DEFAULT_CHANGE_FACTOR)
+    guess = Line(full.fixed, _changed_row_guess(full, [n for n, _ in recomputes]))
     inc = _fit(incremental, guess) or guess
     if incremental:     # measured up to the largest change; no flatter than the guess beyond it
         inc = Line(inc.fixed, inc.per_row, max(n for n, _ in incremental), guess.per_row)
     basis = (f"measured: {len(incremental)} incremental and {len(recomputes)} full refreshes"
              if incremental or recomputes else "no refresh measured yet: default costs")
     return CostModel(inc, full, basis)
+
+
+def _changed_row_guess(full: Line, recompute_sizes: list[int]) -> float:
+    """Seconds per changed row before the DT has measured changes that large: a hundred input
+    rows of its recompute, fixed cost included when a recompute was measured (capped)."""
+    per_input_row = full.per_row
+    sizes = sorted(n for n in recompute_sizes if n > 0)
+    if sizes:
+        n = sizes[len(sizes) // 2]
+        per_input_row = max(per_input_row, min(full.at(n) / n, MAX_GUESS_PER_CHANGED_ROW / DEFAULT_CHANGE_FACTOR))
+    return per_input_row * DEFAULT_CHANGE_FACTOR
 
 
 def _seconds(record: RefreshRecord) -> float:

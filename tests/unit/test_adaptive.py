@@ -84,3 +84,33 @@ def test_full_is_chosen_only_when_it_saves_enough_to_be_worth_rewriting_the_tabl
     full = model.full.at(INPUT)
     just_over = next(n for n in range(7_500, INPUT, 500) if model.incremental.at(n) > full + 0.5)
     assert choose(just_over, history).action == INCREMENTAL       # FULL would save only half a second
+
+
+def _sized(records: list[RefreshRecord], input_rows: int) -> list[RefreshRecord]:
+    for r in records:
+        r.input_rows = input_rows
+    return records
+
+
+def test_a_recompute_measured_at_one_size_prices_a_large_change_from_its_whole_cost():
+    """order_rank at TPC-H SF1 (1.5 M orders): every recompute read the same rows in about 3.2 s,
+    and changes of 200 and 2,000 rows refreshed in about 2.3 s. A change of 20,000 rows then cost
+    13.5 s incrementally against FULL's 3.2 s; priced with the default's cost per input row it
+    looked like 3.2 s and ADAPTIVE chose INCREMENTAL."""
+    orders = 1_500_000
+    history = _sized([record(FULL, 3.3, trigger=CREATION), record(FULL, 3.3, minute=2),
+                      record(INCREMENTAL, 2.1, change=200, minute=1), record(INCREMENTAL, 2.4, change=200, minute=3),
+                      record(FULL, 3.1, minute=4), record(INCREMENTAL, 2.4, change=2_000, minute=5),
+                      record(INCREMENTAL, 2.2, change=2_000, minute=6)], orders)
+    model = adaptive.learn(history)
+    big = adaptive.estimate(20_000, orders, model)
+    assert big.action == FULL, big.reason
+    assert adaptive.estimate(2_000, orders, model).action == INCREMENTAL
+
+
+def test_a_small_tables_fixed_cost_does_not_price_its_changed_rows_as_seconds():
+    """A 500-row DT recomputes in 3 s, all of it fixed cost: twenty changed rows are still applied."""
+    history = _sized([record(FULL, 3.0, trigger=CREATION)], 500)
+    model = adaptive.learn(history)
+    assert adaptive.estimate(20, 500, model).action == INCREMENTAL
+    assert adaptive.estimate(20, 500, model).incremental_seconds < model.full.at(500) + 0.1
