@@ -147,6 +147,7 @@ class Project:
     catalog: CatalogSpec | None = None   # `catalog:`: DTs are also tables in a metastore
     version: str | None = None    # the project's own `version:` (shown in run_results and docs)
     spark_jit: str = "auto"       # `spark.jit`: how a run's JVM compiles (engine/spark_conf.py)
+    spark_class_archive: str = "auto"   # `spark.class_archive` (engine/class_archive.py)
 
     def qualified_name(self, name: str) -> str | None:
         """`schema.name` (or `catalog.schema.name`) of a DT, with `catalog:` set."""

@@ -15,8 +15,8 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from dtcli.engine import class_archive, secret_conf
 from dtcli.engine import jars as jarlib
-from dtcli.engine import secret_conf
 from dtcli.engine.owner_watch import Heartbeat
 from dtcli.engine.protocol import EVENT_PREFIX, STOP_FILE
 from dtcli.engine.spark_conf import catalog_conf, jit_options, session_conf
@@ -57,16 +57,20 @@ def spark_home() -> Path:
 
 
 def submit_command(project: Project, plan_path: Path | None, *driver_args: str,
-                   actions: list[str] | None = None) -> list[str]:
+                   actions: list[str] | None = None,
+                   archive: class_archive.ClassArchive | None = None) -> list[str]:
     """spark-submit running driver.py on one plan (with `plan_path` None: the warm application's
     `driver_args`), followed by the owner options (`owner_args`); `actions`: the plan's refresh
-    actions, which choose how the JVM compiles (`spark.jit`)."""
+    actions, which choose how the JVM compiles (`spark.jit`); `archive`: the driver's class
+    archive to map or write (`class_archive_of`)."""
     submit = spark_home() / "bin" / "spark-submit"
     if not submit.exists():
         raise ConfigError(f"spark-submit not found at {submit}", hint="set SPARK_HOME or reinstall pyspark")
-    conf = session_conf({**project.spark_conf, **catalog_conf(project)},
-                        jarlib.resolve(project.jars, s3=uses_s3a(project)))
+    conf = _conf(project)
     conf.update(jit_options(project.spark_jit, project.spark_master, conf, actions))
+    if archive is not None:
+        java = conf.get("spark.driver.extraJavaOptions", "")
+        conf["spark.driver.extraJavaOptions"] = f"{java} {archive.java_options}".strip()
     cmd = [str(submit), "--master", project.spark_master, "--name", f"dt:{project.name}"]
     # secrets go in a private properties file: a command line is visible to every user (ps)
     cmd += secret_conf.properties_args(conf)
@@ -74,6 +78,19 @@ def submit_command(project: Project, plan_path: Path | None, *driver_args: str,
         cmd += ["--conf", f"{key}={value}"]
     driver = Path(__file__).with_name("driver.py")
     return cmd + [str(driver), *([str(plan_path)] if plan_path is not None else []), *driver_args]
+
+
+def _conf(project: Project) -> dict[str, str]:
+    return session_conf({**project.spark_conf, **catalog_conf(project)},
+                        jarlib.resolve(project.jars, s3=uses_s3a(project)))
+
+
+def class_archive_of(project: Project, write: bool = True) -> class_archive.ClassArchive | None:
+    """The driver's class archive (`spark.class_archive`): the one to map, or (`write`) the one
+    this run writes at exit when there is none yet."""
+    conf = _conf(project)
+    return class_archive.for_driver(project.spark_class_archive, conf, spark_home(),
+                                    [j for j in conf.get("spark.jars", "").split(",") if j], write=write)
 
 
 def submit_env() -> dict[str, str]:
@@ -140,8 +157,9 @@ def launch(project: Project, plan: Plan, on_event: Events) -> LaunchResult:
     with open(log_path, "w", encoding="utf-8") as log, beating:
         # Its own session: a terminal's Ctrl-C reaches dt only, which asks the driver to stop
         # between refreshes; a second Ctrl-C ends the application (commits stay atomic).
+        archive = class_archive_of(project)
         command = submit_command(project, plan_path, *owner_args(project, plan.run_id),
-                                 actions=[step.action for step in plan.steps])
+                                 actions=[step.action for step in plan.steps], archive=archive)
         proc = subprocess.Popen(command,
                                 stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL, text=True,
                                 env=env, cwd=project.root, start_new_session=True,
@@ -164,6 +182,8 @@ def launch(project: Project, plan: Plan, on_event: Events) -> LaunchResult:
                 (run_dir / STOP_FILE).write_text("stop requested\n")
                 on_event(Stopping())
         result.returncode = proc.wait()
+    if archive is not None:
+        archive.settle(result.returncode)
     secret_conf.forget()
     scrub_file(log_path)     # Spark's stderr went straight to the file
     result.interrupted = interrupted    # reported by the caller, with what did and did not run

@@ -20,9 +20,11 @@ TARGET_KEYS = {"warehouse", "spark", "dialect", "vars", "defaults", "threads", "
 # on a commit or plans its queries, another computes.
 DEFAULT_THREADS = 4
 SOURCE_KEYS = {"path", "table", "primary_key", "rely", "description", "columns"}
-SPARK_KEYS = {"master", "conf", "jars", "jit"}
+SPARK_KEYS = {"master", "conf", "jars", "jit", "class_archive"}
 # How the JVM of a run compiles (see dtcli/engine/spark_conf.py:jit_options).
 JIT_MODES = ("auto", "quick", "peak")
+# Whether the driver JVM maps a class-data-sharing archive (dtcli/engine/class_archive.py).
+CLASS_ARCHIVE_MODES = ("auto", "off")
 CATALOG_KEYS = {"schema", "name"}
 # A schema or catalog name dt writes into SQL unquoted: a plain identifier, as every metastore
 # (Hive, Glue, Unity Catalog) accepts it.
@@ -49,6 +51,7 @@ class Settings:
     catalog: CatalogSpec | None = None
     version: str | None = None            # the project's own version (`version:`), as in dbt
     spark_jit: str = "auto"               # `spark.jit`: auto | quick | peak
+    spark_class_archive: str = "auto"     # `spark.class_archive`: auto | off
 
 
 def _check_keys(mapping: LineDict, allowed: set[str], file: Path, what: str) -> None:
@@ -89,7 +92,9 @@ def load_settings(root: Path, target: str | None = None) -> Settings:
     master = spark.get("master", "local[*]")
     conf = dict(expect_mapping(spark.get("conf"), file, "spark.conf", spark.line_of("conf")))
     jars = spark.get("jars") or []
-    jit = _jit(spark, file)
+    jit = _choice(spark, "jit", JIT_MODES, file, "auto (the default) picks per run")
+    class_archive = _choice(spark, "class_archive", CLASS_ARCHIVE_MODES, file,
+                            "auto (the default) keeps one per Java and jar set; off starts without")
     threads = _threads(raw.get("threads", DEFAULT_THREADS), file, raw.line_of("threads"))
     catalog = _catalog(raw, file)
 
@@ -111,7 +116,9 @@ def load_settings(root: Path, target: str | None = None) -> Settings:
         conf.update(tspark.get("conf") or {})
         jars = tspark.get("jars", jars)
         if "jit" in tspark:
-            jit = _jit(tspark, file)
+            jit = _choice(tspark, "jit", JIT_MODES, file, "auto (the default) picks per run")
+        if "class_archive" in tspark:
+            class_archive = _choice(tspark, "class_archive", CLASS_ARCHIVE_MODES, file, "auto or off")
         if "threads" in over:
             threads = _threads(over["threads"], file, over.line_of("threads"))
         if "catalog" in over:       # a target publishes elsewhere (or, with `catalog: null`, not at all)
@@ -136,15 +143,16 @@ def load_settings(root: Path, target: str | None = None) -> Settings:
                     jars=tuple(_resolve_path(root, j) for j in jars), defaults=defaults,
                     sources=sources, vars=variables, target=target, folders=folders, threads=threads,
                     catalog=catalog, version=None if raw.get("version") is None else str(raw["version"]),
-                    spark_jit=jit)
+                    spark_jit=jit, spark_class_archive=class_archive)
 
 
-def _jit(spark: LineDict, file: Path) -> str:
-    value = str(spark.get("jit", "auto")).lower()
-    if value not in JIT_MODES:
-        raise ConfigError(f"spark.jit must be one of {', '.join(JIT_MODES)}, not {spark.get('jit')!r}",
-                          file=file, line=spark.line_of("jit"),
-                          hint=suggest(value, JIT_MODES) or "auto (the default) picks per run")
+def _choice(spark: LineDict, key: str, modes: tuple[str, ...], file: Path, hint: str) -> str:
+    """`spark.<key>`: one of `modes` (the first is the default)."""
+    raw = spark.get(key, modes[0])
+    value = ("off" if raw is False else str(raw)).lower()     # YAML reads a bare `off` as false
+    if value not in modes:
+        raise ConfigError(f"spark.{key} must be one of {', '.join(modes)}, not {raw!r}",
+                          file=file, line=spark.line_of(key), hint=suggest(value, modes) or hint)
     return value
 
 
