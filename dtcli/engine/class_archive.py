@@ -29,6 +29,7 @@ STALE_SECONDS = 3600    # an unfinished archive older than this belongs to a run
 # the driver's stdout, dt's event channel; they change nothing about the run
 QUIET = "-Xlog:cds=off -Xlog:cds+dynamic=off"
 _OWN_FLAGS = ("SharedArchiveFile", "ArchiveClassesAtExit", "-Xshare")
+DYNAMIC_MAGIC = bytes.fromhex("a8ab0bf0")     # 0xf00baba8, the first word of Java 17's dynamic archive
 
 
 @dataclass(frozen=True)
@@ -38,12 +39,13 @@ class ClassArchive:
     path: Path
 
     def settle(self, returncode: int) -> None:
-        """After the application exited: keep the archive it wrote (whole, only after a clean
-        exit), drop it otherwise."""
+        """After the application exited: keep the archive it wrote if the JVM ended by itself
+        (a run whose refresh failed, exit code 1, still wrote all of it), drop it if the JVM
+        was killed (a negative code: the signal) or wrote no archive."""
         if self.writing is None:
             return
         try:
-            if returncode == 0 and self.writing.is_file() and self.writing.stat().st_size > 0:
+            if returncode >= 0 and is_archive(self.writing):
                 os.replace(self.writing, self.path)
                 _prune(self.path.parent)
             else:
@@ -77,6 +79,15 @@ def for_driver(mode: str, conf: dict[str, str], spark_home: Path, jars: list[str
     _clear_unfinished(folder)
     writing = folder / f"{path.stem}.{os.getpid()}-{time.monotonic_ns()}.writing"
     return ClassArchive(f"-XX:ArchiveClassesAtExit={writing} {QUIET}", writing, path)
+
+
+def is_archive(path: Path) -> bool:
+    """Starts as a dynamic CDS archive does (its magic number, little-endian)."""
+    try:
+        with open(path, "rb") as f:
+            return f.read(4) == DYNAMIC_MAGIC
+    except OSError:
+        return False
 
 
 def cache_dir() -> Path:

@@ -14,6 +14,8 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
+from dtcli.engine import class_archive
+from dtcli.engine.launcher import class_archive_of
 from dtcli.project import load_project
 from dtcli.state import history
 from dtcli.state.delta_log import table_info
@@ -97,6 +99,10 @@ def test_create_no_data_without_java_then_a_jvm_kill_loses_nothing(tmp_path, spa
     assert {r["name"]: (r["state"], r["refresh_trigger"]) for r in results["results"]} == \
         dict.fromkeys([*TABLES, "paid_audit"], ("SUCCEEDED", "CREATION"))
     assert all(r["query_id"].endswith("/" + results["run_id"]) for r in results["results"])
+    # the driver JVM's class archive for this Java and these jars is there after a run that
+    # ended (this run wrote it, or an earlier one did: `spark.class_archive: auto`)
+    archive = class_archive_of(project, write=False)
+    assert archive is not None and class_archive.is_archive(archive.path)
 
     # 2. --all: every DT is due now (ignoring lag), so each must be decided NO_DATA from the logs
     started = time.monotonic()

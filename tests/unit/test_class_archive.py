@@ -9,6 +9,7 @@ from dtcli.errors import ConfigError
 from dtcli.project.loader import load_project
 
 JAVA = "spark.driver.extraJavaOptions"
+ARCHIVE = class_archive.DYNAMIC_MAGIC + b"classes"
 
 
 @pytest.fixture
@@ -33,24 +34,37 @@ def test_the_first_run_writes_the_archive_and_later_runs_map_it(machine):
     assert first.writing is not None and not first.path.exists()
     assert first.java_options.startswith(f"-XX:ArchiveClassesAtExit={first.writing} ")
     assert first.path.parent == machine / "cache" / "class-archives"
-    first.writing.write_bytes(b"classes")          # what the JVM writes as it exits
+    first.writing.write_bytes(ARCHIVE)              # what the JVM writes as it exits
     first.settle(0)
-    assert first.path.read_bytes() == b"classes" and not first.writing.exists()
+    assert first.path.read_bytes() == ARCHIVE and not first.writing.exists()
     later = _archive(machine)
     assert later.writing is None and later.path == first.path
     assert later.java_options.startswith(f"-XX:SharedArchiveFile={first.path} ")
     assert "-Xlog:cds=off" in later.java_options      # its messages would go to dt's event channel
 
 
-def test_a_run_that_fails_or_is_killed_leaves_no_archive(machine):
-    failed = _archive(machine)
-    failed.writing.write_bytes(b"half")
-    failed.settle(1)
-    assert not failed.path.exists() and not failed.writing.exists()
+def test_a_killed_jvm_or_a_file_that_is_no_archive_is_not_kept(machine):
     killed = _archive(machine)
-    killed.settle(0)                                 # nothing written (killed before exit)
-    assert not killed.path.exists()
+    killed.writing.write_bytes(ARCHIVE[:4])
+    killed.settle(-9)                                # SIGKILL, perhaps while it was writing
+    assert not killed.path.exists() and not killed.writing.exists()
+    nothing = _archive(machine)
+    nothing.settle(0)
+    assert not nothing.path.exists()
+    garbage = _archive(machine)
+    garbage.writing.write_bytes(b"not an archive")
+    garbage.settle(0)
+    assert not garbage.path.exists() and not garbage.writing.exists()
     assert _archive(machine, write=False) is None    # the warm application only maps one
+
+
+def test_a_run_whose_refresh_failed_keeps_its_archive(machine):
+    """The driver exits 1 when a refresh failed; the JVM still wrote all of its archive, and a
+    project with a failing DT must not pay for writing it on every run."""
+    failed = _archive(machine)
+    failed.writing.write_bytes(ARCHIVE)
+    failed.settle(1)
+    assert failed.path.read_bytes() == ARCHIVE
 
 
 def test_another_jar_set_has_its_own_archive(machine):
@@ -74,7 +88,7 @@ def test_only_the_newest_archives_are_kept(machine):
         old = folder / f"spark-old{i}.jsa"
         old.write_bytes(b"x")
     run = _archive(machine)
-    run.writing.write_bytes(b"new")
+    run.writing.write_bytes(ARCHIVE)
     run.settle(0)
     assert run.path.exists()
     assert len(list(folder.glob("*.jsa"))) == class_archive.KEEP
