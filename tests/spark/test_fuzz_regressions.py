@@ -61,3 +61,30 @@ def test_a_composite_key_predicate_of_mixed_types_selects_exactly_its_keys(spark
     df = spark.createDataFrame([("y", 3), ("y", 4), ("x", 3), (None, 3), ("w", 5)], "s STRING, g INT")
     predicate = match_keys(["s", "g"], [StringType(), IntegerType()], [("y", 3), ("w", 5)])
     assert sorted(tuple(r) for r in df.filter(predicate).collect()) == [("w", 5), ("y", 3)]
+
+
+def test_a_composite_key_compared_as_text_selects_exactly_its_keys_for_every_type(spark):
+    """A composite key of integers, strings, dates and booleans is compared as one string per
+    row: Spark's text of each column must be the text dt writes for each key, and no two rows may
+    read the same (strings holding the separators, empty strings, characters beyond 16 bits,
+    negative numbers, years before 1000, NULLs)."""
+    from datetime import date
+
+    from dtcli.engine.key_predicates import match_keys
+
+    schema = "s STRING, t STRING, b TINYINT, h SMALLINT, i INT, l BIGINT, d DATE, f BOOLEAN"
+    rows = [("a|b", "c", 1, 1, 1, 1, date(2024, 1, 31), True),      # the same text without the
+            ("a", "b|c", 1, 1, 1, 1, date(2024, 1, 31), True),      # strings' lengths in front
+            ("", "", -128, -32768, -2147483648, -9223372036854775808, date(5, 1, 1), False),
+            ("x'y\\z", "\U0001F600é", 127, 32767, 2147483647, 9223372036854775807, date(9999, 12, 31), True),
+            ("1:", ":1", 0, 0, 0, 0, date(1970, 1, 1), False),
+            (None, "c", 1, 1, 1, 1, date(2024, 1, 31), True),
+            ("a|b", None, 1, 1, 1, 1, date(2024, 1, 31), True)]
+    df = spark.createDataFrame(rows, schema)
+    types = [f.dataType for f in df.schema.fields]
+    columns = df.columns
+    for chosen in ([0], [1], [2, 3, 4], [0, 1, 2, 3, 4]):
+        keys = [rows[n] for n in chosen]
+        predicate = match_keys(columns, types, keys)
+        assert predicate is not None and "named_struct" not in predicate
+        assert sorted(tuple(r) for r in df.filter(predicate).collect()) == sorted(keys), predicate
