@@ -22,7 +22,6 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-MODES = ("auto", "off")
 KEEP = 3                # archives kept (one per Java and jar set: a project with s3a jars has its own)
 STALE_SECONDS = 3600    # an unfinished archive older than this belongs to a run that was killed
 # the JVM's own CDS messages (an archive it cannot use, classes it cannot archive) would go to
@@ -35,7 +34,7 @@ DYNAMIC_MAGIC = bytes.fromhex("a8ab0bf0")     # 0xf00baba8, the first word of Ja
 @dataclass(frozen=True)
 class ClassArchive:
     java_options: str        # for spark.driver.extraJavaOptions
-    writing: Path | None     # the archive this run writes at exit, kept only if the run ends well
+    writing: Path | None     # the archive this run writes at exit (kept unless the JVM is killed)
     path: Path
 
     def settle(self, returncode: int) -> None:
@@ -99,9 +98,9 @@ def cache_dir() -> Path:
 
 def _java() -> Path | None:
     home = os.environ.get("JAVA_HOME")
-    found = Path(home) / "bin" / "java" if home else (Path(shutil.which("java")) if shutil.which("java") else None)
+    found = str(Path(home) / "bin" / "java") if home else shutil.which("java")
     try:
-        return found.resolve(strict=True) if found else None
+        return Path(found).resolve(strict=True) if found else None
     except OSError:
         return None
 

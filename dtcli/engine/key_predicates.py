@@ -197,11 +197,11 @@ _TEXT_TYPES = {"ByteType", "ShortType", "IntegerType", "LongType", "BooleanType"
 def _tuples_as_text(names: list[str], data_types: list, keys: list[tuple]) -> str | None:
     """A composite key compared as one string per row: `concat` of each field's text, strings
     prefixed with their length in characters and fields joined by `|`, so that two different
-    tuples never read the same (a string's length says where it ends). Spark analyses a list of
-    4,000 such strings in a few milliseconds, where the same list of `named_struct` literals took
-    0.58 s, paid again each time the predicate is analysed (a `replaceWhere` does it several
-    times). A NULL field makes the row's text NULL: no key matches it. None: a type not written
-    this way."""
+    tuples never read the same (a string's length says where it ends). Analysing and optimising
+    a filter on 4,000 (BIGINT, INT) keys took 0.13-0.2 s this way and 1.1-3.4 s as a list of
+    `named_struct` literals (one session, a test suite running beside it), paid again each time
+    the predicate is analysed (a `replaceWhere` does it several times). A NULL field makes the
+    row's text NULL: no key matches it. None: a type not written this way."""
     kinds = [_type_name(t) for t in data_types]
     if any(k not in _TEXT_TYPES for k in kinds):
         return None

@@ -58,15 +58,17 @@ def spark_home() -> Path:
 
 def submit_command(project: Project, plan_path: Path | None, *driver_args: str,
                    actions: list[str] | None = None,
-                   archive: class_archive.ClassArchive | None = None) -> list[str]:
+                   archive: class_archive.ClassArchive | None = None,
+                   conf: dict[str, str] | None = None) -> list[str]:
     """spark-submit running driver.py on one plan (with `plan_path` None: the warm application's
     `driver_args`), followed by the owner options (`owner_args`); `actions`: the plan's refresh
     actions, which choose how the JVM compiles (`spark.jit`); `archive`: the driver's class
-    archive to map or write (`class_archive_of`)."""
+    archive to map or write (`class_archive_of`); `conf`: `driver_conf(project)` when the caller
+    has it already."""
     submit = spark_home() / "bin" / "spark-submit"
     if not submit.exists():
         raise ConfigError(f"spark-submit not found at {submit}", hint="set SPARK_HOME or reinstall pyspark")
-    conf = _conf(project)
+    conf = dict(conf) if conf is not None else driver_conf(project)
     conf.update(jit_options(project.spark_jit, project.spark_master, conf, actions))
     if archive is not None:
         java = conf.get("spark.driver.extraJavaOptions", "")
@@ -80,15 +82,17 @@ def submit_command(project: Project, plan_path: Path | None, *driver_args: str,
     return cmd + [str(driver), *([str(plan_path)] if plan_path is not None else []), *driver_args]
 
 
-def _conf(project: Project) -> dict[str, str]:
+def driver_conf(project: Project) -> dict[str, str]:
+    """The application's Spark settings: dt's, the project's, the catalog's, the jars."""
     return session_conf({**project.spark_conf, **catalog_conf(project)},
                         jarlib.resolve(project.jars, s3=uses_s3a(project)))
 
 
-def class_archive_of(project: Project, write: bool = True) -> class_archive.ClassArchive | None:
+def class_archive_of(project: Project, write: bool = True,
+                     conf: dict[str, str] | None = None) -> class_archive.ClassArchive | None:
     """The driver's class archive (`spark.class_archive`): the one to map, or (`write`) the one
     this run writes at exit when there is none yet."""
-    conf = _conf(project)
+    conf = conf if conf is not None else driver_conf(project)
     return class_archive.for_driver(project.spark_class_archive, conf, spark_home(),
                                     [j for j in conf.get("spark.jars", "").split(",") if j], write=write)
 
@@ -157,9 +161,10 @@ def launch(project: Project, plan: Plan, on_event: Events) -> LaunchResult:
     with open(log_path, "w", encoding="utf-8") as log, beating:
         # Its own session: a terminal's Ctrl-C reaches dt only, which asks the driver to stop
         # between refreshes; a second Ctrl-C ends the application (commits stay atomic).
-        archive = class_archive_of(project)
+        conf = driver_conf(project)
+        archive = class_archive_of(project, conf=conf)
         command = submit_command(project, plan_path, *owner_args(project, plan.run_id),
-                                 actions=[step.action for step in plan.steps], archive=archive)
+                                 actions=[step.action for step in plan.steps], archive=archive, conf=conf)
         proc = subprocess.Popen(command,
                                 stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL, text=True,
                                 env=env, cwd=project.root, start_new_session=True,
