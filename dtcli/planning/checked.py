@@ -38,7 +38,8 @@ class Checked:
     snapshot: Snapshot
     lags: LagResolution
     schemas: dict[str, tuple[Column, ...]]     # every input and DT -> its columns
-    qualified: Qualified                       # DT -> its query with every column bound (None: left to Spark)
+    qualified: Qualified                       # DT -> its query with every column bound and rewritten by
+                                               # sql/rules (None: left to Spark)
     analyses: dict[str, QueryAnalysis]
     modes: dict[str, ResolvedMode]
     hashes: dict[str, str] = field(default_factory=dict)   # DT -> definition hash
@@ -160,11 +161,19 @@ class Qualified(Mapping):
     def bound(self, name: str) -> bool:
         return self._resolutions.get(name) is not None
 
+    def rewrites(self, name: str) -> tuple:
+        """What dt's rules (sql/rules) rewrote in the DT's query: explain lists them."""
+        resolved = self._resolutions.get(name)
+        return resolved.rewrites if resolved is not None else ()
+
 
 # The cached steps take the table, not its trees: a cached verdict must not unpickle the trees it
 # was made of (dtcli.lazy), so they are read only inside the step, on a miss.
 def _resolve(table: TableDef, inputs: dict[str, tuple[Column, ...]], dialect: str) -> Resolved | None:
-    return resolve(table.query, inputs, dialect, table.file)
+    """The query qualified against its inputs, then rewritten by dt's rules (sql/rules) into the
+    forms the change compiler refreshes: subqueries as joins, and so on."""
+    resolved = resolve(table.query, inputs, dialect, table.file)
+    return resolved.normalized() if resolved is not None else None
 
 
 def _check_output_names(table: TableDef, columns: tuple[Column, ...], renamed: bool) -> None:
@@ -172,7 +181,9 @@ def _check_output_names(table: TableDef, columns: tuple[Column, ...], renamed: b
 
 
 def _analyze(table: TableDef, resolved: Resolved | None) -> QueryAnalysis:
-    return analyze(table.parsed, resolved.query if resolved else table.query)
+    if resolved is None:
+        return analyze(table.parsed, table.query)
+    return analyze(table.parsed, resolved.query, resolved.rewrites)
 
 
 def _cached_reasons(project: Project, cache: CheckCache, keys: dict[str, str], qualified: Qualified):

@@ -64,6 +64,7 @@ def explain(checked: Checked, name: str, history: list[RefreshRecord] = ()) -> d
         "configured_refresh_mode": table.refresh_mode,
         "columns": [c.to_dict() for c in checked.schemas.get(key, ())],
         "operators": list(analysis.to_dict()["operators"]) + _shape_row(mode),
+        **_rewritten(checked, key),
         "inputs": inputs,
         "target_lag": None if manual else str(lag), "effective_lag": effective,
         "scheduler": scheduler_value(table),
@@ -80,6 +81,17 @@ def explain(checked: Checked, name: str, history: list[RefreshRecord] = ()) -> d
         "ignored_properties": [dict(p) for p in table.ignored],
         "warnings": warnings,
     }
+
+
+def _rewritten(checked: Checked, name: str) -> dict[str, Any]:
+    """The query as dt refreshes it when its rules rewrote constructs of it (subqueries as
+    joins...): the rewritten SQL, and what each rewrite replaced."""
+    rewrites = checked.qualified.rewrites(name)
+    if not rewrites:
+        return {"rewritten_sql": None, "rewrites": []}
+    return {"rewritten_sql": checked.qualified[name].sql(dialect="spark", pretty=True),
+            "rewrites": [{"rule": r.rule, "construct": r.construct, "rewritten_as": r.rewritten_as,
+                          "strategy": r.strategy} for r in rewrites]}
 
 
 def _shape_row(mode) -> list[dict[str, Any]]:

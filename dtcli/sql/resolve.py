@@ -25,6 +25,7 @@ from sqlglot.schema import MappingSchema
 from dtcli.errors import ValidationError, suggest
 from dtcli.lazy import LazyFields
 from dtcli.model import Column
+from dtcli.sql.rules import normalize
 from dtcli.sql.types import from_sqlglot, to_sqlglot
 
 Inputs = dict[str, tuple[Column, ...]]     # logical input name -> its columns
@@ -41,6 +42,14 @@ class Resolved(LazyFields):
     # False when an output is an unaliased expression: Spark names it (`count(1)`) in ways
     # sqlglot does not, so a query reading this one cannot be checked against these names
     names_certain: bool = True
+    # what the rules (dtcli.sql.rules) rewrote in `query`, once `normalized()` ran
+    rewrites: tuple = ()
+
+    def normalized(self) -> Resolved:
+        """This resolution with its query put into the forms the change compiler refreshes
+        (dtcli.sql.rules): the query every later step reads, explain and the compiler alike."""
+        out = normalize(self.query)
+        return Resolved(out.query, self.columns, self.names_certain, out.rewrites)
 
 
 def resolve(query: exp.Query, inputs: Inputs, dialect: str, file: str | None = None) -> Resolved | None:

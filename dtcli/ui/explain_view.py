@@ -26,6 +26,11 @@ def print_explain(data: dict[str, Any]) -> None:
         print_table([{"column": c["name"], "type": c["type"] or "(known when Spark runs)"}
                      for c in data["columns"]], ("column", "type"), title="columns")
     print_table(data["operators"], ("operator", "line", "strategy", "considerations"), title="operators")
+    if data.get("rewritten_sql"):
+        console.print(f"refreshed incrementally as (dt rewrote {len(data['rewrites'])} construct"
+                      f"{'s' if len(data['rewrites']) != 1 else ''}: "
+                      f"{', '.join(r['construct'] for r in data['rewrites'])}):", highlight=False)
+        console.print(data["rewritten_sql"], highlight=False, markup=False)
     print_table(data["inputs"], ("name", "kind", "version", "change_data_feed", "path"), title="inputs")
     if data["custom"]:
         custom = data["custom"]

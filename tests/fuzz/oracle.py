@@ -74,9 +74,10 @@ def judge(sql: str, sources=None) -> tuple[str | None, str | None]:
         parsed = parse_sql(sql, "spark")
         query = the_query(parsed)
         resolved = resolve(query, inputs, "spark")
+        resolved = resolved.normalized() if resolved else None     # as checked.py does
     except Exception as err:      # a generator bug, or a query dt rejects outright
         return None, f"invalid: {str(err).splitlines()[0][:120]}"
-    analysis = analyze(parsed, resolved.query if resolved else query)
+    analysis = analyze(parsed, resolved.query, resolved.rewrites) if resolved else analyze(parsed, query)
     if not analysis.incremental:
         return None, analysis.reason
     delta_sql = resolved.query.sql(dialect="spark") if resolved else sql

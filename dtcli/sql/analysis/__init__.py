@@ -16,13 +16,15 @@ from sqlglot import exp
 from dtcli.sql.analysis.analyzer import Analyzer
 from dtcli.sql.analysis.result import OperatorInfo, QueryAnalysis
 from dtcli.sql.parse import ParsedSQL
+from dtcli.sql.rules import Rewrite
 
 __all__ = ["OperatorInfo", "QueryAnalysis", "analyze"]
 
 
-def analyze(parsed: ParsedSQL, query: exp.Query) -> QueryAnalysis:
+def analyze(parsed: ParsedSQL, query: exp.Query, rewrites: tuple[Rewrite, ...] = ()) -> QueryAnalysis:
     """Analyse a table's query from its one parse; `query` is that parse's query or a rewritten
-    (renamed, qualified) copy of it, whose nodes keep their places in the file."""
-    analyzer = Analyzer(parsed.text, parsed.tokens, query)
+    (renamed, qualified, normalized by sql/rules) copy of it, whose nodes keep their places in
+    the file; `rewrites` are the rules' notes, which label the nodes the rules created."""
+    analyzer = Analyzer(parsed.text, parsed.tokens, query, rewrites)
     analyzer.query(query)
     return analyzer.result()

@@ -29,11 +29,13 @@ from dtcli.sql.analysis.strategies import (
     UNION_ALL,
 )
 from dtcli.sql.incremental_rewrite import Unsupported, shapes
+from dtcli.sql.rules import Rewrite, note_of
 
 
 class Analyzer(AggregateRules):
-    def __init__(self, sql: str, tokens: list[Token], root: exp.Expression):
-        self.sql, self.tokens, self.root = sql, tokens, root
+    def __init__(self, sql: str, tokens: list[Token], root: exp.Expression,
+                 rewrites: tuple[Rewrite, ...] = ()):
+        self.sql, self.tokens, self.root, self.rewrites = sql, tokens, root, rewrites
         self.index = {tok.start: i for i, tok in enumerate(tokens)}
         self.ops: list[OperatorInfo] = []
         self.blockers: list[tuple[int, int, str]] = []
@@ -102,6 +104,25 @@ class Analyzer(AggregateRules):
             self.block(where, f"{what}{at_line(line)} cannot be refreshed incrementally")
         self.ops.append(OperatorInfo(operator, FULL if block else strategy,
                                      tuple(considerations), line, not block))
+
+    def noted(self, node: exp.Expression) -> Rewrite | None:
+        """The rules' note on a node they created (sql/rules), if any."""
+        return note_of(node, self.rewrites)
+
+    def at(self, start: int | None) -> tuple[int | None, int]:
+        """Line and offset of a position in the user's file (a rule's note's `start`)."""
+        if start is None:
+            return None, 0
+        i = self.index.get(start)
+        return (self.tokens[i].line if i is not None else None), start
+
+    def add_rewritten(self, node: exp.Expression, note: Rewrite) -> None:
+        """The row of a construct a rule replaced: labelled as the user wrote it, at its line,
+        with how its replacement refreshes; `node` (what the rule created) is marked, so that
+        a shape refusal of the compiler lands on this row."""
+        self.mark(node)
+        label = note.construct + (f" → {note.rewritten_as}" if note.rewritten_as else "")
+        self.add(label, note.strategy, self.at(note.start), note.considerations)
 
     def block(self, where: tuple[int | None, int], reason: str) -> None:
         self.blockers.append((where[1], len(self.blockers), reason))
@@ -285,6 +306,14 @@ class Analyzer(AggregateRules):
         rel = join.this
         if isinstance(rel, exp.Lateral):
             self.lateral(rel)
+            return
+        note = self.noted(join)
+        if note is not None:          # a join a rule made of a subquery, a set operation...
+            self.add_rewritten(join, note)
+            if isinstance(rel, exp.Subquery):
+                self.query(rel)
+            if join.args.get("on"):
+                self.scan(join.args["on"])
             return
         self.mark(join)
         where = self.pos(join, T.JOIN)
