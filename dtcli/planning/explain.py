@@ -6,6 +6,7 @@ from typing import Any
 
 from dtcli.model import ADAPTIVE, FULL, RefreshRecord
 from dtcli.planning.checked import Checked
+from dtcli.planning.column_lineage import column_lineage
 from dtcli.planning.lag import parse_target_lag
 from dtcli.planning.on_demand import is_on_demand, scheduler_value
 from dtcli.planning.refresh_mode import enable_cdf_sql
@@ -66,6 +67,7 @@ def explain(checked: Checked, name: str, history: list[RefreshRecord] = ()) -> d
         "operators": list(analysis.to_dict()["operators"]) + _shape_row(mode),
         **_rewritten(checked, key),
         "inputs": inputs,
+        "column_lineage": _column_lineage(checked, key),
         "target_lag": None if manual else str(lag), "effective_lag": effective,
         "scheduler": scheduler_value(table),
         "period_seconds": period_seconds(effective) if effective else None,
@@ -92,6 +94,13 @@ def _rewritten(checked: Checked, name: str) -> dict[str, Any]:
     return {"rewritten_sql": checked.qualified[name].sql(dialect="spark", pretty=True),
             "rewrites": [{"rule": r.rule, "construct": r.construct, "rewritten_as": r.rewritten_as,
                           "strategy": r.strategy} for r in rewrites]}
+
+
+def _column_lineage(checked: Checked, name: str) -> dict[str, Any] | None:
+    """Each output column's input columns and how it is made of them, and the columns every row
+    depends on (filters, joins, grouping): what the DT's OpenLineage events carry."""
+    lineage = column_lineage(checked, name)
+    return lineage.to_dict() if lineage is not None else None
 
 
 def _shape_row(mode) -> list[dict[str, Any]]:

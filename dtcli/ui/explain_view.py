@@ -32,6 +32,8 @@ def print_explain(data: dict[str, Any]) -> None:
                       f"{', '.join(r['construct'] for r in data['rewrites'])}):", highlight=False)
         console.print(data["rewritten_sql"], highlight=False, markup=False)
     print_table(data["inputs"], ("name", "kind", "version", "change_data_feed", "path"), title="inputs")
+    if data.get("column_lineage"):
+        print_lineage(data["column_lineage"])
     if data["custom"]:
         custom = data["custom"]
         changes = ", ".join(f"{c['name']} ({c['information']}"
@@ -56,3 +58,27 @@ def print_explain(data: dict[str, Any]) -> None:
     for warning in data["warnings"]:
         console.print(f"[yellow]warning:[/] {warning}", highlight=False)
 
+
+
+def print_lineage(lineage: dict[str, Any]) -> None:
+    """Column lineage: per output column the input columns its value is made of and the ones
+    that decide it otherwise (a window's PARTITION BY, a CASE condition), then the columns that
+    decide which rows there are."""
+    rows = [{"column": c["name"], "made from": _fields(c["inputs"], "DIRECT") or "-",
+             "depends on": _fields(c["inputs"], "INDIRECT") or "-"} for c in lineage["columns"]]
+    print_table(rows, ("column", "made from", "depends on"), title="column lineage")
+    if lineage["dataset"]:
+        console.print(f"every row depends on: {_fields(lineage['dataset'], 'INDIRECT')}", highlight=False)
+
+
+def _fields(inputs: list[dict[str, Any]], kind: str) -> str:
+    """`input.column (how)` for each input field with transformations of `kind`; an identity is
+    shown bare."""
+    out = []
+    for field in inputs:
+        how = [t["subtype"].lower().replace("_", " ") + (", masked" if t["masking"] else "")
+               for t in field["transformations"] if t["type"] == kind]
+        if how:
+            shown = [h for h in how if h != "identity"]
+            out.append(f"{field['input']}.{field['column']}" + (f" ({'; '.join(shown)})" if shown else ""))
+    return ", ".join(out)
