@@ -1,9 +1,10 @@
 """TPC-H source data for the benchmarks, generated with `tpchgen-cli` and loaded as Delta tables.
 
-    .venv/bin/python benchmarks/tpch_data.py --sf 1 3
+    .venv/bin/python benchmarks/tpch_data.py --sf 1 3                  # run.py's three tables
+    .venv/bin/python benchmarks/tpch_data.py --sf 0.01 0.1 --tables all  # all eight
 
-For each scale factor N, `benchmarks/data/sfN/delta/<table>` is a pristine Delta table with the
-change data feed on, written by `deltalake` (no JVM). It is generated once and cached; a
+For each scale factor N (fractional ones too: `sf0.1`), `benchmarks/data/sfN/delta/<table>` is
+a pristine Delta table with the change data feed on, written by `deltalake` (no JVM). It is generated once and cached; a
 `<table>.ok` marker next to it says the load finished. Benchmarks never write to it: they work on
 a copy (see `working_copy`), because they change the sources.
 
@@ -26,7 +27,14 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE / "data"
-TABLES = ("lineitem", "orders", "customer")
+TABLES = ("lineitem", "orders", "customer")     # what run.py's three DTs read (the default)
+# every TPC-H table, as the 22 queries read them (tpch22_project.py)
+ALL_TABLES = ("lineitem", "orders", "customer", "part", "partsupp", "supplier", "nation", "region")
+PRIMARY_KEYS = {
+    "lineitem": ("l_orderkey", "l_linenumber"), "orders": ("o_orderkey",), "customer": ("c_custkey",),
+    "part": ("p_partkey",), "partsupp": ("ps_partkey", "ps_suppkey"), "supplier": ("s_suppkey",),
+    "nation": ("n_nationkey",), "region": ("r_regionkey",),
+}
 TARGET_FILE_BYTES = 32 * 1024 * 1024
 CDF = {"delta.enableChangeDataFeed": "true"}
 
@@ -44,6 +52,12 @@ def tpchgen() -> str:
 
 def sf_dir(sf: int | float) -> Path:
     return DATA / f"sf{sf:g}"
+
+
+def scale(value: str | float) -> int | float:
+    """A scale factor as given on a command line: 1 stays `sf1`, 0.1 is `sf0.1`."""
+    sf = float(value)
+    return int(sf) if sf.is_integer() else sf
 
 
 def delta_path(sf: int | float, table: str) -> Path:
@@ -139,13 +153,14 @@ def working_copy(source: str | Path, target: str | Path) -> None:
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--sf", type=float, nargs="+", default=[1, 3], help="scale factors")
-    parser.add_argument("--tables", nargs="+", default=list(TABLES), choices=TABLES + (
-        "region", "nation", "supplier", "part", "partsupp"))
+    parser.add_argument("--sf", type=scale, nargs="+", default=[1, 3],
+                        help="scale factors (fractional ones too: 0.01, 0.1)")
+    parser.add_argument("--tables", nargs="+", default=list(TABLES), choices=ALL_TABLES + ("all",),
+                        help="tables to generate (`all`: the eight TPC-H tables)")
     args = parser.parse_args(argv)
+    tables = ALL_TABLES if "all" in args.tables else tuple(args.tables)
     for sf in args.sf:
-        sf = int(sf) if float(sf).is_integer() else sf
-        for table, path in ensure(sf, tuple(args.tables)).items():
+        for table, path in ensure(sf, tables).items():
             print(f"sf{sf:g} {table:9} {row_count(sf, table):>12,} rows  {path}")
 
 
