@@ -3,6 +3,7 @@ in-process launcher, and a scheduling simulator driven by an injected clock."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from types import SimpleNamespace
@@ -104,3 +105,52 @@ def frontier_json(project: Project, name: str) -> dict:
 
     found = table_info(project.table_path(name), with_stats=False)
     return found.frontier.to_dict() if found and found.frontier else {}
+
+
+@dataclass
+class WatchLog:
+    passes: list[tuple[float, set[str]]] = field(default_factory=list)  # (offset s, DTs refreshed)
+    lags: dict[str, list[float]] = field(default_factory=dict)   # per DT, its lag just before each commit
+    records: list = field(default_factory=list)                 # every refresh, newest first
+
+    def peak(self, name: str, skip: int = 0) -> float:
+        return max(self.lags[name][skip:])
+
+
+def simulate_watch(project: Project, seconds: float, to_commit, start: datetime = T0) -> WatchLog:
+    """`dt run --watch` over `seconds` on an injected clock, as api/watch.py drives it: each
+    pass refreshes what `scheduler.decide` picks (with the refresh times measured so far) plus
+    the upstream DTs the planner adds; `to_commit(name, refreshed)` says how long each refresh
+    takes from the pass's snapshot to its commit; the next pass starts at `scheduler.next_wake`,
+    or when the pass ends if that is later. Every DT is created at `start`."""
+    from dtcli.model import INCREMENTAL, SCHEDULED, SUCCEEDED, RefreshRecord
+    from dtcli.planning import refresh_times
+
+    checked = checked_at(project, {n: info(project, n) for n in project.tables}, start)
+    graph = checked.graph
+    stamps: dict[str, datetime | None] = {n: start for n in project.tables}
+    timings: dict = {}
+    log = WatchLog()
+    now = start
+    while now < start + timedelta(seconds=seconds):
+        decision = scheduler.decide(checked, stamps, {}, set(project.tables), now=now, timings=timings)
+        refreshed = graph.upstream_closure(decision.refresh)
+        records = []
+        for name in graph.ordered(refreshed):
+            end = now + timedelta(seconds=to_commit(name, refreshed))
+            log.lags.setdefault(name, []).append((end - stamps[name]).total_seconds())
+            records.append(RefreshRecord(name, SUCCEEDED, INCREMENTAL, SCHEDULED, now.isoformat(), now.isoformat(),
+                                         end.isoformat(), "r", target_lag_sec=checked.effective_lags[name],
+                                         completion_target=(stamps[name] + timedelta(
+                                             seconds=checked.effective_lags[name])).isoformat()))
+        if refreshed:
+            log.passes.append(((now - start).total_seconds(), refreshed))
+        log.records = sorted(records, key=lambda r: r.refresh_end_time, reverse=True) + log.records
+        ended = max([now] + [datetime.fromisoformat(r.refresh_end_time) for r in records])
+        for name in refreshed:
+            stamps[name] = now
+        timings = refresh_times.measured(records, timings)
+        wake = scheduler.next_wake(checked, stamps, {}, ended, chosen=scheduler.periods(checked, timings),
+                                   ready=refreshed | set(decision.not_due))
+        now = max(wake, ended)
+    return log

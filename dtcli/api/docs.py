@@ -146,7 +146,11 @@ def _table(checked: Checked, name: str, row: dict[str, Any], explained: dict[str
         "config": dict(table.config) if table else {},
         "lag": {"target_seconds": target, "current_seconds": round(lag, 3) if lag is not None else None,
                 "behind": bool(target and lag is not None and lag > target),
-                "data_timestamp": row.get("data_timestamp")},
+                "data_timestamp": row.get("data_timestamp"),
+                # the last hour's peak and whether it stayed within target (dt show's figures)
+                "peak_seconds": row.get("peak_lag_seconds"), "target_met": row.get("target_lag_met"),
+                "refresh_seconds": row.get("refresh_seconds"),
+                "can_meet_target": row.get("can_meet_target_lag")},
         "status": row,
         "explain": explained,
         "refresh_history": [_history_row(r) for r in records],

@@ -25,8 +25,9 @@ from dtcli.model import (
     RefreshRecord,
     any_failed,
 )
-from dtcli.planning import catalog, completion, on_demand, scheduler, selectors
+from dtcli.planning import catalog, completion, on_demand, refresh_times, scheduler, selectors
 from dtcli.planning.checked import Checked
+from dtcli.planning.critical_path import critical_path_first
 from dtcli.planning.plan import build_plan
 from dtcli.state import catalog as catalog_state
 from dtcli.state import history, reconcile, scheduling
@@ -44,9 +45,16 @@ def plan_run(checked: Checked, names: list[str] | None = None, *, trigger: str =
     selected = selectors.select(checked.project, checked.graph, names)
     on_demand.check_created(checked, selected)
     past = history.read(checked.project.warehouse)
-    plan = build_plan(checked, selected, trigger, full_refresh=full_refresh, history=past)
+    plan = _critical_path_first(build_plan(checked, selected, trigger, full_refresh=full_refresh, history=past),
+                                refresh_times.measured(past))
     stamps = scheduler.data_timestamps(checked.snapshot, past)
     return _plan_catalog(checked, completion.annotate(plan, checked.effective_lags, stamps))
+
+
+def _critical_path_first(plan: Plan, timings: dict[str, refresh_times.Timing]) -> Plan:
+    """The plan's refreshes in the order that starts the longest measured chain first."""
+    plan.steps = critical_path_first(plan.steps, {n: t.work for n, t in timings.items()})
+    return plan
 
 
 @dataclass
@@ -64,9 +72,12 @@ def plan_scheduled(checked: Checked, names: list[str] | None = None, *, all_tabl
     states = scheduling.current(project.warehouse)
     past = history.read(project.warehouse)
     stamps = scheduler.data_timestamps(checked.snapshot, past)
+    timings = refresh_times.measured(past)
     decision = scheduler.decide(checked, stamps, states, candidates,
-                                all_tables=all_tables or full_refresh, asked=names is not None)
-    plan = build_plan(checked, decision.refresh, SCHEDULED, full_refresh=full_refresh, history=past)
+                                all_tables=all_tables or full_refresh, asked=names is not None,
+                                timings=timings)
+    plan = _critical_path_first(build_plan(checked, decision.refresh, SCHEDULED, full_refresh=full_refresh,
+                                           history=past), timings)
     return ScheduledPlan(_plan_catalog(checked, completion.annotate(plan, checked.effective_lags, stamps)),
                          decision)
 
@@ -81,6 +92,8 @@ class RunResult:
     suspended: list[dict[str, Any]] = field(default_factory=list)   # auto-suspensions of this run
     interrupted: bool = False     # stopped by the user (Ctrl-C, SIGTERM) between refreshes
     not_started: str | None = None    # why the Spark application could not start (no refresh ran)
+    # DT -> why it cannot meet its target lag, for the DTs this scheduled run refreshed
+    behind: dict[str, str] = field(default_factory=dict)
 
     @property
     def failed(self) -> bool:
@@ -223,7 +236,24 @@ def run(checked: Checked, names: list[str] | None = None, *, full_refresh: bool 
         on_plan(plan)
         result = execute(checked, plan, on_event, launcher)
     result.decision = decision
+    if decision is not None:
+        result.behind = behind(checked, refresh_times.measured(result.records, decision.timings),
+                               {r.name for r in result.records})
     return result
+
+
+def behind(checked: Checked, timings: dict[str, refresh_times.Timing], names: set[str]) -> dict[str, str]:
+    """The DTs among `names` whose measured refresh time keeps them from their target lag, with
+    why (refresh_times.cannot_meet)."""
+    seconds = refresh_times.to_commit(timings, checked.graph.upstream)
+    out = {}
+    for name in checked.graph.ordered(names & set(checked.project.tables)):
+        if on_demand.is_on_demand(checked.project.tables[name]):
+            continue
+        why = refresh_times.cannot_meet(name, checked.effective_lags.get(name), seconds.get(name))
+        if why:
+            out[name] = why
+    return out
 
 
 def _plan_catalog(checked: Checked, plan: Plan) -> Plan:

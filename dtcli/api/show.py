@@ -7,10 +7,9 @@ from typing import Any
 
 from dtcli.errors import UsageError, suggest
 from dtcli.model import DELETION_VECTORS, Project, RefreshRecord, TableDef
-from dtcli.planning import on_demand, scheduler
+from dtcli.planning import lag_stats, on_demand, refresh_times, scheduler
 from dtcli.planning.checked import Checked
 from dtcli.planning.lag import parse_target_lag
-from dtcli.planning.schedule import period_seconds
 from dtcli.state import history, orphans, reconcile, scheduling
 from dtcli.state.delta_log import TableInfo, table_info
 
@@ -29,7 +28,9 @@ def show_tables(checked: Checked, like: str | None = None, *,
     project, snapshot, now = checked.project, checked.snapshot, checked.now
     if records is None:
         reconcile.settle(project, snapshot.tables)
-        records = history.read(project.warehouse)
+        # the last hour (longer only for a DT with no entry in it): a `--watch` adds thousands
+        # of entries an hour, and the lag figures need just that hour
+        records, _ = history.read_recent(project.warehouse, _created(checked), now)
     rows_history = records
     last = history.latest_per_table(rows_history)
     events = scheduling.read_events(project.warehouse)
@@ -37,6 +38,11 @@ def show_tables(checked: Checked, like: str | None = None, *,
     stamps = scheduler.data_timestamps(snapshot, rows_history)
     stop = scheduler.blocked(checked.graph, states)
     suspended_on = _last_suspended(checked, events, states, stop)
+    timings = refresh_times.measured(rows_history)
+    periods = scheduler.periods(checked, timings)
+    to_commit = refresh_times.to_commit(timings, checked.graph.upstream)
+    lags = lag_stats.lags(rows_history, {n: stamps.get(n) for n in checked.graph.order},
+                          checked.effective_lags, now)
     rows = []
     for name in checked.graph.order:
         if not _like(name, like):
@@ -44,23 +50,28 @@ def show_tables(checked: Checked, like: str | None = None, *,
         table, info = project.tables[name], snapshot.tables.get(name)
         mode, effective = checked.modes[name], checked.effective_lags.get(name)
         due = scheduler.next_due_at(project, name, info is not None, checked.effective_lags, stamps, states,
-                                    stop, now)
+                                    stop, now, periods)
         stamp = stamps.get(name)
         manual = on_demand.is_on_demand(table)
+        behind = None if manual else refresh_times.cannot_meet(name, effective, to_commit.get(name))
         rows.append({
             **_row(project, name, table, info, last.get(name)),
             # an on-demand DT has no target lag (Snowflake shows none with SCHEDULER = DISABLE)
             "target_lag": None if manual else str(parse_target_lag(table.target_lag)),
             "effective_lag_seconds": effective,
-            "period_seconds": period_seconds(effective) if effective else None,
+            "period_seconds": periods.get(name) if effective else None,
             "refresh_mode": mode.mode, "refresh_mode_reason": mode.reason,
             "scheduling_state": scheduling.SUSPENDED if name in stop else scheduling.ACTIVE,
             "scheduling_state_reason": stop.get(name),
             "last_suspended_on": suspended_on.get(name),
             "next_due": due.isoformat() if due else None,
             "data_timestamp": stamp.isoformat() if stamp else None,
+            **lags[name].to_dict(),
+            "refresh_seconds": _round(to_commit.get(name)),
+            "can_meet_target_lag": None if manual or effective is None or name not in to_commit else behind is None,
             "columns": [c.to_dict() for c in checked.schemas.get(name, ())],
-            "warnings": checked.warnings.get(name, []) + ([f"suspended: {stop[name]}"] if name in stop else []),
+            "warnings": checked.warnings.get(name, []) + ([f"suspended: {stop[name]}"] if name in stop else [])
+            + ([behind] if behind else []),
         })
     for name, table in sorted(project.disabled.items()):
         if _like(name, like):
@@ -74,6 +85,15 @@ def show_tables(checked: Checked, like: str | None = None, *,
         if _like(name, like):
             rows.append(_orphan_row(project, name, last.get(name)))
     return rows
+
+
+def _created(checked: Checked) -> list[str]:
+    """The DTs in the warehouse whose newest history entry `show` lists."""
+    return [n for n, info in checked.snapshot.tables.items() if info is not None] + orphans.orphans(checked.project)
+
+
+def _round(value: float | None) -> float | None:
+    return None if value is None else round(value, 1)
 
 
 def _last_suspended(checked: Checked, events, states, stop) -> dict[str, str]:
@@ -92,7 +112,9 @@ def _last_suspended(checked: Checked, events, states, stop) -> dict[str, str]:
 
 _EMPTY = dict.fromkeys(("target_lag", "effective_lag_seconds", "period_seconds", "refresh_mode",
                         "refresh_mode_reason", "scheduling_state", "scheduling_state_reason",
-                        "last_suspended_on", "next_due", "data_timestamp"))
+                        "last_suspended_on", "next_due", "data_timestamp", "lag_seconds", "peak_lag_seconds",
+                        "peak_lag_at", "target_lag_met", "refreshes_last_hour", "refresh_seconds",
+                        "can_meet_target_lag"))
 
 
 def _row(project: Project, name: str, table: TableDef | None, info: TableInfo | None,

@@ -20,7 +20,7 @@ from typing import Any
 from dtcli.api.runs import RunResult, run
 from dtcli.events import Events
 from dtcli.model import SUCCEEDED
-from dtcli.planning import scheduler
+from dtcli.planning import refresh_times, scheduler
 from dtcli.planning.checked import Checked
 from dtcli.planning.schedule import Clock
 from dtcli.state import scheduling
@@ -30,16 +30,21 @@ OnPass = Callable[[int, RunResult, "datetime | None"], None]
 
 def next_wake(checked: Checked, result: RunResult, now: datetime) -> datetime | None:
     """When the next pass should run (None: no DT is scheduled at all), from the pass's own
-    snapshot and the data timestamps its refreshes just committed."""
-    decided = result.decision.stamps if result.decision else {}
+    snapshot, the data timestamps its refreshes just committed and the refresh times they
+    measured: a DT whose period ran out while the pass ran, or that was not due when it began,
+    is refreshed at once by the next pass."""
+    decision = result.decision
+    decided = decision.stamps if decision else {}
     stamps = {**scheduler.data_timestamps(checked.snapshot, []), **decided}
     created = set()
     for record in result.records:
         if record.state == SUCCEEDED and record.data_timestamp:
             stamps[record.name] = scheduler.parse_ts(record.data_timestamp)
             created.add(record.name)
+    timings = refresh_times.measured(result.records, decision.timings if decision else None)
+    ready = created | set(decision.not_due if decision else ())
     return scheduler.next_wake(checked, stamps, scheduling.current(checked.project.warehouse), now,
-                               created)
+                               created, scheduler.periods(checked, timings), ready)
 
 
 def watch(check: Callable[[datetime], Checked], names: list[str] | None = None, *, clock: Clock,

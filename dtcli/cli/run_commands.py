@@ -76,15 +76,18 @@ def _utcnow():
 
 
 def _report(checked, result, command: str, args: dict, started, fmt: str, *, lines: bool = False,
-            prefix: str = "") -> None:
+            prefix: str = "", warn_about=None) -> None:
     """Write target/run_results.json; print it (--format json) or a one-line summary. With
     JSON on stdout, the summary goes to stderr with the progress. `lines`: one compact JSON
-    document per line (--watch)."""
+    document per line (--watch). A warning for each refreshed DT that cannot meet its target
+    lag (`warn_about`: only these)."""
     from dtcli import api
     from dtcli.ui.output import err_console, print_json
     from dtcli.ui.run_view import print_summary
 
     doc = api.write_run_results(checked, result, command=command, args=args, started_at=started)
+    for name in warn_about if warn_about is not None else result.behind:
+        err_console.print(f"warning: {result.behind[name]}", highlight=False, markup=False, soft_wrap=True)
     if fmt == "json":
         if lines:
             import json
@@ -117,10 +120,17 @@ def _watch(project_dir: Path, target: Optional[str], select: Optional[list[str]]
     out = err_console if fmt == "json" else console
     state = {"started": _utcnow(), "checked": None}
 
+    warned: set[str] = set()
+
     def on_pass(n, result, wake) -> None:
         progress.close()
+        # a DT behind its lag is said once, and again after it caught up and fell behind anew
+        refreshed = {r.name for r in result.records}
+        new = [name for name in result.behind if name not in warned]
+        warned.difference_update(refreshed - set(result.behind))
+        warned.update(new)
         _report(state["checked"], result, "run", {**args, "watch": True}, state["started"], fmt,
-                lines=True, prefix=f"pass {n} at {result.plan.data_timestamp[:19]}: ")
+                lines=True, prefix=f"pass {n} at {result.plan.data_timestamp[:19]}: ", warn_about=new)
         failures.extend(r for r in result.records if r.failed)
         out.print(f"next pass at {wake.isoformat()[:19]}" if wake else "no table is scheduled; stopping",
                   highlight=False)

@@ -16,8 +16,9 @@ def show_dynamic(what: Annotated[str, typer.Argument(metavar="tables", help="The
                  project_dir: ProjectDir = Path("."), target: Target = None,
                  like: Annotated[Optional[str], typer.Option("--like", help="SQL LIKE or glob pattern on the name.")] = None,
                  format: Format = "table", wide: Wide = False, no_cache: NoCache = False) -> None:
-    """One row per dynamic table: state, refresh mode, target lag, freshness, rows, last
-    refresh, next due, scheduler; as many as fit the terminal (--wide: every field).
+    """One row per dynamic table: state, refresh mode, target lag, freshness (the lag now), the
+    peak lag of the last hour ("over" past the target), rows, last refresh, next due, scheduler;
+    as many as fit the terminal (--wide: every field).
 
     Example: dt show dynamic tables --like 'customer%' --format json
     """

@@ -5,12 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from dtcli.model import ADAPTIVE, FULL, RefreshRecord
+from dtcli.planning import refresh_times, scheduler
 from dtcli.planning.checked import Checked
 from dtcli.planning.column_lineage import column_lineage
 from dtcli.planning.lag import parse_target_lag
 from dtcli.planning.on_demand import is_on_demand, scheduler_value
 from dtcli.planning.refresh_mode import enable_cdf_sql
-from dtcli.planning.schedule import period_seconds
 
 
 def explain(checked: Checked, name: str, history: list[RefreshRecord] = ()) -> dict[str, Any]:
@@ -52,6 +52,11 @@ def explain(checked: Checked, name: str, history: list[RefreshRecord] = ()) -> d
         warnings += more
     lag = parse_target_lag(table.target_lag)
     effective = checked.effective_lags.get(key)
+    timings = refresh_times.measured(history)
+    measured = refresh_times.to_commit(timings, graph.upstream).get(key)
+    behind = None if is_on_demand(table) else refresh_times.cannot_meet(key, effective, measured)
+    if behind:
+        warnings.append(behind)
     manual = is_on_demand(table)
     if manual:
         origin = table.config_origin.get("target_lag")
@@ -70,7 +75,8 @@ def explain(checked: Checked, name: str, history: list[RefreshRecord] = ()) -> d
         "column_lineage": _column_lineage(checked, key),
         "target_lag": None if manual else str(lag), "effective_lag": effective,
         "scheduler": scheduler_value(table),
-        "period_seconds": period_seconds(effective) if effective else None,
+        "period_seconds": scheduler.periods(checked, timings).get(key) if effective else None,
+        "refresh_seconds": None if measured is None else round(measured, 1),
         "adaptive": _adaptive(checked, key, history) if mode.mode == ADAPTIVE else None,
         "custom": custom_section,
         "frozen_where": table.config.get("frozen_where"),

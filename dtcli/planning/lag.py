@@ -43,7 +43,8 @@ class TargetLag:
 DOWNSTREAM = TargetLag(None, "downstream")
 
 
-def _display(seconds: int) -> str:
+def lag_text(seconds: int) -> str:
+    """A lag in the biggest unit that divides it: 60 -> '1 minute', 90 -> '90 seconds'."""
     # Normalising from the seconds (not echoing the user's unit) keeps equality meaningful:
     # '60 minutes' and '1 hour' parse to the same TargetLag.
     for unit, size in _DISPLAY_UNITS:
@@ -72,7 +73,7 @@ def parse_target_lag(value: object, *, file=None, line=None) -> TargetLag:
     if seconds < MIN_LAG_SECONDS:
         raise ConfigError(f"target_lag {value!r} is below the minimum of 1 minute",
                           file=file, line=line, hint="use '1 minute' or longer, or 'downstream'")
-    return TargetLag(seconds, _display(seconds))
+    return TargetLag(seconds, lag_text(seconds))
 
 
 @dataclass(frozen=True)

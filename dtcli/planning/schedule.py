@@ -3,6 +3,12 @@
 Periods are 48 s x 2^k and ticks are counted from the Unix epoch, so every tick of a longer
 period is also a tick of every shorter one: when a slow DT refreshes, the faster DTs it reads
 refresh at the same instant and all of them show one consistent snapshot (DESIGN.md section 6).
+
+A DT's lag peaks just before a refresh commits, at its period plus the time that refresh takes
+from its snapshot to its commit. So the period is chosen to leave room for the measured time
+(`lag_period`): the largest aligned period whose sum with it stays within the target lag (less a
+margin of 5 %), down to 6 s (48 s / 8: passes then follow one another). Until a DT has been
+measured, its period is the largest 48 s x 2^k not above the lag, as Snowflake's example has it.
 All datetimes are timezone-aware; naive ones are rejected rather than guessed at.
 """
 
@@ -17,11 +23,36 @@ EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _US = timedelta(microseconds=1)
 
 
+# 48 / 2^3: every tick of 48 s is one of these. A period this short is chosen only for a DT whose
+# refreshes take nearly its whole lag, which cannot meet it anyway (cannot_meet); shorter would
+# only add passes that find no new data (each a check of the project and a history row).
+MIN_PERIOD_SECONDS = 6
+
+
 def period_seconds(effective_lag_seconds: int) -> int:
     """The largest 48 x 2^k (k >= 0) not above the lag; 48 for anything shorter."""
     period = BASE_PERIOD_SECONDS
     while period * 2 <= effective_lag_seconds:
         period *= 2
+    return period
+
+
+# The share of the lag kept free beyond the measured refresh time: refresh times move from pass
+# to pass (load, the size of the change), and a pass starts a moment after its tick.
+LAG_MARGIN = 0.05
+
+
+def lag_period(effective_lag_seconds: int, to_commit: float | None = None) -> int:
+    """The period that keeps the lag under target for a DT whose refreshes take `to_commit`
+    seconds from snapshot to commit: the largest 48 x 2^k (k may be negative, down to
+    MIN_PERIOD_SECONDS) with period + to_commit within the lag less LAG_MARGIN of it, and never
+    longer than `period_seconds` (the period of a DT not measured yet, `to_commit` None)."""
+    period = period_seconds(effective_lag_seconds)
+    if to_commit is None:
+        return period
+    budget = effective_lag_seconds * (1 - LAG_MARGIN)
+    while period > MIN_PERIOD_SECONDS and period + to_commit > budget:
+        period //= 2
     return period
 
 

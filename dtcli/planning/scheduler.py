@@ -3,11 +3,16 @@
 Pure functions over already-read state (snapshot, history, scheduling events), so every
 decision is unit-testable with an injected `now` and needs no JVM. The planner then adds the
 upstream DTs each chosen DT needs and decides each one's refresh action.
+
+Each DT's period leaves room for its measured refresh time (schedule.lag_period over
+refresh_times): `periods` turns the history's timings into one period per scheduled DT, which
+`decide`, `next_due_at` and `next_wake` take (without it, every DT has the period of its lag
+alone).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -16,7 +21,8 @@ from dtcli.model import APPLICATION_NOT_STARTED, FAILED, MANUAL, SUCCEEDED, Fron
 from dtcli.planning import on_demand
 from dtcli.planning.checked import Checked
 from dtcli.planning.graph import Graph
-from dtcli.planning.schedule import is_due, next_due, next_tick, period_seconds
+from dtcli.planning.refresh_times import Timing, to_commit
+from dtcli.planning.schedule import is_due, lag_period, next_due, next_tick, period_seconds
 from dtcli.planning.snapshot import Snapshot
 from dtcli.state.scheduling import SUSPENDED, Event, TableState
 
@@ -61,6 +67,18 @@ def blocked(graph: Graph, states: Mapping[str, TableState]) -> dict[str, str]:
     return out
 
 
+def periods(checked: Checked, timings: Mapping[str, Timing]) -> dict[str, int]:
+    """Each scheduled DT's period: the aligned period of its effective lag, shortened to leave
+    room for the time its refreshes take from snapshot to commit (at least its upstreams')."""
+    seconds = to_commit(timings, checked.graph.upstream)
+    return {name: lag_period(lag, seconds.get(name))
+            for name, lag in checked.effective_lags.items() if lag is not None}
+
+
+def _period(name: str, lag: int, chosen: Mapping[str, int] | None) -> int:
+    return (chosen or {}).get(name) or period_seconds(lag)
+
+
 @dataclass
 class Decision:
     refresh: set[str] = field(default_factory=set)        # handed to the planner as `selected`
@@ -68,18 +86,22 @@ class Decision:
     skipped: dict[str, str] = field(default_factory=dict)  # name -> why it is not refreshed now
     not_due: dict[str, datetime] = field(default_factory=dict)  # name -> when it falls due
     stamps: dict[str, datetime | None] = field(default_factory=dict)  # data timestamps decided on
+    timings: dict[str, Timing] = field(default_factory=dict)    # measured refresh times decided on
+    periods: dict[str, int] = field(default_factory=dict)       # the periods decided with
 
 
 def decide(checked: Checked, stamps: Mapping[str, datetime | None], states: Mapping[str, TableState],
            candidates: set[str], *, all_tables: bool = False, now: datetime | None = None,
-           asked: bool = False) -> Decision:
+           asked: bool = False, timings: Mapping[str, Timing] | None = None) -> Decision:
     """Reconcile (create, reinitialize) and pick the due DTs among `candidates` at `now` (by
     default the moment of the checked snapshot). `asked`: the candidates are a user's
-    selection, so `all_tables` refreshes the on-demand (`scheduler: disable`) DTs among them."""
+    selection, so `all_tables` refreshes the on-demand (`scheduler: disable`) DTs among them.
+    `timings`: the DTs' measured refresh times, which shorten their periods (see `periods`)."""
     project, graph, snapshot = checked.project, checked.graph, checked.snapshot
     now = now or checked.now
     effective = checked.effective_lags
-    out = Decision(stamps=dict(stamps))
+    chosen = periods(checked, timings or {})
+    out = Decision(stamps=dict(stamps), timings=dict(timings or {}), periods=chosen)
     stop = blocked(graph, states)
     manual_only = on_demand.on_demand(project)
     for name in graph.ordered(candidates):
@@ -100,7 +122,7 @@ def decide(checked: Checked, stamps: Mapping[str, datetime | None], states: Mapp
             if registered is None:
                 out.register.append(name)
                 out.skipped[name] = "initialize: on_schedule; created at its first scheduled tick"
-            elif lag is not None and is_due(now, period_seconds(lag), registered):
+            elif lag is not None and is_due(now, _period(name, lag, chosen), registered):
                 out.refresh.add(name)
             else:
                 out.skipped[name] = "initialize: on_schedule; waiting for its first scheduled tick"
@@ -113,10 +135,10 @@ def decide(checked: Checked, stamps: Mapping[str, datetime | None], states: Mapp
             out.refresh.add(name)
         elif lag is None:
             out.skipped[name] = "target_lag downstream and no time-lagged consumer: not scheduled"
-        elif is_due(now, period_seconds(lag), stamps.get(name)):
+        elif is_due(now, _period(name, lag, chosen), stamps.get(name)):
             out.refresh.add(name)
         else:
-            due = next_due(now, period_seconds(lag), stamps.get(name))
+            due = next_due(now, _period(name, lag, chosen), stamps.get(name))
             out.skipped[name] = f"not due until {due.isoformat()}"
             out.not_due[name] = due
     for name, gone in on_demand.missing_upstream(checked, out.refresh).items():
@@ -137,12 +159,13 @@ def _rebuilds(checked: Checked, name: str, frontier: Frontier) -> bool:
 
 def next_due_at(project: Project, name: str, exists: bool, effective: Mapping[str, int | None],
                 stamps: Mapping[str, datetime | None], states: Mapping[str, TableState],
-                stop: Mapping[str, str], now: datetime) -> datetime | None:
-    """When the schedule will next refresh `name` (None: never by schedule)."""
+                stop: Mapping[str, str], now: datetime, chosen: Mapping[str, int] | None = None) -> datetime | None:
+    """When the schedule will next refresh `name` (None: never by schedule); `chosen`: the
+    periods of `periods` (default: each lag's own)."""
     lag = effective.get(name)
     if name in stop or lag is None:
         return None
-    period = period_seconds(lag)
+    period = _period(name, lag, chosen)
     if not exists:
         registered = parse_ts(states.get(name, TableState()).registered_on)
         if project.tables[name].config.get("initialize", "on_create") == "on_create" or registered is None:
@@ -152,18 +175,25 @@ def next_due_at(project: Project, name: str, exists: bool, effective: Mapping[st
 
 
 def next_wake(checked: Checked, stamps: Mapping[str, datetime | None], states: Mapping[str, TableState],
-              now: datetime, created: set[str] = frozenset()) -> datetime | None:
-    """When `--watch` should run its next pass: the earliest next due time, never `now` again
-    (a DT that just failed is still due; it is retried at its next tick, not in a busy loop).
-    `created`: DTs created since the snapshot was taken."""
+              now: datetime, created: set[str] = frozenset(),
+              chosen: Mapping[str, int] | None = None, ready: Collection[str] = frozenset()) -> datetime | None:
+    """When `--watch` should run its next pass: the earliest next due time. `now` again only
+    for a DT in `ready` (one the pass just refreshed, whose period ran out while the pass ran, or
+    one not due when the pass began): passes then follow one another. Any other DT due now (it
+    failed, or cannot run) is retried at the next tick of its lag's own period, not in a busy
+    loop. `created`: DTs created since the snapshot was taken; `chosen`: the periods of `periods`."""
     project, effective = checked.project, checked.effective_lags
     stop = blocked(checked.graph, states)
     wakes = []
     for name in project.tables:
         exists = checked.snapshot.tables.get(name) is not None or name in created
-        due = next_due_at(project, name, exists, effective, stamps, states, stop, now)
-        if due is not None:
-            wakes.append(due if due > now else next_tick(now, period_seconds(effective[name])))
+        due = next_due_at(project, name, exists, effective, stamps, states, stop, now, chosen)
+        if due is None:
+            continue
+        if due > now or name in ready:
+            wakes.append(max(due, now))
+        else:
+            wakes.append(next_tick(now, period_seconds(effective[name])))
     return min(wakes) if wakes else None
 
 

@@ -7,6 +7,8 @@ driver (one append per finished refresh), so one schema and one writer live here
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
+from datetime import datetime, timedelta
 from typing import Any
 
 from dtcli.model import RefreshRecord, join_path
@@ -71,18 +73,39 @@ def _compact_now_and_then(path: str) -> None:
         table.optimize.compact()
 
 
-def read(warehouse: str, name: str | None = None, limit: int | None = None) -> list[RefreshRecord]:
-    """History entries, newest first."""
+def read(warehouse: str, name: str | None = None, limit: int | None = None,
+         since: str | None = None) -> list[RefreshRecord]:
+    """History entries, newest first; `since` (an ISO time): only those that ended then or later,
+    read from the files whose statistics say they hold some."""
     table = open_table(history_path(warehouse))
     if table is None:
         return []
-    rows = read_rows(table)
+    rows = read_rows(table, f"refresh_end_time >= '{since.replace(chr(39), '')}'" if since else None)
     if name:
         rows = [r for r in rows if r["name"] == name]
     rows.sort(key=lambda r: (r["refresh_end_time"] or "", r["refresh_start_time"] or ""), reverse=True)
     if limit is not None:
         rows = rows[:limit]
     return [_record(r) for r in rows]
+
+
+# How far back `read_recent` looks, widening until every DT asked about has an entry.
+RECENT_WINDOWS = (3600, 86400, 7 * 86400)
+
+
+def read_recent(warehouse: str, names: Iterable[str], now: datetime,
+                windows: tuple[int, ...] = RECENT_WINDOWS) -> tuple[list[RefreshRecord], str | None]:
+    """The entries of the last hour, newest first, or of a longer window (a day, a week, then
+    all) when one of `names` has none in it: each DT's newest entry is then among them, without
+    reading a history that a long `--watch` grows by thousands of rows an hour. Returns the
+    entries and the start of the window read (None: the whole history)."""
+    wanted = set(names)
+    for seconds in windows:
+        since = (now - timedelta(seconds=seconds)).isoformat()
+        rows = read(warehouse, since=since)
+        if wanted <= {r.name for r in rows}:
+            return rows, since
+    return read(warehouse), None
 
 
 def _record(row: dict[str, Any]) -> RefreshRecord:

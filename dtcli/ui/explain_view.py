@@ -20,6 +20,8 @@ def print_explain(data: dict[str, Any]) -> None:
     else:
         schedule = (f"target lag {data['target_lag']}, effective lag {data['effective_lag']} s, "
                     f"period {data['period_seconds']} s")
+        if data.get("refresh_seconds") is not None:
+            schedule += f" (refreshes take {data['refresh_seconds']:.0f} s from snapshot to commit)"
     console.print(f"{schedule}; upstream: {', '.join(data['upstream']) or '-'}; "
                   f"downstream: {', '.join(data['downstream']) or '-'}", highlight=False)
     if data["columns"]:

@@ -70,6 +70,23 @@ def _last_style(row: dict[str, Any]) -> str:
     return "" if state == "SUCCEEDED" else STATE_STYLE.get(state, "")
 
 
+def seconds(value: float) -> str:
+    """A lag to the second while it is short enough for seconds to matter: 85 s, 14 min."""
+    return f"{value:.0f} s" if value < 600 else span(value)
+
+
+def peak(row: dict[str, Any]) -> str:
+    """The peak lag of the last hour, and "over" when it passed the target lag."""
+    value = row.get("peak_lag_seconds")
+    if value is None:
+        return "-"
+    return seconds(value) + (" over" if row.get("target_lag_met") is False else "")
+
+
+def _peak_style(row: dict[str, Any]) -> str:
+    return "red" if row.get("target_lag_met") is False else ""
+
+
 def table_columns(now: datetime) -> list[Col]:
     return [
         Col("name", lambda r: r.get("qualified_name") or r["name"], priority=0),
@@ -78,10 +95,11 @@ def table_columns(now: datetime) -> list[Col]:
         Col("mode", lambda r: r.get("refresh_mode") or "", priority=2),
         Col("lag", lambda r: r.get("target_lag") or "-", priority=4),
         Col("fresh", lambda r: ago(r.get("data_timestamp"), now), priority=3),
-        Col("rows", lambda r: count(r.get("rows")), priority=6, align="right"),
-        Col("last refresh", _last, priority=5, style=_last_style),
-        Col("next due", lambda r: until(r.get("next_due"), now), priority=7),
-        Col("scheduler", lambda r: r.get("scheduler") or "", priority=8),
+        Col("peak 1h", peak, priority=5, align="right", style=_peak_style),
+        Col("rows", lambda r: count(r.get("rows")), priority=7, align="right"),
+        Col("last refresh", _last, priority=6, style=_last_style),
+        Col("next due", lambda r: until(r.get("next_due"), now), priority=8),
+        Col("scheduler", lambda r: r.get("scheduler") or "", priority=9),
     ]
 
 

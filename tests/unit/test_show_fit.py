@@ -17,7 +17,7 @@ from tests.sched_helpers import SRC_CONFIG, fake_dt, write_source
 
 LONG = "orders_enriched_with_customer_details_daily"          # 43 characters
 LONGER = "customer_lifetime_value_by_region_and_channel"       # 45 characters
-SHOW_HEADERS = ["name", "state", "mode", "lag", "fresh", "rows", "last refresh", "next due", "scheduler"]
+SHOW_HEADERS = ["name", "state", "mode", "lag", "fresh", "peak 1h", "rows", "last refresh", "next due", "scheduler"]
 HISTORY_HEADERS = ["name", "state", "action", "trigger", "ended", "took", "rows +/-", "message"]
 
 

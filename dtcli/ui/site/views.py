@@ -50,6 +50,7 @@ def index_view(doc: dict[str, Any]) -> dict[str, Any]:
     tables = doc["dynamic_tables"]
     freshness = [{**f, "lag_text": duration(f["current_seconds"]) if f["current_seconds"] is not None
                   else "not created", "target_text": _lag_text(tables[f["name"]]),
+                  "peak_text": duration(f.get("peak_seconds")),
                   "mode": mode_label(tables[f["name"]]["status"].get("refresh_mode")),
                   "last": tables[f["name"]]["status"].get("last_refresh_action")}
                  for f in overview["freshness"]]
@@ -135,6 +136,8 @@ def _state_rows(table: dict[str, Any]) -> list[tuple[str, str]]:
             ("why", status.get("scheduling_state_reason")),
             ("data timestamp", timestamp(status.get("data_timestamp"))),
             ("lag now", duration(table["lag"]["current_seconds"])),
+            ("peak lag, last hour", _peak_text(table["lag"])),
+            ("refresh time", _refresh_time_text(table["lag"])),
             ("next due", timestamp(status.get("next_due"))),
             ("last refresh", " ".join(filter(None, (status.get("last_refresh_action"),
                                                     status.get("last_refresh_state"))))),
@@ -143,6 +146,23 @@ def _state_rows(table: dict[str, Any]) -> list[tuple[str, str]]:
             ("Delta version", status.get("version")), ("created", timestamp(status.get("created_on"))),
             ("path", status.get("path")), ("file", status.get("file"))]
     return [(k, _value(v)) for k, v in rows if _value(v)]
+
+
+def _peak_text(lag: dict[str, Any]) -> str:
+    if lag.get("peak_seconds") is None:
+        return ""
+    verdict = {True: "within the target lag", False: "over the target lag"}.get(lag.get("target_met"))
+    return duration(lag["peak_seconds"]) + (f" ({verdict})" if verdict else "")
+
+
+def _refresh_time_text(lag: dict[str, Any]) -> str:
+    """The measured time from snapshot to commit, and when it is too long for the target lag."""
+    if lag.get("refresh_seconds") is None:
+        return ""
+    text = f"{duration(lag['refresh_seconds'])} from snapshot to commit"
+    if lag.get("can_meet_target") is False:
+        text += " (too long to meet the target lag: lag reaches about twice this)"
+    return text
 
 
 def source_view(doc: dict[str, Any], source: dict[str, Any]) -> dict[str, Any]:

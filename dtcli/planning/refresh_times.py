@@ -1,0 +1,123 @@
+"""How long a DT's refresh takes to land, measured from its refresh history.
+
+A DT's lag (now minus the data timestamp of its content) peaks just before a refresh commits: at
+the time between the two refreshes' snapshots plus the time the second took from its snapshot to
+its commit. That second part — planning, the Spark application, waiting for the upstream
+refreshes of the pass and for a free thread, the refresh itself — is what the scheduler must
+leave room for, so it is measured as a whole: `refresh_end_time - data_timestamp` of each
+refresh that did work (NO_DATA refreshes commit nothing and take no time).
+
+Pure functions over history records: unit-testable, no JVM.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from dtcli.model import NO_DATA, SUCCEEDED, RefreshRecord
+from dtcli.planning.lag import lag_text
+
+SAMPLES = 5     # the newest refreshes per DT the estimate looks at
+
+
+@dataclass(frozen=True)
+class Timing:
+    """The newest refreshes' figures of one DT, newest first (at most SAMPLES of each)."""
+
+    to_commit_samples: tuple[float, ...]   # seconds from a refresh's snapshot to its commit
+    work_samples: tuple[float, ...]        # seconds of the refresh itself, start to end
+
+    @property
+    def to_commit(self) -> float:
+        return estimate(self.to_commit_samples)
+
+    @property
+    def work(self) -> float:
+        return estimate(self.work_samples)
+
+    @property
+    def newest(self) -> float:
+        return self.to_commit_samples[0]
+
+
+def _ts(value) -> datetime | None:
+    if not value:
+        return None
+    try:
+        return value if isinstance(value, datetime) else datetime.fromisoformat(str(value))
+    except ValueError:
+        return None
+
+
+def estimate(samples: Sequence[float]) -> float:
+    """A high but robust figure of recent samples (newest first): the second largest of the
+    last SAMPLES when there are three or more, else the largest. One slow outlier (the pass that
+    started the JVM, a burst of load) is ignored; two in five are taken as how it runs now."""
+    ordered = sorted(samples[:SAMPLES], reverse=True)
+    return ordered[1] if len(ordered) >= 3 else ordered[0]
+
+
+def measured(records: Iterable[RefreshRecord],
+             earlier: Mapping[str, Timing] | None = None) -> dict[str, Timing]:
+    """Per DT, the timing of its newest SUCCEEDED refreshes that did work (`records` newest
+    first, as history.read returns them), followed by the `earlier` timings' samples (a
+    watcher adds the refreshes of the pass it just ran to what it knew before the pass)."""
+    to_commit: dict[str, list[float]] = {}
+    work: dict[str, list[float]] = {}
+    for row in records:
+        if row.state != SUCCEEDED or row.refresh_action == NO_DATA:
+            continue
+        stamp, start, end = _ts(row.data_timestamp), _ts(row.refresh_start_time), _ts(row.refresh_end_time)
+        if stamp is None or start is None or end is None:
+            continue
+        seen = to_commit.setdefault(row.name, [])
+        if len(seen) >= SAMPLES:
+            continue
+        seen.append(max(0.0, (end - stamp).total_seconds()))
+        work.setdefault(row.name, []).append(max(0.0, (end - start).total_seconds()))
+    for name, before in (earlier or {}).items():
+        to_commit.setdefault(name, []).extend(before.to_commit_samples)
+        work.setdefault(name, []).extend(before.work_samples)
+    return {name: Timing(tuple(seen[:SAMPLES]), tuple(work[name][:SAMPLES])) for name, seen in to_commit.items()}
+
+
+def to_commit(timings: Mapping[str, Timing], upstream: Mapping[str, Iterable[str]]) -> dict[str, float]:
+    """Each measured DT's snapshot-to-commit estimate, and for DTs that read measured DTs at
+    least the longest of theirs (a DT commits after the upstream refreshes of its pass; a DT
+    not measured yet inherits its upstreams' figure, or has none)."""
+    out: dict[str, float] = {}
+
+    def of(name: str, seen: frozenset[str] = frozenset()) -> float | None:
+        if name in out:
+            return out[name]
+        ups = [of(u, seen | {name}) for u in upstream.get(name, ()) if u not in seen]
+        figures = [f for f in ups if f is not None]
+        own = timings[name].to_commit if name in timings else None
+        if own is not None:
+            figures.append(own)
+        value = max(figures) if figures else None
+        if value is not None:
+            out[name] = value
+        return value
+
+    for name in list(upstream) + [n for n in timings if n not in upstream]:
+        of(name)
+    return out
+
+
+def cannot_meet(name: str, lag_seconds: int | None, seconds: float | None) -> str | None:
+    """Why `name` cannot keep its lag under target, or None. Refreshes of a DT follow one
+    another (a pass starts when the previous one ended), so even refreshed back to back its lag
+    reaches the time between two snapshots plus the time to commit: about twice the latter."""
+    if lag_seconds is None or seconds is None or 2 * seconds <= lag_seconds:
+        return None
+    return (f"{name} cannot meet its target lag of {lag_text(int(lag_seconds))}: its refreshes take "
+            f"{seconds:.0f} s from snapshot to commit (measured over its recent refreshes), so even "
+            f"refreshed back to back its lag reaches about {2 * seconds:.0f} s; make the refresh "
+            f"cheaper or raise target_lag to at least {lag_text(_minutes_up(2 * seconds))}")
+
+
+def _minutes_up(seconds: float) -> int:
+    return int(-(-seconds // 60) * 60)

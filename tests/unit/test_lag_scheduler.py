@@ -1,0 +1,132 @@
+"""The scheduler aims at the target lag: periods leave room for the measured refresh time,
+passes follow one another when they must, the longest chain starts first, and a DT that cannot
+meet its lag says so. Simulated on an injected clock (no JVM, no wall clock)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+
+from dtcli.model import FULL, INCREMENTAL, NO_DATA, SCHEDULED, SUCCEEDED, RefreshRecord, RefreshStep
+from dtcli.planning import refresh_times, scheduler
+from dtcli.planning.critical_path import critical_path_first
+from dtcli.planning.schedule import lag_period, period_seconds
+from tests.sched_helpers import T0, chain_project, checked_at, info, simulate_watch
+
+
+def _record(name, start, to_commit, work=None, action=INCREMENTAL, state=SUCCEEDED):
+    stamp = T0 + timedelta(seconds=start)
+    end = stamp + timedelta(seconds=to_commit)
+    began = end - timedelta(seconds=work if work is not None else to_commit)
+    return RefreshRecord(name, state, action, SCHEDULED, stamp.isoformat(), began.isoformat(), end.isoformat(), "r")
+
+
+@pytest.mark.parametrize(("lag", "to_commit", "period"), [
+    (60, None, 48), (60, 9, 48), (60, 10, 24), (60, 33, 24), (60, 34, 12), (60, 40, 12),
+    (60, 50, 6), (60, 58, 6), (60, 90, 6), (600, None, 384), (600, 186, 384), (600, 187, 192),
+])
+def test_the_period_leaves_room_for_the_measured_refresh_time(lag, to_commit, period):
+    assert lag_period(lag, to_commit) == period
+    assert 48 % period == 0 or period % 48 == 0      # still on the aligned grid: ticks coincide
+    if to_commit is not None and period > 6:
+        assert period + to_commit <= 0.95 * lag     # with a margin of 5 % of the lag
+
+
+def test_estimates_ignore_one_outlier_and_no_data_refreshes():
+    rows = [_record("a", 500, 9), _record("a", 400, 70), _record("a", 300, 10), _record("a", 200, 11),
+            _record("a", 100, 12), _record("a", 0, 99),            # the sixth is not looked at
+            _record("a", 530, 0.5, action=NO_DATA), _record("b", 0, 5, state="FAILED")]
+    rows.sort(key=lambda r: r.refresh_end_time, reverse=True)
+    timings = refresh_times.measured(rows)
+    assert set(timings) == {"a"}
+    assert timings["a"].to_commit_samples == (9, 70, 10, 11, 12)
+    assert timings["a"].to_commit == 12             # second largest: the 70 s outlier ignored
+    assert refresh_times.estimate([80, 10]) == 80   # two samples: the larger (the creation's)
+    # a watcher adds what its pass measured to what it knew
+    later = refresh_times.measured([_record("a", 600, 30)], timings)
+    assert later["a"].to_commit_samples == (30, 9, 70, 10, 11)
+
+
+def test_a_dt_commits_after_its_upstreams_so_it_inherits_their_time():
+    timings = {"up": refresh_times.Timing((30.0,), (30.0,)), "down": refresh_times.Timing((5.0,), (5.0,))}
+    seconds = refresh_times.to_commit(timings, {"up": [], "down": ["up"], "new": ["down"]})
+    assert seconds == {"up": 30.0, "down": 30.0, "new": 30.0}
+
+
+def test_cannot_meet_says_so_with_the_measured_time():
+    assert refresh_times.cannot_meet("q09", 60, 30) is None
+    why = refresh_times.cannot_meet("q09", 60, 41.4)
+    assert why.startswith("q09 cannot meet its target lag of 1 minute: its refreshes take 41 s")
+    assert "about 83 s" in why and "at least 2 minutes" in why
+
+
+def test_a_one_minute_dt_taking_20_s_stays_within_its_lag(tmp_path):
+    project = chain_project(tmp_path, {"a": "1 minute"}, {"a": "src"})
+    log = simulate_watch(project, 600, lambda name, refreshed: 20)
+    # the first refresh has no measurement yet: the lag's own period, 48 s, and 68 s of lag
+    assert log.lags["a"][0] == 68
+    assert log.peak("a", skip=1) <= 60
+    offsets = [offset for offset, _ in log.passes]
+    assert all(b - a == 24 for a, b in zip(offsets[1:], offsets[2:]))   # on the 24 s grid
+    # with the period of the lag alone, it would have been 48 + 20 every time
+    assert period_seconds(60) + 20 > 60
+
+
+def test_two_dts_sharing_passes_both_meet_a_one_minute_lag(tmp_path):
+    project = chain_project(tmp_path, {"fast": "1 minute", "slow": "1 minute"}, {"fast": "src", "slow": "src"})
+
+    def took(name, refreshed):         # a pass of both takes longer for each (they share 2 cores)
+        alone = {"fast": 2, "slow": 18}[name]
+        return alone + (6 if len(refreshed) > 1 else 0)
+    log = simulate_watch(project, 900, took)
+    assert log.peak("fast", skip=2) <= 60 and log.peak("slow", skip=2) <= 60
+    # the fast one is not refreshed more often than it needs
+    assert len(log.lags["fast"]) < len(log.lags["slow"])
+
+
+def test_a_dt_that_cannot_meet_its_lag_refreshes_back_to_back_and_says_so(tmp_path):
+    project = chain_project(tmp_path, {"a": "1 minute"}, {"a": "src"})
+    log = simulate_watch(project, 600, lambda name, refreshed: 40)
+    starts = [offset for offset, _ in log.passes]
+    assert all(b - a == 40 for a, b in zip(starts[1:], starts[2:]))    # no idle time between passes
+    assert log.peak("a", skip=2) == 80
+    timings = refresh_times.measured(log.records)
+    checked = checked_at(project, {"a": info(project, "a")})
+    from dtcli.api.runs import behind
+
+    assert behind(checked, timings, {"a"})["a"].startswith("a cannot meet its target lag of 1 minute: its "
+                                                            "refreshes take 40 s")
+
+
+def test_next_wake_follows_a_pass_that_outlasted_a_period_but_not_a_failure(tmp_path):
+    project = chain_project(tmp_path, {"a": "1 minute", "b": "1 minute"}, {"a": "src", "b": "src"})
+    checked = checked_at(project, {n: info(project, n) for n in project.tables})
+    chosen = {"a": 24, "b": 24}
+    ended = T0 + timedelta(seconds=30)                 # the pass began at T0 and ran past T0 + 24
+    stamps = {"a": T0, "b": T0 - timedelta(seconds=24)}   # b failed in it: its stamp did not move
+    assert scheduler.next_wake(checked, stamps, {}, ended, chosen=chosen, ready={"a"}) == ended
+    # b alone (failed): retried at the next tick of its lag's own period, not at once
+    refreshed_later = {"a": T0 + timedelta(seconds=24), "b": stamps["b"]}     # a is due at T0 + 48
+    assert scheduler.next_wake(checked, refreshed_later, {}, ended, chosen=chosen, ready={"a"}) \
+        == T0 + timedelta(seconds=48)
+    # b not tried in the pass (it was not due when it began): refreshed at once
+    assert scheduler.next_wake(checked, refreshed_later, {}, ended, chosen=chosen, ready={"a", "b"}) == ended
+
+
+def _step(name, upstream=(), action=FULL):
+    return RefreshStep(name=name, path=f"/w/{name}", action=action, trigger=SCHEDULED, sql="", inputs=[],
+                       definition_hash="h", refresh_mode=FULL, upstream=list(upstream))
+
+
+def test_critical_path_first_starts_the_longest_chain_and_keeps_dependencies():
+    steps = [_step("a"), _step("b"), _step("c", ["a"]), _step("d"), _step("e", ["c"])]
+    work = {"a": 2, "b": 10, "c": 3, "d": 1, "e": 8}   # a -> c -> e is 13 s, b is 10 s
+    order = [s.name for s in critical_path_first(steps, work)]
+    assert order == ["a", "c", "b", "e", "d"]   # c heads 11 s of chain, b 10 s
+    assert order.index("a") < order.index("c") < order.index("e")
+    # without measurements the DAG order is kept
+    assert [s.name for s in critical_path_first(steps, {})] == ["a", "b", "c", "d", "e"]
+    # an unmeasured refresh counts as the mean; NO_DATA as nothing
+    steps = [_step("x", action=NO_DATA), _step("y"), _step("z")]
+    assert [s.name for s in critical_path_first(steps, {"z": 4, "x": 50})] == ["y", "z", "x"]
