@@ -129,6 +129,17 @@ class CatalogSpec:
         return ".".join([*([self.name] if self.name else []), self.schema, table])
 
 
+@dataclass(frozen=True)
+class LineageSpec:
+    """`openlineage:` (dtcli/project/lineage_settings.py): where a run's OpenLineage events go."""
+
+    transport: dict[str, Any]          # the client's shape; an API key only as `api_key_env`
+    namespace: str | None = None       # the jobs' namespace (default: OPENLINEAGE_NAMESPACE, else the project)
+    timeout: float = 5.0               # seconds a run waits for the backend, in all
+    file: str | None = None            # where it was set, for messages
+    line: int | None = None
+
+
 @dataclass
 class Project:
     root: Path
@@ -148,6 +159,7 @@ class Project:
     version: str | None = None    # the project's own `version:` (shown in run_results and docs)
     spark_jit: str = "auto"       # `spark.jit`: how a run's JVM compiles (engine/spark_conf.py)
     spark_class_archive: str = "auto"   # `spark.class_archive` (engine/class_archive.py)
+    openlineage: LineageSpec | None = None   # `openlineage:`; None: the client's environment decides
 
     def qualified_name(self, name: str) -> str | None:
         """`schema.name` (or `catalog.schema.name`) of a DT, with `catalog:` set."""

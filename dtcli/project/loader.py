@@ -72,7 +72,8 @@ def load_project(project_dir: str | Path = ".", target: str | None = None, *,
                       tables=dict(sorted(tables.items())), vars=settings.vars, target=settings.target,
                       disabled=disabled, threads=settings.threads,
                       catalog=settings.catalog, version=settings.version,
-                      spark_jit=settings.spark_jit, spark_class_archive=settings.spark_class_archive)
+                      spark_jit=settings.spark_jit, spark_class_archive=settings.spark_class_archive,
+                      openlineage=settings.openlineage)
     if check_sources:
         check_source_paths(project)
     return project

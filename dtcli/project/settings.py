@@ -8,14 +8,15 @@ from pathlib import Path
 from typing import Any
 
 from dtcli.errors import ConfigError, suggest
-from dtcli.model import CatalogSpec, SourceDef, join_path
+from dtcli.model import CatalogSpec, LineageSpec, SourceDef, join_path
+from dtcli.project.lineage_settings import parse_openlineage
 from dtcli.project.yamlio import LineDict, expect_mapping, load_yaml_file
 from dtcli.state import source_names
 
 PROJECT_FILE = "dt_project.yml"
 PROJECT_KEYS = {"name", "dialect", "warehouse", "spark", "targets", "defaults", "sources", "vars",
-                "default_target", "version", "folders", "threads", "catalog"}
-TARGET_KEYS = {"warehouse", "spark", "dialect", "vars", "defaults", "threads", "catalog"}
+                "default_target", "version", "folders", "threads", "catalog", "openlineage"}
+TARGET_KEYS = {"warehouse", "spark", "dialect", "vars", "defaults", "threads", "catalog", "openlineage"}
 # Refreshes of independent DTs a run executes side by side, as dbt's `threads`: while one waits
 # on a commit or plans its queries, another computes.
 DEFAULT_THREADS = 4
@@ -52,6 +53,7 @@ class Settings:
     version: str | None = None            # the project's own version (`version:`), as in dbt
     spark_jit: str = "auto"               # `spark.jit`: auto | quick | peak
     spark_class_archive: str = "auto"     # `spark.class_archive`: auto | off
+    openlineage: LineageSpec | None = None   # `openlineage:` (project/lineage_settings.py)
 
 
 def _check_keys(mapping: LineDict, allowed: set[str], file: Path, what: str) -> None:
@@ -97,6 +99,7 @@ def load_settings(root: Path, target: str | None = None) -> Settings:
                             "auto (the default) keeps one per Java and jar set; off starts without")
     threads = _threads(raw.get("threads", DEFAULT_THREADS), file, raw.line_of("threads"))
     catalog = _catalog(raw, file)
+    openlineage = parse_openlineage(raw, file, root)
 
     defaults = expect_mapping(raw.get("defaults"), file, "defaults", raw.line_of("defaults"))
     targets = expect_mapping(raw.get("targets"), file, "targets", raw.line_of("targets"))
@@ -123,6 +126,8 @@ def load_settings(root: Path, target: str | None = None) -> Settings:
             threads = _threads(over["threads"], file, over.line_of("threads"))
         if "catalog" in over:       # a target publishes elsewhere (or, with `catalog: null`, not at all)
             catalog = _catalog(over, file)
+        if "openlineage" in over:   # a target sends elsewhere (or, with `openlineage: null`, nowhere)
+            openlineage = parse_openlineage(over, file, root)
         # a target's defaults override the project's key by key (e.g. deletion_vectors: false
         # for a target whose readers cannot read deletion vectors)
         tdefaults = expect_mapping(over.get("defaults"), file, f"target {target} defaults",
@@ -143,7 +148,7 @@ def load_settings(root: Path, target: str | None = None) -> Settings:
                     jars=tuple(_resolve_path(root, j) for j in jars), defaults=defaults,
                     sources=sources, vars=variables, target=target, folders=folders, threads=threads,
                     catalog=catalog, version=None if raw.get("version") is None else str(raw["version"]),
-                    spark_jit=jit, spark_class_archive=class_archive)
+                    spark_jit=jit, spark_class_archive=class_archive, openlineage=openlineage)
 
 
 def _choice(spark: LineDict, key: str, modes: tuple[str, ...], file: Path, hint: str) -> str:
