@@ -129,9 +129,17 @@ class Exited(RunEvent):
     reason: str = ""
 
 
+@dataclass(frozen=True)
+class Warned(RunEvent):
+    """Something beside the refreshes went wrong and the run goes on (the lineage backend is
+    down): said once, by dt."""
+    kind: ClassVar[str] = "warning"
+    message: str = ""
+
+
 KINDS: dict[str, type[RunEvent]] = {cls.kind: cls for cls in (
     Started, NotStarted, PlanStarted, RefreshStarted, RefreshProgress, RefreshFinished, CatalogChanged,
-    NameResolved, LookingUp, Suspended, Stopping, Done, Exited)}
+    NameResolved, LookingUp, Suspended, Stopping, Done, Exited, Warned)}
 
 Events = Callable[[RunEvent], None]
 

@@ -38,6 +38,12 @@ def remember(conf: Mapping[str, str]) -> None:
             _values.add(os.environ[name])
 
 
+def remember_value(value: str) -> None:
+    """Note one secret value dt read from elsewhere (an API key from the environment)."""
+    if len(value) >= _MIN_LENGTH:
+        _values.add(value)
+
+
 def masked(conf: Mapping[str, str]) -> dict[str, str]:
     """`conf` with every secret setting's value replaced by the mask (for rendering)."""
     return {k: (MASK if is_secret(str(k)) else v) for k, v in conf.items()}

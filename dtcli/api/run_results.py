@@ -15,6 +15,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from dtcli.api.lineage_ids import refresh_uuid
 from dtcli.model import SKIPPED, SUCCEEDED, Project, RefreshRecord
 from dtcli.redact import scrub
 
@@ -44,6 +45,7 @@ def result_entry(record: RefreshRecord) -> dict[str, Any]:
         "reinit_reason": record.reinit_reason,
         "data_timestamp": record.data_timestamp,
         "query_id": record.query_id,
+        "openlineage_run_id": refresh_uuid(record.run_id, record.name),
         "table_version": record.table_version,
         "inputs_with_changed_data": list(record.inputs_with_changed_data),
         "source_versions": dict(record.source_versions),

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
+from dtcli.api.lineage_transport import destination as lineage_destination
 from dtcli.events import Events, RefreshFinished, Suspended
 from dtcli.model import (
     APPLICATION_NOT_STARTED,
@@ -221,6 +222,7 @@ def run(checked: Checked, names: list[str] | None = None, *, full_refresh: bool 
     writes nothing, not even the lock file; under the lock the snapshot is brought up to date,
     so a queued run plans from what the previous one committed."""
     project = checked.project
+    lineage_to = lineage_destination(project)      # a bad OPENLINEAGE_CONFIG: an error before the lock
     asked = time.monotonic()
     with warehouse_lock(project, "run" if trigger != MANUAL else "refresh", wait):
         waited = time.monotonic() - asked > _WAITED
@@ -234,7 +236,15 @@ def run(checked: Checked, names: list[str] | None = None, *, full_refresh: bool 
             plan, decision = scheduled.plan, scheduled.decision
             _register(checked, decision, plan.data_timestamp)
         on_plan(plan)
-        result = execute(checked, plan, on_event, launcher)
+        # OpenLineage events (openlineage:), from what the engine streams back: dtcli/api/lineage_emitter.py
+        lineage = None
+        if lineage_to is not None:
+            from dtcli.api.lineage_emitter import lineage_run
+
+            lineage = lineage_run(checked, plan, on_event, lineage_to)
+        result = execute(checked, plan, lineage or on_event, launcher)
+    if lineage is not None:
+        lineage.finish(result.records, interrupted=result.interrupted)
     result.decision = decision
     if decision is not None:
         result.behind = behind(checked, refresh_times.measured(result.records, decision.timings),

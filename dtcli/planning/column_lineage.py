@@ -31,7 +31,20 @@ _META = frozenset({ACTION.lower(), ISUPDATE.lower()})
 
 def column_lineage(checked: Checked, name: str) -> ColumnLineage | None:
     """None when dt cannot bind the DT's columns before Spark runs (explain says so), or for a
-    custom table that is not a plain INSERT."""
+    custom table that is not a plain INSERT. Input columns are spelt as their inputs spell them."""
+    found = _lineage(checked, name)
+    if found is None:
+        return None
+    spelt = {(i, c.name.lower()): c.name for i in checked.project.tables[name].inputs
+             for c in checked.schemas.get(i, ())}
+
+    def respell(deps):
+        return {Field(f.input, spelt.get((f.input, f.column), f.column)): ts for f, ts in deps.items()}
+
+    return ColumnLineage({c: respell(d) for c, d in found.columns.items()}, respell(found.dataset))
+
+
+def _lineage(checked: Checked, name: str) -> ColumnLineage | None:
     project = checked.project
     table = project.tables[name]
     names = [c.name for c in checked.schemas.get(name, ())]

@@ -14,7 +14,9 @@ import warnings
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-LIBRARIES = ("sqlglot", "py4j", "pyarrow", "deltalake", "pyspark", "urllib3", "fsspec")
+# (openlineage: the client's own log lines; its console transport's events still reach stderr,
+# dtcli/api/lineage_transport.py gives that logger a level and handler of its own)
+LIBRARIES = ("sqlglot", "py4j", "pyarrow", "deltalake", "pyspark", "urllib3", "fsspec", "openlineage")
 
 
 def _to_stderr(message, category, filename, lineno, file=None, line=None) -> None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dtcli.events import CatalogChanged, RunEvent, Suspended
+from dtcli.events import CatalogChanged, RunEvent, Suspended, Warned
 
 
 class RunView:
@@ -28,6 +28,10 @@ class RunView:
             from dtcli.ui.output import err_console
 
             err_console.print(catalog_line(event), highlight=False, markup=False)
+        elif isinstance(event, Warned):
+            from dtcli.ui.output import err_console
+
+            err_console.print(f"warning: {event.message}", highlight=False, markup=False, soft_wrap=True)
         elif self.bar:
             self.bar(event)
 

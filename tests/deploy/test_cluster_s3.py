@@ -50,8 +50,10 @@ def _target(master: str, s3: S3Server) -> str:
             # as every JVM of the tests (conftest.py): short-lived, tiny data, two cores
             "spark.executor.extraJavaOptions": os.environ.get("SPARK_SUBMIT_OPTS", "")}
     lines = "".join(f"        {k}: \"{v}\"\n" for k, v in conf.items())
-    return (f"targets:\n  cluster:\n    warehouse: {WAREHOUSE}\n    spark:\n"
-            f"      master: {master}\n      conf:\n{lines}")
+    # lineage events into a file under the project, searched for the key like everything else
+    return (f"targets:\n  cluster:\n    warehouse: {WAREHOUSE}\n"
+            f"    openlineage: {{transport: {{type: file, log_file_path: target/openlineage.jsonl}}}}\n"
+            f"    spark:\n      master: {master}\n      conf:\n{lines}")
 
 
 def _change_orders(path: str) -> None:
@@ -178,4 +180,7 @@ def test_the_secret_key_is_in_nothing_dt_wrote_or_printed(deployed):
     found += [str(p) for p in private.glob("*") if SECRET_KEY.encode() in p.read_bytes()]
     found += [f"output of command {i}" for i, text in enumerate(_dt.printed) if SECRET_KEY in text]
     assert SECRET_KEY in (deployed["remote"] / "dt_project.yml").read_text()   # it was there to leak
+    events = [json.loads(line) for line in (deployed["remote"] / "target" / "openlineage.jsonl").read_text().splitlines()]
+    assert {e["eventType"] for e in events} == {"START", "COMPLETE"}            # the lineage file was searched too
+    assert {i["namespace"] for e in events for i in e["inputs"]} == {f"s3://{BUCKET}"}   # s3a:// named as OpenLineage does
     assert not found, f"the secret key leaked into {found}"

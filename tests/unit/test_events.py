@@ -24,7 +24,7 @@ EXAMPLES = [
     events.CatalogChanged("d", "REGISTERED", "analytics.d", "/wh/d", None, None, True),
     events.NameResolved("db.t", "/data/t", "id-1"), events.LookingUp(["db.t"]),
     events.Suspended("d", "failed 5 times", ["e"]), events.Stopping(), events.Done("r1"),
-    events.Exited("idle"),
+    events.Exited("idle"), events.Warned("OpenLineage events are not sent for the rest of this run"),
 ]
 
 
