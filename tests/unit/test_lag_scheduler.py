@@ -15,11 +15,12 @@ from dtcli.planning.schedule import lag_period, period_seconds
 from tests.sched_helpers import T0, chain_project, checked_at, info, simulate_watch
 
 
-def _record(name, start, to_commit, work=None, action=INCREMENTAL, state=SUCCEEDED):
+def _record(name, start, to_commit, work=None, action=INCREMENTAL, state=SUCCEEDED, app=None):
     stamp = T0 + timedelta(seconds=start)
     end = stamp + timedelta(seconds=to_commit)
     began = end - timedelta(seconds=work if work is not None else to_commit)
-    return RefreshRecord(name, state, action, SCHEDULED, stamp.isoformat(), began.isoformat(), end.isoformat(), "r")
+    return RefreshRecord(name, state, action, SCHEDULED, stamp.isoformat(), began.isoformat(), end.isoformat(), "r",
+                         query_id=f"{app}/r{start}" if app else None)
 
 
 @pytest.mark.parametrize(("lag", "to_commit", "period"), [
@@ -40,16 +41,29 @@ def test_estimates_ignore_one_outlier_and_no_data_refreshes():
     rows.sort(key=lambda r: r.refresh_end_time, reverse=True)
     timings = refresh_times.measured(rows)
     assert set(timings) == {"a"}
-    assert timings["a"].to_commit_samples == (9, 70, 10, 11, 12)
+    assert [x.to_commit for x in timings["a"].samples] == [9, 70, 10, 11, 12]
     assert timings["a"].to_commit == 12             # second largest: the 70 s outlier ignored
     assert refresh_times.estimate([80, 10]) == 80   # two samples: the larger (the creation's)
     # a watcher adds what its pass measured to what it knew
     later = refresh_times.measured([_record("a", 600, 30)], timings)
-    assert later["a"].to_commit_samples == (30, 9, 70, 10, 11)
+    assert [x.to_commit for x in later["a"].samples] == [30, 9, 70, 10, 11]
+
+
+def test_a_watchers_first_pass_and_the_runs_before_it_do_not_count_once_it_has_more():
+    """The creation run and a watcher's first pass each start a JVM: several times a later pass."""
+    creation, first = _record("a", 0, 300, app="local-1"), _record("a", 400, 200, app="local-2")
+    second, third = _record("a", 700, 20, app="local-2"), _record("a", 800, 25, app="local-2")
+    assert refresh_times.measured([first, creation])["a"].to_commit == 300      # all there is
+    assert refresh_times.measured([second, first, creation])["a"].to_commit == 20
+    assert refresh_times.measured([third, second, first, creation])["a"].to_commit == 25
+    # dt run from cron: an application per run, every one of them counts
+    cron = [_record("a", 60 * k, 30 + k, app=f"local-{k}") for k in range(5, 0, -1)]
+    assert refresh_times.measured(cron)["a"].to_commit == 34
 
 
 def test_a_dt_commits_after_its_upstreams_so_it_inherits_their_time():
-    timings = {"up": refresh_times.Timing((30.0,), (30.0,)), "down": refresh_times.Timing((5.0,), (5.0,))}
+    timings = {"up": refresh_times.Timing((refresh_times.Sample(30.0, 30.0),)),
+               "down": refresh_times.Timing((refresh_times.Sample(5.0, 5.0),))}
     seconds = refresh_times.to_commit(timings, {"up": [], "down": ["up"], "new": ["down"]})
     assert seconds == {"up": 30.0, "down": 30.0, "new": 30.0}
 
