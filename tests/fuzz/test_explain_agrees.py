@@ -95,6 +95,14 @@ EDGE_SHAPES = {
     "posexplode_lateral": "SELECT t1.k, p.pos, p.x FROM c AS t1 LATERAL VIEW posexplode(t1.arr) p AS pos, x",
     "self_outer": "SELECT t1.k, t2.v FROM a AS t1 FULL OUTER JOIN a AS t2 ON t1.k = t2.k",
     "right_outer_group": "SELECT t2.k, COUNT(t1.v) AS n FROM a AS t1 RIGHT JOIN b AS t2 ON t1.k = t2.k GROUP BY t2.k",
+    # set operations and grouping sets (sql/rules), unselected GROUP BY keys
+    "except_all": "SELECT k, g FROM a EXCEPT ALL SELECT k, g FROM b",
+    "minus_nested": "SELECT k FROM a MINUS (SELECT k FROM b INTERSECT ALL SELECT v FROM a)",
+    "union_star": "SELECT * FROM a UNION SELECT * FROM a",
+    "grouping_sets_having": "SELECT g, k, GROUPING_ID() AS gid, COUNT(*) AS n FROM a "
+                            "GROUP BY GROUPING SETS ((g, k), (g), ()) HAVING GROUPING(k) = 1 ORDER BY n",
+    "rollup_window": "SELECT g, SUM(v) AS s, RANK() OVER (PARTITION BY g ORDER BY SUM(v)) AS r FROM a GROUP BY ROLLUP (g)",
+    "hidden_key": "SELECT SUM(v) AS s, COUNT(*) AS n FROM a GROUP BY g, k",
 }
 
 

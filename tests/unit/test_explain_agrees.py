@@ -20,6 +20,11 @@ QUERIES = {
     "limit": "SELECT id FROM a ORDER BY id LIMIT 1",
     "nondeterministic": "SELECT id, rand() AS r FROM a",
     "scalar_agg": "SELECT COUNT(*) AS n FROM a",
+    "except": "SELECT id, v FROM a EXCEPT SELECT id, v FROM b",
+    "intersect_all": "SELECT id FROM a INTERSECT ALL SELECT id FROM b",
+    "union_distinct": "SELECT id FROM a UNION SELECT id FROM b",
+    "rollup": "SELECT id, SUM(v) AS s FROM a GROUP BY ROLLUP (id)",
+    "hidden_key": "SELECT SUM(v) AS s FROM a GROUP BY id",
 }
 
 

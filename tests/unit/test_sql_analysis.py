@@ -79,10 +79,11 @@ def test_union_all_and_union_distinct():
         "union of each side's changes"
     assert names("SELECT a FROM t1 UNION ALL SELECT a FROM t2") == [
         "FROM t1", "SELECT", "UNION ALL", "FROM t2", "SELECT"]
-    # the change compiler refuses UNION (distinct): its row says so, with the rewrite
+    # UNION (distinct) is rewritten by sql/rules/set_operations once the columns are bound
+    # (tests/unit/test_set_operations.py); a query left unbound keeps it, FULL, saying why
     a = assert_full("SELECT a FROM t1\nUNION\nSELECT a FROM t2", "UNION", line=2)
     union = next(op for op in a.operators if op.operator == "UNION")
-    assert not union.incremental and "UNION ALL" in union.considerations[0]
+    assert not union.incremental and "columns of every branch" in union.considerations[0]
     assert union.line == 2
 
 
@@ -270,7 +271,9 @@ def test_offset_and_tablesample_force_full():
     ("EXCEPT", "EXCEPT"), ("EXCEPT ALL", "EXCEPT ALL"), ("MINUS", "EXCEPT"),
     ("INTERSECT", "INTERSECT"), ("INTERSECT ALL", "INTERSECT ALL"),
 ])
-def test_except_and_intersect_force_full(op_sql, shown):
+def test_except_and_intersect_unbound_force_full(op_sql, shown):
+    """Unbound (its columns unknown), a set operation stays as written: FULL, saying why; bound,
+    the rules rewrite it (tests/unit/test_set_operations.py)."""
     sql = f"SELECT a FROM t1\n{op_sql}\nSELECT a FROM t2"
     a = assert_full(sql, shown, line=2)
     assert a.reason == f"{shown} at line 2 cannot be refreshed incrementally"
@@ -397,14 +400,15 @@ def test_pivot_recursive_cte_and_table_functions_force_full():
 
 # -- GROUP BY keys --------------------------------------------------------------------------
 
-def test_group_by_key_not_in_select_is_a_blocker():
+def test_group_by_key_not_in_select_recomputes_its_groups_with_advice():
+    """The compiler restricts the block's input by the key expressions, so an unselected key
+    still refreshes incrementally (the groups netted row by row); the advice says selecting it
+    lets the refresh replace the groups in place."""
     sql = "SELECT sum(amount) AS total\nFROM orders\nGROUP BY\n  customer_id"
-    a = assert_full(sql, "GROUP BY key `customer_id`", line=4)
-    assert a.reason == ("GROUP BY key `customer_id` at line 4 is not an output column, so "
-                        "changed groups cannot be located; add it to the SELECT list")
+    assert_incremental(sql)
     op = ops(sql)["GROUP BY customer_id"]
-    assert not op.incremental and op.line == 3
-    assert any("add `customer_id` to the SELECT list" in c for c in op.considerations)
+    assert op.incremental and op.line == 3
+    assert any("`customer_id` is not an output column" in c for c in op.considerations)
 
 
 @pytest.mark.parametrize("sql", [
@@ -448,9 +452,10 @@ def test_a_block_the_change_compiler_refuses_forces_full_on_the_construct_it_nam
                        f"{marked[0].considerations[0]}"
 
 
-def test_grouping_sets_with_hidden_key_is_a_blocker():
+def test_grouping_sets_left_unbound_stay_full():
+    """Bound, sql/rules/grouping_sets rewrites them (tests/unit/test_grouping_sets.py)."""
     assert_full("SELECT a, sum(c) FROM t GROUP BY GROUPING SETS ((a, b), (a))",
-                "GROUP BY key `b`")
+                "GROUPING SETS / ROLLUP / CUBE are refreshed FULL")
 
 
 @pytest.mark.parametrize("sql", [

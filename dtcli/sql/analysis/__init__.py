@@ -16,7 +16,7 @@ from sqlglot import exp
 from dtcli.sql.analysis.analyzer import Analyzer
 from dtcli.sql.analysis.result import OperatorInfo, QueryAnalysis
 from dtcli.sql.parse import ParsedSQL
-from dtcli.sql.rules import Rewrite
+from dtcli.sql.rules._notes import Rewrite
 
 __all__ = ["OperatorInfo", "QueryAnalysis", "analyze"]
 

@@ -6,7 +6,7 @@ from sqlglot import exp
 from sqlglot.tokens import TokenType as T
 
 from dtcli.sql import functions as fn
-from dtcli.sql.analysis.nodes import at_line, group_keys, has_star, level_nodes, named_outputs, text_of
+from dtcli.sql.analysis.nodes import group_keys, has_star, level_nodes, named_outputs, text_of
 from dtcli.sql.analysis.result import OperatorInfo
 from dtcli.sql.analysis.strategies import ADVICE, DISTINCT_ROWS, FULL, GROUPS, PARTITIONS
 
@@ -36,22 +36,31 @@ class AggregateRules:
             target = self.resolve_key(key, sel)
             if target is None:
                 missing.append(key)
-            elif not isinstance(target, (exp.Column, exp.Literal)):
+                target = key
+            if not isinstance(target, (exp.Column, exp.Literal)):
                 advice.append(f"grouping key `{text_of(target)}` is an expression, not a column: "
                               "finding the groups that changed may scan far more data; "
                               "compute it as a column in an upstream dynamic table and group "
                               "by that column")
         advice += self.non_subtractable(aggregates, "its whole group from the input")
-        advice += [f"add `{text_of(key)}` to the SELECT list" for key in missing]
+        if missing:
+            # the block is still recomputed for the touched keys only (the compiler restricts its
+            # input by the key expressions), but its rows cannot be told apart by key in the
+            # result: the change is the groups before and after, netted row by row
+            named = ", ".join(f"`{text_of(k)}`" for k in missing)
+            advice.append(f"grouping key {named} is not an output column: a change recomputes "
+                          "the groups it touches both before and after it and applies the "
+                          "difference row by row; selecting the key lets the refresh replace "
+                          "those groups in place")
         where = self.pos(group, T.GROUP_BY)
-        self.mark(group)
-        self.ops.append(OperatorInfo(label, FULL if missing else GROUPS, tuple(advice),
-                                     where[0], not missing))
-        for key in missing:
-            line, offset = self.pos(key)
-            self.block((line, offset), f"GROUP BY key `{text_of(key)}`{at_line(line)} is not an "
-                       "output column, so changed groups cannot be located; add it to the "
-                       "SELECT list")
+        if self.noted(group) is not None:      # a rule's GROUP BY (a grouping set's): its row
+            row = self.rewritten_row(group)
+            op = self.ops[row]
+            self.ops[row] = OperatorInfo(op.operator, op.strategy, (*op.considerations, *advice),
+                                         op.line, op.incremental)
+        else:
+            self.mark(group)
+            self.ops.append(OperatorInfo(label, GROUPS, tuple(advice), where[0], True))
         for key in keys:
             self.scan(key)
 

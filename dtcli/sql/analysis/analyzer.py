@@ -29,7 +29,7 @@ from dtcli.sql.analysis.strategies import (
     UNION_ALL,
 )
 from dtcli.sql.incremental_rewrite import Unsupported, shapes
-from dtcli.sql.rules import Rewrite, note_of
+from dtcli.sql.rules._notes import COPY, REWRITE, Rewrite, note_of
 
 
 class Analyzer(AggregateRules):
@@ -41,6 +41,7 @@ class Analyzer(AggregateRules):
         self.blockers: list[tuple[int, int, str]] = []
         self.ctes: dict[str, exp.Expression] = {}
         self.row_of: dict[int, int] = {}    # id of a construct's node -> its row in self.ops
+        self.note_rows: dict[int, int] = {}  # a rule's note (its index) -> the row it labels
 
     def result(self) -> QueryAnalysis:
         # The reason names the construct that comes first in the text, not in reading order.
@@ -124,6 +125,15 @@ class Analyzer(AggregateRules):
         label = note.construct + (f" → {note.rewritten_as}" if note.rewritten_as else "")
         self.add(label, note.strategy, self.at(note.start), note.considerations)
 
+    def rewritten_row(self, node: exp.Expression) -> int:
+        """The row of the rule's note on `node`: added when the first node the rule made for that
+        construct is met (a rule may make several: one row per construct the user wrote)."""
+        index = node.meta[REWRITE]
+        if index not in self.note_rows:
+            self.note_rows[index] = len(self.ops)
+            self.add_rewritten(node, self.rewrites[index])
+        return self.note_rows[index]
+
     def block(self, where: tuple[int | None, int], reason: str) -> None:
         self.blockers.append((where[1], len(self.blockers), reason))
 
@@ -165,17 +175,19 @@ class Analyzer(AggregateRules):
             self.ctes[name.lower()] = cte.this
 
     def set_operation(self, node: exp.SetOperation) -> None:
+        if self.noted(node) is not None:        # a rule's UNION ALL: its branches are the user's
+            self.row_of[id(node)] = self.rewritten_row(node)
+            self.query(node.this)
+            self.query(node.expression)
+            return
         self.query(node.this)
         distinct = node.args.get("distinct") is not False
         label = type(node).__name__.upper() + ("" if distinct else " ALL")
         where = self.pos(node.expression, T.UNION, T.EXCEPT, T.INTERSECT)
         if isinstance(node, exp.Union) and not distinct:
             self.add(label, UNION_ALL, where)
-        elif isinstance(node, exp.Union):
-            # the change compiler refuses it (incremental_rewrite, "UNION (distinct)")
-            self.add(label, FULL, where, (ADVICE["UNION"],), True)
-        else:
-            self.add(label, FULL, where, (ADVICE[label.split()[0]],), True)
+        else:     # sql/rules/set_operations could not rewrite it (its columns are not known)
+            self.add(label, FULL, where, (ADVICE["set operation"],), True)
         self.query(node.expression)
 
     def modifiers(self, node: exp.Expression) -> None:
@@ -192,9 +204,37 @@ class Analyzer(AggregateRules):
 
     def select(self, sel: exp.Select) -> None:
         blocked = len(self.blockers)
-        self.select_operators(sel)
+        copied = sel.meta.get(COPY) if sel.meta else None
+        if copied is not None:       # a rule's copy of a block read elsewhere: its shape only
+            for node in (sel, sel.args.get("group"), sel.args.get("having")):
+                if node is not None:
+                    self.row_of[id(node)] = self.note_rows.get(copied, len(self.ops))
+            self.shape(sel)
+            return
+        if self.noted(sel) is not None:
+            self.rule_block(sel)
+        else:
+            self.select_operators(sel)
         if len(self.blockers) == blocked:
             self.shape(sel)
+
+    def rule_block(self, sel: exp.Select) -> None:
+        """A SELECT a rule made (sql/rules) in place of a construct the user wrote: that construct
+        is one row, which a refusal of the block's shape lands on; the queries it reads (the
+        user's, or more of the rule's) are walked as usual."""
+        row = self.rewritten_row(sel)
+        for node in (sel.args.get("group"), sel.args.get("distinct"), sel.args.get("having"),
+                     *(sel.args.get("laterals") or ())):
+            if node is not None:
+                self.row_of[id(node)] = row
+        from_ = sel.args.get("from_") or sel.args.get("from")
+        if from_ is not None:
+            if isinstance(from_.this, exp.Subquery):
+                self.query(from_.this)
+            else:
+                self.relation(from_.this, "FROM", self.pos(from_, T.FROM))
+        for join in sel.args.get("joins") or ():
+            self.join(join)
 
     def shape(self, sel: exp.Select) -> None:
         """The change compiler's rule for how a block is keyed (one outer join, GROUP BY keys,

@@ -33,12 +33,9 @@ ADVICE = {
     "OFFSET": "the rows an OFFSET skips depend on the whole input: apply it when reading",
     "TABLESAMPLE": "a sample differs on every evaluation: for a stable one, filter on a hash "
                    "of a key, e.g. xxhash64(id) % 100 < 5",
-    "EXCEPT": "rewrite as a LEFT OUTER JOIN on every column with null-safe <=> matching that "
-              "keeps the rows without a match, then DISTINCT",
-    "UNION": "write UNION ALL where the branches cannot share a row, else SELECT DISTINCT over a "
-             "UNION ALL subquery: both refresh incrementally",
-    "INTERSECT": "rewrite as an INNER JOIN on every column with null-safe <=> matching, "
-                 "then DISTINCT",
+    "set operation": "dt refreshes UNION, INTERSECT and EXCEPT incrementally when it knows the "
+                     "columns of every branch: name them instead of a *, and check that every "
+                     "input is a source or dynamic table of the project",
     "EXISTS": "rewrite as a join on the correlated key: an INNER JOIN to the DISTINCT keys for "
               "EXISTS / IN, a LEFT OUTER JOIN keeping unmatched rows for NOT EXISTS / NOT IN "
               "(mind NULLs with NOT IN)",

@@ -23,51 +23,20 @@ refresh compiles the rewritten one; the differential tests prove the two equal.
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from sqlglot import exp
 
-# key of a node's meta holding the index of the Rewrite note that created it
-REWRITE = "dt_rewrite"
+# The rule modules use helpers of sql/analysis, which reads the notes: both import them from
+# `_notes`, never from this package (importing it first imports the rules).
+from dtcli.sql.rules import grouping_sets, set_operations
+from dtcli.sql.rules._notes import COPY, REWRITE, Normalized, Notes, Rewrite, note_of
 
-
-@dataclass(frozen=True)
-class Rewrite:
-    """One construct of the user's query that a rule replaced."""
-
-    rule: str                      # the rule's module name, e.g. "subqueries"
-    construct: str                 # as explain labels it: "EXISTS subquery", "NOT IN subquery"
-    start: int | None              # offset of the construct in the user's file (None: unknown)
-    strategy: str                  # how the replacement refreshes, in explain's words
-    considerations: tuple[str, ...] = ()
-    rewritten_as: str = ""         # the replacement in a few words: "LEFT SEMI JOIN ... ON ..."
-
-
-@dataclass(frozen=True)
-class Normalized:
-    query: exp.Query
-    rewrites: tuple[Rewrite, ...]
-
-
-class Notes:
-    """The rewrites made so far; a rule records one per construct it replaces."""
-
-    def __init__(self) -> None:
-        self.items: list[Rewrite] = []
-
-    def add(self, rewrite: Rewrite, *nodes: exp.Expression) -> int:
-        """Record `rewrite`; mark `nodes` (the nodes it created) with its index."""
-        index = len(self.items)
-        self.items.append(rewrite)
-        for node in nodes:
-            node.meta[REWRITE] = index
-        return index
-
+__all__ = ["COPY", "REWRITE", "RULES", "Normalized", "Notes", "Rewrite", "Rule", "normalize", "note_of"]
 
 Rule = Callable[[exp.Query, Notes], exp.Query]
 
 # The rules, in the order they run (each sees the output of the ones before it).
-RULES: tuple[Rule, ...] = ()
+RULES: tuple[Rule, ...] = (grouping_sets.rewrite, set_operations.rewrite)
 
 
 def normalize(query: exp.Query) -> Normalized:
@@ -77,9 +46,3 @@ def normalize(query: exp.Query) -> Normalized:
     for rule in RULES:
         out = rule(out, notes)
     return Normalized(out, tuple(notes.items))
-
-
-def note_of(node: exp.Expression, rewrites: tuple[Rewrite, ...]) -> Rewrite | None:
-    """The note of the rewrite that created `node`, if a rule did."""
-    index = node.meta.get(REWRITE) if node.meta else None
-    return rewrites[index] if isinstance(index, int) and 0 <= index < len(rewrites) else None

@@ -1,0 +1,335 @@
+"""GROUP BY ROLLUP / CUBE / GROUPING SETS as a UNION ALL of one GROUP BY per grouping set.
+
+Spark evaluates a grouping-sets aggregate as one aggregate per set over the same input: in a
+set's rows, the grouping expressions the set leaves out are NULL and `grouping(e)` /
+`grouping_id(...)` are constants (1 for a left-out expression; grouping_id's bits with the first
+argument highest). Each of those aggregates is a GROUP BY the change compiler refreshes by
+recomputing the groups a change touches, so the block becomes the UNION ALL of them:
+
+* the sets are expanded as Spark does: `ROLLUP(a, b)` = (a, b), (a), (); `CUBE(a, b)` = every
+  subset; `GROUPING SETS (...)` as listed (a set listed twice yields its rows twice); several
+  items in one GROUP BY multiply (`GROUP BY a, ROLLUP(b)` = (a, b), (a)); a parenthesised
+  list inside ROLLUP / CUBE is one element;
+* a left-out key becomes NULL wherever the SELECT list or HAVING reads it outside an aggregate
+  (inside one the aggregate reads the input rows, as in Spark);
+* the empty set is a scalar aggregate, with one difference Spark makes: on an empty input it
+  yields no row (Spark groups by the set's id, so there is no group; `HAVING count(*) > 0` on
+  that branch), unless it is the only set (`GROUPING SETS (())` is a plain scalar aggregate:
+  one row);
+* ORDER BY (and LIMIT) move to the UNION ALL, naming outputs by position.
+
+The branches are listed with the set of most keys first (explain labels that block's GROUP BY
+with this rewrite; the others are marked as copies, which explain does not list again). Left as
+written, and refreshed FULL: window functions, QUALIFY or DISTINCT over the groups (they see
+every set's rows at once), a `*` in the SELECT list, an ORDER BY naming something that is not an
+output, and Hive's `grouping__id` column.
+
+>>> import sqlglot
+>>> from dtcli.sql.rules import Notes
+>>> def show(sql):
+...     notes = Notes()
+...     out = rewrite(sqlglot.parse_one(sql, read="spark"), notes)
+...     print(out.sql(dialect="spark", pretty=True))
+...     print([(n.construct, n.rewritten_as) for n in notes.items])
+>>> show("SELECT a.k AS k, a.g AS g, GROUPING(a.g) AS gg, SUM(a.v) AS s FROM a AS a "
+...      "GROUP BY ROLLUP (a.k, a.g) HAVING SUM(a.v) > 1")
+SELECT
+  a.k AS k,
+  a.g AS g,
+  CAST(0 AS TINYINT) AS gg,
+  SUM(a.v) AS s
+FROM a AS a
+GROUP BY
+  a.k,
+  a.g
+HAVING
+  SUM(a.v) > 1
+UNION ALL
+SELECT
+  a.k AS k,
+  NULL AS g,
+  CAST(1 AS TINYINT) AS gg,
+  SUM(a.v) AS s
+FROM a AS a
+GROUP BY
+  a.k
+HAVING
+  SUM(a.v) > 1
+UNION ALL
+SELECT
+  NULL AS k,
+  NULL AS g,
+  CAST(1 AS TINYINT) AS gg,
+  SUM(a.v) AS s
+FROM a AS a
+HAVING
+  (
+    SUM(a.v) > 1
+  ) AND COUNT(*) > 0
+[('GROUP BY ROLLUP (a.k, a.g)', 'UNION ALL of one GROUP BY per grouping set (3)')]
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from dtcli.sql import functions as fn
+from dtcli.sql.analysis.nodes import first_start, text_of
+from dtcli.sql.rules._notes import COPY, Notes, Rewrite
+
+RULE = "grouping_sets"
+_MODIFIERS = ("with_", "with", "order", "limit", "offset", "sort", "cluster", "distribute")
+STRATEGY = "recompute the groups whose keys changed, in each grouping set"
+GRAND_TOTAL = ("the grand total (the empty grouping set) is an aggregate over the whole input: "
+               "every change recomputes it from all the input's rows")
+
+
+class _Refused(Exception):
+    """The block is left as written (the analyzer then refreshes it FULL)."""
+
+
+def rewrite(query: exp.Query, notes: Notes) -> exp.Query:
+    """`query` with every grouping-sets block it can rewrite exactly replaced by a UNION ALL."""
+    blocks = [s for s in query.find_all(exp.Select) if _grouping_sets(s)]
+    blocks.sort(key=_depth, reverse=True)       # inner blocks first: their copies are rewritten
+    for sel in blocks:
+        try:
+            out = _rewrite(sel, notes)
+        except _Refused:
+            continue
+        if sel is query:
+            query = out
+        else:
+            sel.replace(out)
+    return query
+
+
+def _depth(node: exp.Expression) -> int:
+    depth = 0
+    while node.parent is not None:
+        node, depth = node.parent, depth + 1
+    return depth
+
+
+def _grouping_sets(sel: exp.Select) -> bool:
+    group = sel.args.get("group")
+    return group is not None and bool(
+        group.args.get("rollup") or group.args.get("cube") or group.args.get("grouping_sets")
+        or any(isinstance(e, (exp.Rollup, exp.Cube, exp.GroupingSets)) for e in group.expressions))
+
+
+def _rewrite(sel: exp.Select, notes: Notes) -> exp.Query:
+    group = sel.args["group"]
+    outputs = [e.unalias() for e in sel.expressions]
+    if any(isinstance(e, exp.Star) or (isinstance(e, exp.Column) and e.is_star) for e in outputs):
+        raise _Refused
+    if sel.args.get("distinct") or sel.args.get("qualify") or sel.args.get("windows") or any(
+            isinstance(n, exp.Window) for e in sel.expressions for n in e.walk()):
+        raise _Refused
+    if any(isinstance(c, exp.Column) and c.name.lower() == "grouping__id" for c in sel.find_all(exp.Column)):
+        raise _Refused
+    sets = expand(group, outputs)
+    keys: list[exp.Expression] = []
+    for s in sets:
+        for e in s:
+            if e not in keys:
+                keys.append(e)
+    order = _order_by_position(sel)
+    names = [e.alias_or_name for e in sel.expressions]
+    # `GROUPING SETS (())` alone is a plain scalar aggregate in Spark: one row even on an empty
+    # input; any other list of sets groups by the set's id, so the empty set yields no row there
+    lone = len(sets) == 1 and not sets[0]
+    ranked = sorted(range(len(sets)), key=lambda k: -len(sets[k]))
+    branches = [_branch(sel, sets[k], keys, names, grand_total_row=not lone) for k in ranked]
+    out: exp.Query = branches[0]
+    for b in branches[1:]:
+        out = exp.Union(this=out, expression=b, distinct=False)
+    for arg in _MODIFIERS:
+        value = sel.args.get(arg)
+        if value:
+            out.set(arg, value.copy() if arg != "order" else order)
+    unions = [out] + [u for u in out.find_all(exp.Union) if u is not out] if isinstance(out, exp.Union) else []
+    empty = any(not s for s in sets) and not lone
+    index = notes.add(Rewrite(RULE, text_of(group).strip(),
+                              first_start(group), STRATEGY, (GRAND_TOTAL,) if empty else (),
+                              f"UNION ALL of one GROUP BY per grouping set ({len(sets)})"),
+                      *unions, *(b.args["group"] for b in branches[:1] if b.args.get("group")))
+    for b in branches[1:]:
+        b.meta[COPY] = index
+    return out
+
+
+# -- the grouping sets ----------------------------------------------------------------------
+
+def expand(group: exp.Group, outputs: list[exp.Expression]) -> list[list[exp.Expression]]:
+    """The grouping sets of a GROUP BY, in Spark's order, each a list of expressions.
+
+    >>> import sqlglot
+    >>> def sets(sql):
+    ...     sel = sqlglot.parse_one(sql, read="spark")
+    ...     return [[e.sql() for e in s] for s in expand(sel.args["group"], sel.expressions)]
+    >>> sets("SELECT a FROM t GROUP BY a, ROLLUP(b, c)")
+    [['a', 'b', 'c'], ['a', 'b'], ['a']]
+    >>> sets("SELECT a FROM t GROUP BY CUBE(a, b)")
+    [['a', 'b'], ['a'], ['b'], []]
+    >>> sets("SELECT a FROM t GROUP BY GROUPING SETS ((a, b), a, (), ROLLUP(b))")
+    [['a', 'b'], ['a'], [], ['b'], []]
+    >>> sets("SELECT a, b FROM t GROUP BY a, b WITH ROLLUP")
+    [['a', 'b'], ['a'], []]
+    >>> sets("SELECT a, b FROM t GROUP BY ROLLUP((a, b), 2)")
+    [['a', 'b'], ['a', 'b'], []]
+    """
+    factors: list[list[list[exp.Expression]]] = []
+    plain: list[exp.Expression] = []
+    for item in group.expressions:
+        if isinstance(item, (exp.Rollup, exp.Cube, exp.GroupingSets)):
+            factors.append(_item_sets(item, outputs))
+        else:
+            key = _key(item, outputs)
+            plain.append(key)
+            factors.append([[key]])
+    with_ = group.args.get("rollup") or group.args.get("cube")
+    if with_ and len(plain) != len(group.expressions) or group.args.get("grouping_sets"):
+        raise _Refused
+    if group.args.get("rollup"):          # GROUP BY a, b WITH ROLLUP
+        factors = [_rollup([[k] for k in plain])]
+    elif group.args.get("cube"):
+        factors = [_cube([[k] for k in plain])]
+    out: list[list[exp.Expression]] = [[]]
+    for factor in factors:
+        out = [a + b for a in out for b in factor]
+    return [_distinct(s) for s in out]
+
+
+def _item_sets(item: exp.Expression, outputs) -> list[list[exp.Expression]]:
+    if isinstance(item, exp.GroupingSets):
+        out = []
+        for e in item.expressions:
+            if isinstance(e, (exp.Rollup, exp.Cube, exp.GroupingSets)):
+                out += _item_sets(e, outputs)
+            else:
+                out.append(_element(e, outputs))
+        return out
+    elements = [_element(e, outputs) for e in item.expressions]
+    return _rollup(elements) if isinstance(item, exp.Rollup) else _cube(elements)
+
+
+def _element(e: exp.Expression, outputs) -> list[exp.Expression]:
+    """A set's (or a ROLLUP / CUBE element's) expressions: `(a, b)` is two, `()` none."""
+    if isinstance(e, exp.Tuple):
+        return [_key(x, outputs) for x in e.expressions]
+    if isinstance(e, exp.Paren):
+        return _element(e.this, outputs)
+    return [_key(e, outputs)]
+
+
+def _key(e: exp.Expression, outputs) -> exp.Expression:
+    if isinstance(e, exp.Literal) and e.is_int:       # GROUP BY ROLLUP(1): an output's position
+        n = int(e.name)
+        if not 0 < n <= len(outputs):
+            raise _Refused
+        e = outputs[n - 1]
+    if any(fn.is_aggregate(n) for n in e.walk()):
+        raise _Refused
+    return e
+
+
+def _rollup(elements: list[list[exp.Expression]]) -> list[list[exp.Expression]]:
+    return [[e for part in elements[:n] for e in part] for n in range(len(elements), -1, -1)]
+
+
+def _cube(elements: list[list[exp.Expression]]) -> list[list[exp.Expression]]:
+    """Every subset, in Spark's order (bit i of the counter set: element i left out)."""
+    n = len(elements)
+    return [[e for i, part in enumerate(elements) if not mask >> (n - 1 - i) & 1 for e in part]
+            for mask in range(2 ** n)]
+
+
+def _distinct(exprs: list[exp.Expression]) -> list[exp.Expression]:
+    out: list[exp.Expression] = []
+    for e in exprs:
+        if e not in out:
+            out.append(e)
+    return out
+
+
+# -- one branch per set -------------------------------------------------------------------------
+
+def _branch(sel: exp.Select, kept: list[exp.Expression], keys: list[exp.Expression],
+            names: list[str], *, grand_total_row: bool) -> exp.Select:
+    """The block grouped by `kept` alone, the other keys NULL, GROUPING() constants."""
+    out = sel.copy()
+    for arg in _MODIFIERS:
+        out.set(arg, None)
+    left_out = [k for k in keys if k not in kept]
+    exprs = [_substitute(e.unalias().copy(), kept, left_out, keys) for e in out.expressions]
+    out.set("expressions", [exp.alias_(e, name) if name else e for e, name in zip(exprs, names)])
+    having = out.args.get("having")
+    if having is not None:
+        having.set("this", _substitute(having.this, kept, left_out, keys))
+    if kept:
+        out.set("group", exp.Group(expressions=[k.copy() for k in kept]))
+    else:
+        out.set("group", None)
+        if grand_total_row:           # no group on an empty input, as Spark's grouping-set id makes
+            nonempty = exp.GT(this=exp.Count(this=exp.Star()), expression=exp.Literal.number(0))
+            cond = nonempty if having is None else exp.And(this=exp.Paren(this=having.this),
+                                                           expression=nonempty)
+            out.set("having", exp.Having(this=cond))
+    return out
+
+
+def _substitute(node: exp.Expression, kept, left_out, keys) -> exp.Expression:
+    """`node` with left-out keys NULL and GROUPING() / GROUPING_ID() constant (aggregates'
+    arguments untouched: they read the input rows)."""
+    if isinstance(node, exp.Grouping):
+        return _constant(node.expressions, kept, keys, "TINYINT")
+    if isinstance(node, exp.GroupingId):
+        return _constant(node.expressions or keys, kept, keys, "BIGINT")
+    if any(node == k for k in kept):
+        return node
+    if any(node == k for k in left_out):
+        return exp.Null()
+    if fn.is_aggregate(node) and not fn.is_windowed(node):
+        return node
+    for key, value in list(node.args.items()):
+        if isinstance(value, exp.Expression):
+            node.set(key, _substitute(value, kept, left_out, keys))
+        elif isinstance(value, list):
+            node.set(key, [_substitute(v, kept, left_out, keys) if isinstance(v, exp.Expression) else v
+                           for v in value])
+    return node
+
+
+def _constant(args: list[exp.Expression], kept, keys, type_: str) -> exp.Expression:
+    value = 0
+    for arg in args:
+        if not any(arg == k for k in keys):
+            raise _Refused            # Spark refuses grouping() of a non-key: leave it to say so
+        value = value * 2 + (0 if any(arg == k for k in kept) else 1)
+    return exp.cast(exp.Literal.number(value), type_)
+
+
+def _order_by_position(sel: exp.Select) -> exp.Order | None:
+    """The block's ORDER BY over the UNION ALL: each term an output's position."""
+    order = sel.args.get("order")
+    if order is None:
+        return None
+    outputs = [e.unalias() for e in sel.expressions]
+    names = [e.alias_or_name.lower() for e in sel.expressions]
+    terms = []
+    for ordered in order.expressions:
+        e = ordered.this
+        if isinstance(e, exp.Literal) and e.is_int:
+            position = int(e.name)
+        elif isinstance(e, exp.Column) and not e.table and e.name.lower() in names:
+            position = names.index(e.name.lower()) + 1
+        elif any(e == o for o in outputs):
+            position = next(k for k, o in enumerate(outputs) if e == o) + 1
+        else:
+            raise _Refused
+        term = ordered.copy()
+        term.set("this", exp.Literal.number(position))
+        terms.append(term)
+    return exp.Order(expressions=terms)
+

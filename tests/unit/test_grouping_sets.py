@@ -1,0 +1,70 @@
+"""GROUP BY ROLLUP / CUBE / GROUPING SETS as dt sees them once the columns are bound: the rule's
+rewrite (sql/rules/grouping_sets.py), explain's rows and the change compiler's verdict agree (no
+JVM; the results are checked on DuckDB in tests/fuzz/test_setop_cases.py and on Spark in
+tests/spark/test_setop_refresh.py)."""
+
+from __future__ import annotations
+
+import pytest
+
+from dtcli.sql.incremental_rewrite import unsupported_reason
+from tests.unit.test_set_operations import checked
+
+
+@pytest.mark.parametrize("group, sets", [
+    ("ROLLUP (k, g)", 3),
+    ("CUBE (k, g)", 4),
+    ("GROUPING SETS ((k, g), (k), ())", 3),
+    ("k, ROLLUP (g)", 2),
+    ("k, g WITH ROLLUP", 3),
+    ("k, g WITH CUBE", 4),
+    ("GROUPING SETS ((k), (k))", 2),
+])
+def test_grouping_sets_refresh_incrementally_as_one_row(group, sets):
+    sql = f"SELECT k, g, COUNT(*) AS n, SUM(v) AS s\nFROM a\nGROUP BY {group}"
+    analysis, resolved = checked(sql)
+    assert analysis.incremental, analysis.blockers
+    rows = [op for op in analysis.operators if op.operator.startswith("GROUP BY")]
+    assert len(rows) == 1 and rows[0].line == 3, analysis.operators
+    assert rows[0].operator.endswith(f"UNION ALL of one GROUP BY per grouping set ({sets})")
+    assert rows[0].strategy == "recompute the groups whose keys changed, in each grouping set"
+    # the user's block is listed once, not once per set
+    assert [op.operator for op in analysis.operators].count("FROM a") == 1
+    assert unsupported_reason(resolved.query.sql(dialect="spark"), ["a", "b"]) is None
+
+
+def test_the_grand_total_says_it_reads_the_whole_input():
+    analysis, _ = checked("SELECT k, SUM(v) AS s FROM a GROUP BY ROLLUP (k)")
+    row = next(op for op in analysis.operators if op.operator.startswith("GROUP BY"))
+    assert any("grand total" in c for c in row.considerations)
+    analysis, _ = checked("SELECT k, g, SUM(v) AS s FROM a GROUP BY k, ROLLUP (g)")
+    row = next(op for op in analysis.operators if op.operator.startswith("GROUP BY"))
+    assert not any("grand total" in c for c in row.considerations)
+
+
+def test_grouping_and_left_out_keys_are_constants_per_set():
+    _, resolved = checked("SELECT k + 1 AS k1, GROUPING(k) AS gk, GROUPING_ID() AS gid, COUNT(k) AS n "
+                          "FROM a GROUP BY CUBE (k, g)")
+    sql = resolved.query.sql(dialect="spark")
+    assert "GROUPING" not in sql.replace("GROUPING SETS", "")
+    assert "NULL + 1 AS k1" in sql and "CAST(1 AS TINYINT) AS gk" in sql and "CAST(3 AS BIGINT) AS gid" in sql
+    # the aggregate reads the input rows: its argument is not nulled
+    assert sql.count("COUNT(a.k) AS n") == 4
+
+
+def test_order_by_moves_to_the_union_by_position():
+    analysis, resolved = checked("SELECT g, SUM(v) AS s FROM a GROUP BY ROLLUP (g) ORDER BY s DESC, g")
+    assert analysis.incremental, analysis.blockers
+    assert resolved.query.args["order"].sql(dialect="spark") == "ORDER BY 2 DESC, 1"
+
+
+@pytest.mark.parametrize("sql, reason", [
+    ("SELECT k, SUM(v) AS s, RANK() OVER (PARTITION BY k ORDER BY SUM(v)) AS r FROM a GROUP BY ROLLUP (k)",
+     "GROUPING SETS / ROLLUP / CUBE are refreshed FULL"),
+    ("SELECT DISTINCT k, COUNT(*) AS n FROM a GROUP BY ROLLUP (k, g)",
+     "DISTINCT over an aggregation is refreshed FULL"),
+])
+def test_what_the_rule_leaves_stays_full_with_a_reason(sql, reason):
+    analysis, resolved = checked(sql)
+    assert not analysis.incremental and reason in analysis.reason, analysis.blockers
+    assert not resolved.rewrites
