@@ -103,18 +103,23 @@ def _history_row(record: RefreshRecord) -> dict[str, Any]:
     return row
 
 
-def generate(checked: Checked, select: list[str] | None = None, out: Path | None = None) -> dict[str, Any]:
+def generate(checked: Checked, select: list[str] | None = None, out: Path | None = None, *,
+             openlineage: bool = False) -> dict[str, Any]:
     """Write the site to `out` (default `target/docs/`); returns what was written and how long
-    it took."""
+    it took. `openlineage`: also the DTs as OpenLineage job events (dtcli/api/lineage_static.py)."""
     from dtcli.ui.site import write_site
 
     started = time.monotonic()
     doc = facts(checked, select)
     out = out or checked.project.target_dir / "docs"
     pages = write_site(doc, out)
-    return {"path": str(out), "index": str(out / "index.html"), "pages": pages,
-            "dynamic_tables": len(doc["dynamic_tables"]), "sources": len(doc["sources"]),
-            "seconds": round(time.monotonic() - started, 3)}
+    done = {"path": str(out), "index": str(out / "index.html"), "pages": pages,
+            "dynamic_tables": len(doc["dynamic_tables"]), "sources": len(doc["sources"])}
+    if openlineage:
+        from dtcli.api.lineage_static import write_job_events
+
+        done["openlineage"] = write_job_events(checked, list(doc["dynamic_tables"]), out)
+    return {**done, "seconds": round(time.monotonic() - started, 3)}
 
 
 def _inputs(checked: Checked, name: str) -> tuple[str, ...]:

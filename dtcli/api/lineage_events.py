@@ -21,7 +21,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 import attr
-from openlineage.client.event_v2 import InputDataset, Job, OutputDataset, Run, RunEvent, RunState
+from openlineage.client.event_v2 import InputDataset, Job, JobEvent, OutputDataset, Run, RunEvent, RunState
 from openlineage.client.facet_v2 import (
     RunFacet,
     documentation_job,
@@ -259,6 +259,13 @@ class EventBuilder:
                             "nominalTime": nominal_time_run.NominalTimeRunFacet(nominalStartTime=plan.data_timestamp,
                                                                                producer=PRODUCER)}),
                         job=self.run_job(), producer=PRODUCER)
+
+    def job_event(self, name: str) -> JobEvent:
+        """A DT as a job with its inputs and output, no run (`dt docs generate --openlineage`):
+        the project's lineage for a backend before anything ran."""
+        table = self.project.tables[name]
+        return JobEvent(eventTime=_now(), job=self.job(name), inputs=self.inputs(list(table.inputs), {}),
+                        outputs=[self.output(name)], producer=PRODUCER)
 
     def _table_version(self, name: str) -> int | None:
         info = self.checked.snapshot.tables.get(name)

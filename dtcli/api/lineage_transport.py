@@ -43,13 +43,20 @@ class Destination:
         return str(self.transport.get("type"))
 
 
+def namespace_of(project: Project, environ: Mapping[str, str] | None = None) -> str:
+    """The jobs' namespace: the block's, else OPENLINEAGE_NAMESPACE, else the project's name."""
+    env = os.environ if environ is None else environ
+    spec = project.openlineage
+    return (spec.namespace if spec else None) or env.get("OPENLINEAGE_NAMESPACE") or project.name
+
+
 def destination(project: Project, environ: Mapping[str, str] | None = None) -> Destination | None:
     """The destination of `project`'s events, or None when lineage is off."""
     env = os.environ if environ is None else environ
     if env.get("OPENLINEAGE_DISABLED", "").strip().lower() == "true":
         return None
     spec = project.openlineage
-    namespace = (spec.namespace if spec else None) or env.get("OPENLINEAGE_NAMESPACE") or project.name
+    namespace = namespace_of(project, env)
     if spec is not None:
         origin = f"{spec.file}:{spec.line}" if spec.line else str(spec.file)
         out = Destination(dict(spec.transport), namespace, spec.timeout, origin)

@@ -18,7 +18,8 @@ Select = Annotated[Optional[list[str]], typer.Option("--select", "-s", help="Onl
 
 
 @docs_app.command("generate")
-def generate(project_dir: ProjectDir = Path("."), target: Target = None, select: Select = None) -> None:
+def generate(project_dir: ProjectDir = Path("."), target: Target = None, select: Select = None,
+             openlineage: Annotated[bool, typer.Option("--openlineage", help="Also write each dynamic table as an OpenLineage job event (its SQL, inputs, output and column lineage; no run) to target/docs/openlineage.jsonl, and send them where `openlineage:` (or OPENLINEAGE_URL / OPENLINEAGE_CONFIG) says.")] = False) -> None:
     """Write target/docs/: index.html (lineage graph and overview), a page per dynamic table and
     source, and project.json (the same facts for other tools). The site opens from the file
     system and needs no network.
@@ -30,9 +31,15 @@ def generate(project_dir: ProjectDir = Path("."), target: Target = None, select:
     from dtcli.api.watch import clock_from_env
 
     checked = api.check(project_dir, target, check_sources=True, now=clock_from_env().now(), with_stats=True)
-    done = write_docs(checked, select)
+    done = write_docs(checked, select, openlineage=openlineage)
     typer.echo(f"wrote {done['pages']} pages ({done['dynamic_tables']} dynamic tables, {done['sources']} "
                f"sources) to {done['path']} in {done['seconds']:.2f}s; open {done['index']}")
+    lineage = done.get("openlineage")
+    if lineage:
+        sent = f"; sent to {lineage['sent_to']}" if lineage["sent_to"] else ""
+        typer.echo(f"wrote {lineage['events']} OpenLineage job events to {lineage['path']}{sent}")
+        if lineage["warning"]:
+            typer.echo(f"warning: {lineage['warning']}", err=True)
 
 
 @docs_app.command("serve")

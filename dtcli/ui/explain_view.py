@@ -66,14 +66,14 @@ def print_lineage(lineage: dict[str, Any]) -> None:
     """Column lineage: per output column the input columns its value is made of and the ones
     that decide it otherwise (a window's PARTITION BY, a CASE condition), then the columns that
     decide which rows there are."""
-    rows = [{"column": c["name"], "made from": _fields(c["inputs"], "DIRECT") or "-",
-             "depends on": _fields(c["inputs"], "INDIRECT") or "-"} for c in lineage["columns"]]
+    rows = [{"column": c["name"], "made from": lineage_text(c["inputs"], "DIRECT") or "-",
+             "depends on": lineage_text(c["inputs"], "INDIRECT") or "-"} for c in lineage["columns"]]
     print_table(rows, ("column", "made from", "depends on"), title="column lineage")
     if lineage["dataset"]:
-        console.print(f"every row depends on: {_fields(lineage['dataset'], 'INDIRECT')}", highlight=False)
+        console.print(f"every row depends on: {lineage_text(lineage['dataset'], 'INDIRECT')}", highlight=False)
 
 
-def _fields(inputs: list[dict[str, Any]], kind: str) -> str:
+def lineage_text(inputs: list[dict[str, Any]], kind: str) -> str:
     """`input.column (how)` for each input field with transformations of `kind`; an identity is
     shown bare."""
     out = []

@@ -148,6 +148,10 @@ def test_graph_pages_and_search_of_the_shop(browser, shop):
     assert page.locator("#refresh-mode .operators tbody td:first-child").all_inner_texts() == \
         [op["operator"] for op in explained["operators"]]           # explain's operator table
     assert SCRIPT in page.inner_text(".comment")                  # the comment, as text
+    # column lineage: a curve per input column a column is made of, every label inside its box
+    lineage = explained["column_lineage"]
+    assert page.locator("svg.column-lineage .cl-edge").count() == sum(len(c["inputs"]) for c in lineage["columns"])
+    assert page.evaluate(LINEAGE_INSIDE) == []
     page.screenshot(path=str(SHOTS / "shop-customer_revenue.png"), full_page=True)
 
     page.goto((site / "tables" / "valid_orders.html").as_uri())
@@ -163,6 +167,16 @@ def test_graph_pages_and_search_of_the_shop(browser, shop):
     page.goto((site / "tables" / "broken_feed.html").as_uri())
     assert SCRIPT in page.inner_text("#history table")               # a failure message, as text
     watched.check_offline_and_quiet()
+
+
+# every text of the column-lineage drawing lies inside one of its boxes (they are sized at
+# generate time, without the browser's fonts)
+LINEAGE_INSIDE = """() => {
+  const boxes = [...document.querySelectorAll('svg.column-lineage rect.cl-box')].map(r => r.getBoundingClientRect());
+  return [...document.querySelectorAll('svg.column-lineage text')].map(t => [t.textContent, t.getBoundingClientRect()])
+    .filter(([, b]) => !boxes.some(r => b.left >= r.left && b.right <= r.right && b.top >= r.top - 1 && b.bottom <= r.bottom + 1))
+    .map(([text]) => text);
+}"""
 
 
 def test_a_graph_of_200_dts_is_readable(browser, tmp_path):

@@ -225,3 +225,40 @@ def test_serve_names_a_port_in_use(tmp_path):
         busy.listen()
         result = dt("docs", "serve", "-p", str(root), "--port", str(busy.getsockname()[1]))
     assert result.code == 2 and "cannot listen on 127.0.0.1" in result.err and "--port" in result.err
+
+
+def test_a_dt_page_draws_its_column_lineage(shop):
+    """One curve per output column and input column it is made of or depends on, links to the
+    inputs' pages, the rows' columns tagged; names with markup stay text."""
+    site = shop / "target" / "docs"
+    lineage = _doc(shop)["dynamic_tables"]["customer_revenue"]["explain"]["column_lineage"]
+    page = _parse(site / "tables" / "customer_revenue.html")
+    curves = [a for tag, a in page.tags if tag == "path" and "cl-edge" in a.get("class", "")]
+    assert len(curves) == sum(len(c["inputs"]) for c in lineage["columns"]) == 3
+    assert sorted(a["class"] for a in curves) == ["cl-edge cl-aggregation", "cl-edge cl-identity",
+                                                  "cl-edge cl-identity"]
+    links = {a["href"] for tag, a in page.tags if tag == "a"}
+    assert {"../tables/valid_orders.html", "../sources/customers.html"} <= links
+    text = " ".join(page.text)
+    assert "valid_orders.amount → revenue: aggregation" in text and "group by · join" in text
+    assert "Every row depends on: customers.customer_id (group by; join)" in " ".join(text.split())
+    odd = _parse(site / "tables" / "odd_names.html")
+    assert "script" not in [tag for tag, _ in odd.tags] and SCRIPT in " ".join(odd.text)
+
+
+def test_generate_writes_the_lineage_as_openlineage_job_events_and_sends_them(shop, monkeypatch):
+    from tests.openlineage_events import Receiver, problems, read_file_events
+
+    with Receiver() as backend:
+        monkeypatch.setenv("OPENLINEAGE_URL", backend.url)
+        result = dt("docs", "generate", "-p", str(shop), "--openlineage")
+    assert result.code == 0, result.err
+    assert "wrote 7 OpenLineage job events to" in result.out and "sent to OPENLINEAGE_URL" in result.out
+    events = read_file_events(shop / "target" / "docs" / "openlineage.jsonl")
+    assert [e["job"]["name"] for e in events] == [e["job"]["name"] for e in backend.events]
+    assert sorted(e["job"]["name"] for e in events) == sorted(["valid_orders", "customer_revenue", "customer_rank",
+                                                               "order_audit", "odd_names", "paused_feed", "broken_feed"])
+    assert all("run" not in e and problems(e) == [] for e in events)
+    revenue = next(e for e in events if e["job"]["name"] == "customer_revenue")
+    fields = revenue["outputs"][0]["facets"]["columnLineage"]["fields"]
+    assert [(f["name"].rsplit("/", 1)[1], f["field"]) for f in fields["revenue"]["inputFields"]] == [("valid_orders", "amount")]

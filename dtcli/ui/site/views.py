@@ -7,7 +7,9 @@ import json
 from datetime import datetime
 from typing import Any
 
+from dtcli.ui.explain_view import lineage_text
 from dtcli.ui.site import charts, highlight
+from dtcli.ui.site.lineage_chart import column_lineage_svg
 from dtcli.ui.site.text import duration, parse_time, seconds_between, timestamp
 
 HISTORY_ROWS = 60   # refreshes listed in a page's table (the timeline shows every kept one)
@@ -71,8 +73,10 @@ def index_view(doc: dict[str, Any]) -> dict[str, Any]:
             "sources": list(doc["sources"].values()), "dynamic_table_count": len(tables)}
 
 
-def table_view(doc: dict[str, Any], table: dict[str, Any], now: datetime) -> dict[str, Any]:
+def table_view(doc: dict[str, Any], table: dict[str, Any], now: datetime,
+               pages: dict[str, str] | None = None) -> dict[str, Any]:
     explained = table["explain"] or {}
+    lineage = explained.get("column_lineage")
     status = table["status"]
     rows = table["refresh_history"]
     stamp = parse_time(table["lag"]["data_timestamp"])
@@ -94,6 +98,11 @@ def table_view(doc: dict[str, Any], table: dict[str, Any], now: datetime) -> dic
         "compiled_html": highlight.sql(table["compiled_sql"]),
         "timeline": charts.refresh_timeline(rows, scale),
         "lag_chart": charts.lag_chart(rows, scale, now, table["lag"]["target_seconds"], stamp),
+        "lineage_svg": column_lineage_svg(table["name"], lineage, pages or {}),
+        "lineage_rows": [{"name": c["name"], "made_from": lineage_text(c["inputs"], "DIRECT"),
+                          "depends_on": lineage_text(c["inputs"], "INDIRECT")}
+                         for c in (lineage or {}).get("columns", [])],
+        "lineage_every_row": lineage_text(lineage["dataset"], "INDIRECT") if lineage else "",
         "history": listed, "history_total": len(rows),
         "lag_text": duration(table["lag"]["current_seconds"]) if table["lag"]["current_seconds"] is not None else "",
     }

@@ -44,7 +44,7 @@ def write_site(doc: dict[str, Any], out: Path) -> int:
         **common, root="", graph_json=_script_json(graph_data(doc, pages)), **index_view(doc)))
     table_page = env.get_template("table.html")
     for name, table in doc["dynamic_tables"].items():
-        write(pages[name], table_page.render(**common, root="../", **table_view(doc, table, now)))
+        write(pages[name], table_page.render(**common, root="../", **table_view(doc, table, now, pages)))
     source_page = env.get_template("source.html")
     for name, source in doc["sources"].items():
         write(pages[name], source_page.render(**common, root="../", **source_view(doc, source)))
