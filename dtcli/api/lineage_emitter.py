@@ -89,9 +89,14 @@ class Sender:
         self._thread.join(self.timeout)
         if self._thread.is_alive():
             with self._lock:
-                left = self._queue.qsize()
-                self.failure = self.failure or f"the backend did not answer within {self.timeout:g} s"
-                self.dropped += max(0, left - 1) + 1     # the one in flight, and the ones queued (not _STOP)
+                left = max(0, self._queue.qsize() - 1) + 1     # the one in flight, and the ones queued (not _STOP)
+                if self.failure is None:
+                    # a backend that answers, slower than the run made events: say how many were left
+                    self.failure = (f"{left} event{'s' if left != 1 else ''} still unsent when the run ended "
+                                    f"(waited the configured timeout, {self.timeout:g} s; "
+                                    f"{self.sent} sent)" if self.sent
+                                    else f"the backend did not answer within {self.timeout:g} s")
+                self.dropped += left
         try:
             self._client.transport.close(0)
         except Exception:

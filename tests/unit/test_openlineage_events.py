@@ -184,3 +184,15 @@ def test_the_console_transport_prints_each_event_on_stderr(shop, capfd):
     out, err = capfd.readouterr()
     lines = [line for line in err.splitlines() if line.startswith("{")]
     assert out == "" and len(lines) == 4 and all(problems(json.loads(line)) == [] for line in lines)
+
+
+def test_a_backend_slower_than_the_run_gets_what_the_timeout_allows_and_the_run_says_how_many_were_left(shop):
+    """Each request answered (in 1 s) within the timeout (2 s): nothing failed, but the run ends
+    with events queued; it waits the timeout once, then leaves them, saying so."""
+    with Receiver(hang=1.0) as slow:
+        checked = _checked(shop, {"type": "http", "url": slow.url}, timeout=2.0)
+        lineage, seen = _drive(checked, api.plan_run(checked))
+        sender = lineage.sender
+        assert sender.sent >= 1 and sender.dropped >= 1 and sender.attempts == sender.sent + 1  # one in flight
+    warnings = [e.message for e in seen if isinstance(e, Warned)]
+    assert len(warnings) == 1 and "still unsent when the run ended (waited the configured timeout, 2 s;" in warnings[0]
