@@ -54,6 +54,11 @@ class Sender:
             self._thread = threading.Thread(target=self._run, name="dt-openlineage", daemon=True)
             self._thread.start()
 
+    def fail(self, reason: str) -> None:
+        """Stop sending (the first reason is the one said)."""
+        with self._lock:
+            self.failure = self.failure or reason
+
     def send(self, event: Any) -> None:
         with self._lock:
             if self.failure is not None or self._thread is None:
@@ -156,8 +161,7 @@ class LineageRun:
         try:
             event = make()
         except Exception as exc:      # a fact dt could not turn into an event: say so, never fail a refresh
-            with self.sender._lock:
-                self.sender.failure = self.sender.failure or f"an event could not be built: {_one_line(exc)}"
+            self.sender.fail(f"an event could not be built: {_one_line(exc)}")
             return
         self.sender.send(event)
 

@@ -106,9 +106,6 @@ def _from_file(path: Path, namespace: str, env: Mapping[str, str]) -> Destinatio
         auth = transport.get("auth") or {}
         key = auth.get("apiKey") or auth.get("api_key") if isinstance(auth, dict) else None
         _http(out, key or env.get("OPENLINEAGE_API_KEY"))
-    if out.kind == "file" and transport.get("log_file_path"):
-        log = Path(str(transport["log_file_path"]))
-        transport["log_file_path"] = str(log if log.is_absolute() else (path.parent / log).resolve())
     return out
 
 

@@ -88,7 +88,9 @@ def test_the_clients_environment_variables_when_there_is_no_block(tmp_path):
     config = tmp_path / "openlineage.yml"
     config.write_text("transport:\n  type: file\n  log_file_path: events.jsonl\n  append: true\n")
     found = destination(project, {"OPENLINEAGE_CONFIG": str(config)})
-    assert found.transport["log_file_path"] == str(tmp_path / "events.jsonl") and found.namespace == "proj"
+    # as the client reads it (a relative path from the working directory)
+    assert found.transport == {"type": "file", "log_file_path": "events.jsonl", "append": True}
+    assert found.namespace == "proj" and found.origin == f"OPENLINEAGE_CONFIG={config}"
     assert destination(project, {"OPENLINEAGE_CONFIG": str(config), "OPENLINEAGE_DISABLED": "true"}) is None
     with pytest.raises(ConfigError, match="OPENLINEAGE_CONFIG names .* which is not a file"):
         destination(project, {"OPENLINEAGE_CONFIG": str(tmp_path / "missing.yml")})
