@@ -155,6 +155,8 @@ class _Tracer:
 
     def _output(self, scope: Scope, index: int) -> Deps:
         node = scope.expression
+        if isinstance(node, (exp.Except, exp.Intersect)):   # the values are the left side's; the right filters
+            return self.output(scope.set_operation_scopes[0], index)
         if isinstance(node, exp.SetOperation):
             deps: Deps = {}
             for branch in scope.set_operation_scopes:       # a set operation matches columns by position
@@ -241,6 +243,10 @@ class _Tracer:
         if isinstance(node, exp.SetOperation):
             for branch in scope.set_operation_scopes:
                 _merge(deps, self.rows(branch))
+            if isinstance(node, (exp.Except, exp.Intersect)):   # which left rows stay: the right side's values
+                right = scope.set_operation_scopes[1]
+                for index in range(len(right.expression.named_selects)):
+                    _merge(deps, _indirect(self.output(right, index), FILTER))
             if node.args.get("distinct"):
                 for index in range(len(node.named_selects)):
                     _merge(deps, _indirect(self.output(scope, index), GROUP_BY))

@@ -136,6 +136,15 @@ def test_the_other_example_dts(shop):
     ("SELECT k, v FROM src QUALIFY ROW_NUMBER() OVER (PARTITION BY k ORDER BY v) = 1",
      {"k": {"src.k": "identity"}, "v": {"src.v": "identity"}}, {"src.k": "filter", "src.v": "filter"}),
     ("SELECT COUNT(*) AS n FROM src", {"n": {}}, {}),
+    ("SELECT k FROM src EXCEPT SELECT k FROM t",                     # the left side's values; the right filters
+     {"k": {"src.k": "identity"}}, {"src.k": "group_by", "t.k": "filter"}),
+    ("SELECT k FROM src INTERSECT ALL SELECT w FROM t WHERE flag",
+     {"k": {"src.k": "identity"}}, {"t.w": "filter", "t.flag": "filter"}),
+    ("SELECT k, s, SUM(v) AS total FROM src GROUP BY GROUPING SETS ((k), (s))",
+     {"k": {"src.k": "identity"}, "s": {"src.s": "identity"}, "total": {"src.v": "aggregation"}},
+     {"src.k": "group_by", "src.s": "group_by"}),
+    ("SELECT k, SUM(v) AS total FROM src GROUP BY ROLLUP (k)",
+     {"k": {"src.k": "identity"}, "total": {"src.v": "aggregation"}}, {"src.k": "group_by"}),
     ("SELECT a.k, b.total FROM (SELECT k FROM src) a JOIN (SELECT k, SUM(w) total FROM t GROUP BY k) b ON a.k = b.k",
      {"k": {"src.k": "identity"}, "total": {"t.w": "aggregation"}}, {"src.k": "join", "t.k": "group_by/join"}),
 ])
