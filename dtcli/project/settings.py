@@ -107,7 +107,8 @@ def load_settings(root: Path, target: str | None = None) -> Settings:
     if target:
         if target not in targets:
             raise ConfigError(f"target '{target}' is not defined", file=file, line=raw.line_of("targets"),
-                              hint=suggest(target, targets) or f"targets: {', '.join(targets) or 'none'}")
+                              hint=suggest(target, map(str, targets))          # YAML reads a bare `off` as false
+                              or f"targets: {', '.join(map(str, targets)) or 'none'}")
         over = expect_mapping(targets[target], file, f"target {target}", targets.line_of(target))
         _check_keys(over, TARGET_KEYS, file, f"target '{target}'")
         warehouse = over.get("warehouse", warehouse)

@@ -99,6 +99,12 @@ targets:
     assert "did you mean prod?" in str(err.value)
 
 
+def test_a_target_yaml_reads_as_a_boolean_is_an_error_not_a_traceback(tmp_path):
+    root = write_project(tmp_path, {"a": "SELECT * FROM orders"}, config=SOURCES + "targets:\n  off: {threads: 1}\n")
+    with pytest.raises(ConfigError, match="target 'off' is not defined"):
+        load_project(root, "off")
+
+
 def test_seeds_are_sources_in_the_warehouse(tmp_path):
     root = write_project(tmp_path, {"a": "SELECT * FROM customers"}, seeds={"customers": "id,name\n1,x"})
     project = load_project(root)
