@@ -124,9 +124,10 @@ def _watch(project_dir: Path, target: Optional[str], select: Optional[list[str]]
 
     def on_pass(n, result, wake) -> None:
         progress.close()
-        # a DT behind its lag is said once, and again after it caught up and fell behind anew
+        # a DT behind its lag is said once, and again after it caught up and fell behind anew;
+        # not after the first pass, which started the application (the next passes run warm)
         refreshed = {r.name for r in result.records}
-        new = [name for name in result.behind if name not in warned]
+        new = [name for name in result.behind if name not in warned] if n > 1 else []
         warned.difference_update(refreshed - set(result.behind))
         warned.update(new)
         _report(state["checked"], result, "run", {**args, "watch": True}, state["started"], fmt,

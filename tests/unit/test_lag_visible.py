@@ -4,6 +4,7 @@ read back only as far as needed (no JVM)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 
 from dtcli.model import INCREMENTAL, NO_DATA, SCHEDULED, SUCCEEDED, RefreshRecord
@@ -88,3 +89,31 @@ def test_show_dynamic_tables_gives_lag_peak_target_and_who_cannot_meet_it(tmp_pa
     explain = dt("explain", "slow", "-p", str(root))
     assert "refreshes take 40 s from snapshot to commit" in " ".join(explain.out.split())
     assert "slow cannot meet its target lag" in " ".join(explain.out.split())
+
+
+def test_dt_run_warns_about_a_dt_that_cannot_meet_its_lag_and_watch_says_it_once(tmp_path, monkeypatch):
+    """b's refreshes took 40 s from snapshot to commit in one watcher's application: with a
+    1-minute lag it cannot keep up. Every run here is NO_DATA (no JVM)."""
+    from tests.sched_helpers import chain_project
+
+    project = chain_project(tmp_path, {"b": "1 minute", "c": "1 hour"}, {"b": "src", "c": "src"})
+    write_source(project, [1, 2, 3])
+    for name in ("b", "c"):
+        fake_dt(project, name, T0)
+    past = [_refresh("b", T0 - timedelta(seconds=t), T0 - timedelta(seconds=t - 40)) for t in (400, 300, 200, 100)]
+    history.append(project.warehouse, [replace(r, query_id=f"local-7/r{k}") for k, r in enumerate(past)])
+    monkeypatch.setenv("DT_CLOCK_START", (T0 + timedelta(seconds=60)).isoformat())
+    once = dt("run", "-p", str(project.root))
+    assert once.code == 0, once.err
+    assert "warning: b cannot meet its target lag of 1 minute: its refreshes take 40 s" in " ".join(once.err.split())
+    assert "c cannot meet" not in once.err
+    first = dt("run", "--watch", "--max-ticks", "1", "-p", str(project.root))
+    assert first.code == 0 and "cannot meet" not in first.err     # the first pass starts the application
+    watched = dt("run", "--watch", "--max-ticks", "3", "-p", str(project.root))
+    assert watched.code == 0, watched.err
+    assert watched.out.count("(no Spark needed)") == 3
+    assert " ".join(watched.err.split()).count("warning: b cannot meet its target lag") == 1
+    by_time = sorted({r.data_timestamp for r in history.read(project.warehouse) if r.name == "b"})
+    gaps = {(datetime.fromisoformat(b) - datetime.fromisoformat(a)).total_seconds()
+            for a, b in zip(by_time[-3:], by_time[-2:])}
+    assert gaps == {12.0}         # a 12 s period: 12 + 40 s within 95 % of the minute
