@@ -47,6 +47,26 @@ def next_wake(checked: Checked, result: RunResult, now: datetime) -> datetime | 
                                created, scheduler.periods(checked, timings), ready)
 
 
+class BehindWarnings:
+    """Which DTs a watcher warns about after a pass, among those that cannot meet their lag
+    (RunResult.behind): each once, and again after it caught up and fell behind anew; none
+    until a second pass ran Spark, since the first one to run it started the application and
+    its times say little about the passes after it."""
+
+    def __init__(self) -> None:
+        self.warned: set[str] = set()
+        self.launched = 0
+
+    def after(self, result: RunResult) -> list[str]:
+        self.launched += bool(result.launched)
+        if self.launched < 2:
+            return []
+        new = [name for name in result.behind if name not in self.warned]
+        self.warned.difference_update({r.name for r in result.records} - set(result.behind))
+        self.warned.update(new)
+        return new
+
+
 def watch(check: Callable[[datetime], Checked], names: list[str] | None = None, *, clock: Clock,
           max_ticks: int | None = None, wait: float = 0.0, on_pass: OnPass = lambda *a: None,
           on_event: Events = lambda e: None, launcher: Callable[..., Any] | None = None,

@@ -111,7 +111,7 @@ def _watch(project_dir: Path, target: Optional[str], select: Optional[list[str]]
            max_ticks: Optional[int], fmt: str, args: dict, idle_timeout: Optional[float],
            threads: Optional[int], no_cache: bool = False) -> None:
     from dtcli import api
-    from dtcli.api.watch import clock_from_env, watch
+    from dtcli.api.watch import BehindWarnings, clock_from_env, watch
     from dtcli.ui.output import console, err_console
     from dtcli.ui.run_view import RunView
 
@@ -120,16 +120,11 @@ def _watch(project_dir: Path, target: Optional[str], select: Optional[list[str]]
     out = err_console if fmt == "json" else console
     state = {"started": _utcnow(), "checked": None}
 
-    warned: set[str] = set()
+    behind = BehindWarnings()
 
     def on_pass(n, result, wake) -> None:
         progress.close()
-        # a DT behind its lag is said once, and again after it caught up and fell behind anew;
-        # not after the first pass, which started the application (the next passes run warm)
-        refreshed = {r.name for r in result.records}
-        new = [name for name in result.behind if name not in warned] if n > 1 else []
-        warned.difference_update(refreshed - set(result.behind))
-        warned.update(new)
+        new = behind.after(result)
         _report(state["checked"], result, "run", {**args, "watch": True}, state["started"], fmt,
                 lines=True, prefix=f"pass {n} at {result.plan.data_timestamp[:19]}: ", warn_about=new)
         failures.extend(r for r in result.records if r.failed)
