@@ -97,8 +97,11 @@ def read_recent(warehouse: str, names: Iterable[str], now: datetime,
                 windows: tuple[int, ...] = RECENT_WINDOWS) -> tuple[list[RefreshRecord], str | None]:
     """The entries of the last hour, newest first, or of a longer window (a day, a week, then
     all) when one of `names` has none in it: each DT's newest entry is then among them, without
-    reading a history that a long `--watch` grows by thousands of rows an hour. Returns the
-    entries and the start of the window read (None: the whole history)."""
+    reading a history that a long `--watch` grows by thousands of rows an hour. Measured on a
+    day of a 22-DT watch (76,032 rows, a pass every 25 s): 0.4-0.5 s for the last hour against
+    9.0 s for the whole history (2 cores at load 25; the filter runs in deltalake's engine, so
+    the rows outside the window never become Python objects). Returns the entries and the start
+    of the window read (None: the whole history)."""
     wanted = set(names)
     for seconds in windows:
         since = (now - timedelta(seconds=seconds)).isoformat()
