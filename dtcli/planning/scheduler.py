@@ -87,7 +87,6 @@ class Decision:
     not_due: dict[str, datetime] = field(default_factory=dict)  # name -> when it falls due
     stamps: dict[str, datetime | None] = field(default_factory=dict)  # data timestamps decided on
     timings: dict[str, Timing] = field(default_factory=dict)    # measured refresh times decided on
-    periods: dict[str, int] = field(default_factory=dict)       # the periods decided with
 
 
 def decide(checked: Checked, stamps: Mapping[str, datetime | None], states: Mapping[str, TableState],
@@ -101,7 +100,7 @@ def decide(checked: Checked, stamps: Mapping[str, datetime | None], states: Mapp
     now = now or checked.now
     effective = checked.effective_lags
     chosen = periods(checked, timings or {})
-    out = Decision(stamps=dict(stamps), timings=dict(timings or {}), periods=chosen)
+    out = Decision(stamps=dict(stamps), timings=dict(timings or {}))
     stop = blocked(graph, states)
     manual_only = on_demand.on_demand(project)
     for name in graph.ordered(candidates):
