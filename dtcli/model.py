@@ -71,6 +71,7 @@ class SourceDef:
     #                               the metastore last said it lives ("" until a run asked it)
     description: str | None = None
     columns: tuple[tuple[str, str | None], ...] = ()   # declared (name, type): checked against Delta
+    data_tests: tuple[Any, ...] = ()   # dtcli.data_tests.DataTest: run by `dt test`
 
 
 def _none() -> None:
@@ -160,6 +161,7 @@ class Project:
     spark_jit: str = "auto"       # `spark.jit`: how a run's JVM compiles (engine/spark_conf.py)
     spark_class_archive: str = "auto"   # `spark.class_archive` (engine/class_archive.py)
     openlineage: LineageSpec | None = None   # `openlineage:`; None: the client's environment decides
+    singular_tests: list[Any] = field(default_factory=list)   # tests/*.sql (dtcli.data_tests.DataTest)
 
     def qualified_name(self, name: str) -> str | None:
         """`schema.name` (or `catalog.schema.name`) of a DT, with `catalog:` set."""

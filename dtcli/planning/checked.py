@@ -18,6 +18,7 @@ from dtcli.model import Column, Project, TableDef
 from dtcli.planning import backfill, custom, declared_columns, frozen
 from dtcli.planning.backfill import BackfillSource
 from dtcli.planning.check_cache import CheckCache
+from dtcli.planning.data_tests import TableChecks, check_tests
 from dtcli.planning.definition import definition_hash
 from dtcli.planning.graph import Graph
 from dtcli.planning.lag import LagResolution, parse_target_lag, resolve_lags
@@ -46,6 +47,8 @@ class Checked:
     frozen: dict[str, FrozenPredicate] = field(default_factory=dict)     # DTs with frozen_where
     backfills: dict[str, BackfillSource] = field(default_factory=dict)   # DTs about to be copied
     customs: dict[str, custom.CustomCheck] = field(default_factory=dict)  # REFRESH USING tables
+    # DTs, sources and seeds -> their data tests and expectations (planning/data_tests.py)
+    data_tests: dict[str, TableChecks] = field(default_factory=dict)
 
     @property
     def now(self) -> datetime:
@@ -131,6 +134,7 @@ def check(project: Project, snapshot: Snapshot, *, use_cache: bool = True,
         source = backfill.check_table(project, table, schemas[name], snapshot.tables.get(name))
         if source is not None:
             backfills[name] = source
+    tests = check_tests(project, schemas, order, only)
     cdf = {n: i.change_data_feed for n, i in snapshot.sources.items()}
     qualified = Qualified(resolutions)
     modes = resolve_modes(project, Graph(graph.upstream, graph.downstream, order), cdf, analyses, qualified,
@@ -138,7 +142,7 @@ def check(project: Project, snapshot: Snapshot, *, use_cache: bool = True,
     cache.save(prune=only is None)
     snapshot.keep()
     return Checked(project, graph, snapshot, resolution, schemas, qualified, analyses, modes, hashes,
-                   predicates, backfills, customs)
+                   predicates, backfills, customs, tests)
 
 
 class Qualified(Mapping):

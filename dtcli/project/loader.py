@@ -16,6 +16,7 @@ from dtcli.model import Project, SourceDef, TableDef
 from dtcli.planning.check_cache import CheckCache
 from dtcli.project.custom_table import load_custom
 from dtcli.project.settings import Settings, load_settings
+from dtcli.project.singular_tests import load_singular_tests
 from dtcli.project.snowflake_ddl import Ddl, is_ddl, parse_ddl
 from dtcli.project.table_config import folder_layers, merge_layers, normalise
 from dtcli.project.templating import render_sql
@@ -73,7 +74,9 @@ def load_project(project_dir: str | Path = ".", target: str | None = None, *,
                       disabled=disabled, threads=settings.threads,
                       catalog=settings.catalog, version=settings.version,
                       spark_jit=settings.spark_jit, spark_class_archive=settings.spark_class_archive,
-                      openlineage=settings.openlineage)
+                      openlineage=settings.openlineage,
+                      singular_tests=load_singular_tests(root, settings, files,
+                                                         settings.dialect not in _CASE_SENSITIVE_QUOTES))
     if check_sources:
         check_source_paths(project)
     return project
@@ -143,7 +146,7 @@ def _load_table(sql_file: Path, files: dict[str, Path], settings: Settings) -> T
         layers.append((ddl.config, file, ddl.lines))
         sql, ignored = ddl.body, tuple(ddl.ignored)
     config, origin = merge_layers(layers)
-    config = normalise(config, origin, file)
+    config = normalise(config, origin, file, name)
 
     kind = statement_kind(sql)
     known = {**{n: n for n in table_names}, **{s: s for s in settings.sources}}

@@ -71,6 +71,15 @@ def read_csv(csv: Path, types: dict[str, str]):
     return table.cast(pa.schema(fields))  # a naive timestamp cast to UTC keeps its wall-clock value
 
 
+def seed_types(raw, yml: Path) -> dict[str, str]:
+    """`columns:` of seeds/<name>.yml: a mapping {column: type}, or a list of {name, type,
+    data_tests, description} entries (dbt's shape; entries without a type are inferred)."""
+    columns = raw.get("columns")
+    if isinstance(columns, list):
+        return {str(c["name"]): str(c["type"]) for c in columns if isinstance(c, dict) and c.get("type")}
+    return dict(expect_mapping(columns, str(yml), "columns", raw.line_of("columns")))
+
+
 def seed(project: Project, names: list[str] | None = None) -> list[Seeded]:
     from deltalake import write_deltalake
 
@@ -85,7 +94,7 @@ def seed(project: Project, names: list[str] | None = None) -> list[Seeded]:
         types: dict[str, str] = {}
         if yml.is_file():
             raw = expect_mapping(load_yaml_file(yml), str(yml), yml.name)
-            types = dict(expect_mapping(raw.get("columns"), str(yml), "columns", raw.line_of("columns")))
+            types = seed_types(raw, yml)
         table = read_csv(csv, types)
         write_deltalake(storage.uri(src.path), table, mode="overwrite", schema_mode="overwrite",
                         storage_options=storage.options(src.path),

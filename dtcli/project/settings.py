@@ -9,6 +9,7 @@ from typing import Any
 
 from dtcli.errors import ConfigError, suggest
 from dtcli.model import CatalogSpec, LineageSpec, SourceDef, join_path
+from dtcli.project.data_tests import source_tests
 from dtcli.project.lineage_settings import parse_openlineage
 from dtcli.project.yamlio import LineDict, expect_mapping, load_yaml_file
 from dtcli.state import source_names
@@ -20,7 +21,7 @@ TARGET_KEYS = {"warehouse", "spark", "dialect", "vars", "defaults", "threads", "
 # Refreshes of independent DTs a run executes side by side, as dbt's `threads`: while one waits
 # on a commit or plans its queries, another computes.
 DEFAULT_THREADS = 4
-SOURCE_KEYS = {"path", "table", "primary_key", "rely", "description", "columns"}
+SOURCE_KEYS = {"path", "table", "primary_key", "rely", "description", "columns", "data_tests", "tests"}
 SPARK_KEYS = {"master", "conf", "jars", "jit", "class_archive"}
 # How the JVM of a run compiles (see dtcli/engine/spark_conf.py:jit_options).
 JIT_MODES = ("auto", "quick", "peak")
@@ -201,9 +202,9 @@ def _load_sources(root: Path, file: Path, raw: LineDict, warehouse: str) -> dict
     # Seeds become sources stored in the warehouse (`dt seed` writes them there).
     for csv in sorted((root / "seeds").glob("*.csv")):
         name = csv.stem.lower()
-        pk, rely, description = _seed_key(csv.with_suffix(".yml"))
+        pk, rely, description, tests = _seed_key(csv.with_suffix(".yml"), _relative(root, csv.with_suffix(".yml")))
         sources[name] = SourceDef(name, join_path(warehouse, name), pk, origin="seed", file=str(csv), rely=rely,
-                                  description=description)
+                                  description=description, data_tests=tuple(tests))
     declared = expect_mapping(raw.get("sources"), file, "sources", raw.line_of("sources"))
     resolved = None     # where the metastore said names live: read once, if any source has one
     for name, spec in declared.items():
@@ -237,7 +238,8 @@ def _load_sources(root: Path, file: Path, raw: LineDict, warehouse: str) -> dict
         sources[str(name).lower()] = SourceDef(
             str(name).lower(), path, tuple(pk), "declared", str(file), line, rely, table,
             description=_text(spec, "description", file, f"source '{name}'"),
-            columns=_columns(spec, file, f"source '{name}'"))
+            columns=_columns(spec, file, f"source '{name}'"),
+            data_tests=tuple(source_tests(spec, str(name).lower(), _relative(root, file))))
     return sources
 
 
@@ -273,7 +275,7 @@ def _columns(spec: LineDict, file: Path, what: str) -> tuple[tuple[str, str | No
             if isinstance(item, str):
                 items.append((item, None))
             elif isinstance(item, dict) and isinstance(item.get("name"), str):
-                unknown = set(item) - {"name", "type", "description"}
+                unknown = set(item) - {"name", "type", "description", "data_tests", "tests"}
                 if unknown:
                     raise ConfigError(f"{what}: unknown key '{sorted(unknown)[0]}' in a column", file=file,
                                       line=line, hint="a column is {name, type, description}")
@@ -287,14 +289,21 @@ def _columns(spec: LineDict, file: Path, what: str) -> tuple[tuple[str, str | No
     return tuple((str(n).lower(), t) for n, t in items)
 
 
-SEED_KEYS = {"primary_key", "rely", "description", "columns"}   # columns: read by `dt seed`
+SEED_KEYS = {"primary_key", "rely", "description", "columns", "data_tests", "tests"}   # columns: read by `dt seed`
 
 
-def _seed_key(yml: Path) -> tuple[tuple[str, ...], bool, str | None]:
-    """A seed's `primary_key`, `rely` and `description` from `seeds/<name>.yml`, as a declared
-    source's."""
+def _relative(root: Path, path: Path) -> str:
+    try:
+        return str(path.relative_to(root))
+    except ValueError:
+        return str(path)
+
+
+def _seed_key(yml: Path, shown: str) -> tuple[tuple[str, ...], bool, str | None, list]:
+    """A seed's `primary_key`, `rely`, `description` and data tests from `seeds/<name>.yml`, as
+    a declared source's."""
     if not yml.is_file():
-        return (), False, None
+        return (), False, None, []
     raw = expect_mapping(load_yaml_file(yml), yml, yml.name)
     _check_keys(raw, SEED_KEYS, yml, f"seed '{yml.stem}'")
     pk = raw.get("primary_key") or []
@@ -303,4 +312,5 @@ def _seed_key(yml: Path) -> tuple[tuple[str, ...], bool, str | None]:
     if not isinstance(rely, bool) or (rely and not pk):
         raise ConfigError("rely must be true or false, with a primary_key to rely on", file=yml,
                           line=raw.line_of("rely"), hint="e.g. primary_key: [id] and rely: true")
-    return tuple(str(c) for c in pk), rely, _text(raw, "description", yml, f"seed '{yml.stem}'")
+    return (tuple(str(c) for c in pk), rely, _text(raw, "description", yml, f"seed '{yml.stem}'"),
+            source_tests(raw, yml.stem.lower(), shown))

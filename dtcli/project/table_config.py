@@ -13,6 +13,7 @@ from typing import Any
 from dtcli.errors import ConfigError, suggest
 from dtcli.model import Located
 from dtcli.planning.lag import parse_target_lag
+from dtcli.project.data_tests import TEST_KEYS, parse_expectations, parse_tests, split_columns
 from dtcli.project.table_values import backfill, columns, constraints, start_at
 from dtcli.project.yamlio import LineDict, expect_mapping
 
@@ -20,6 +21,7 @@ TABLE_KEYS = {
     "target_lag", "refresh_mode", "initialize", "frozen_where", "immutable_where", "backfill",
     "start_at", "columns", "constraints", "partition_by", "cluster_by", "comment", "tags",
     "enabled", "scheduler", "deletion_vectors", "sort_by_key", "max_rows_per_file",
+    "data_tests", "tests", "expectations",
 }
 REFRESH_MODES = ("auto", "adaptive", "incremental", "full", "custom_incremental")
 INITIALIZE = ("on_create", "on_schedule")
@@ -90,8 +92,10 @@ def _as_list(value: Any) -> list[Any]:
     return [value] if isinstance(value, str) else list(value)
 
 
-def normalise(config: dict[str, Any], origin: dict[str, Located], file: str) -> dict[str, Any]:
-    """Validate values and fold aliases; returns the config the rest of dt relies on."""
+def normalise(config: dict[str, Any], origin: dict[str, Located], file: str,
+              name: str | None = None) -> dict[str, Any]:
+    """Validate values and fold aliases; returns the config the rest of dt relies on. `name`:
+    the table's, which its data tests' generated names carry."""
     check_keys(config, origin, file)
 
     def where(key: str) -> dict[str, Any]:
@@ -152,6 +156,7 @@ def normalise(config: dict[str, Any], origin: dict[str, Located], file: str) -> 
                           hint="e.g. max_rows_per_file: 1000000")
     if out.get("comment") is not None and not isinstance(out["comment"], str):
         raise ConfigError("comment must be a string", **where("comment"))
+    _tests(out, name or Path(file).stem.lower(), where)
     if out.get("columns") is not None:
         out["columns"] = columns(out["columns"], where("columns"))
     if out.get("constraints") is not None:
@@ -161,3 +166,29 @@ def normalise(config: dict[str, Any], origin: dict[str, Located], file: str) -> 
     if out.get("start_at") is not None:
         out["start_at"] = start_at(out["start_at"], where("start_at"))
     return out
+
+
+def _tests(out: dict[str, Any], name: str, where) -> None:
+    """Data tests (at table level and under `columns:`), column notes and expectations, parsed
+    into `data_tests`, `column_notes` and `expectations` (dtcli/data_tests.py); `columns` keeps
+    only what renames or types the outputs (None when its entries only annotate columns)."""
+    found = [k for k in TEST_KEYS if out.get(k) is not None]
+    if len(found) > 1:
+        raise ConfigError("both data_tests and tests are set", **where("tests"),
+                          hint="keep data_tests (tests is its older name)")
+    tests = parse_tests(out.pop(found[0]), name, None, where(found[0])) if found else []
+    out.pop("tests", None)
+    notes = []
+    if out.get("columns") is not None:
+        out["columns"], column_tests, notes = split_columns(out["columns"], name, where("columns"))
+        tests = column_tests + tests
+        if out["columns"] is None:
+            del out["columns"]
+    if tests:
+        out["data_tests"] = tests
+    else:
+        out.pop("data_tests", None)
+    if notes:
+        out["column_notes"] = notes
+    if out.get("expectations") is not None:
+        out["expectations"] = parse_expectations(out["expectations"], where("expectations"))

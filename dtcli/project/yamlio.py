@@ -34,7 +34,24 @@ def _construct_mapping(loader: _Loader, node: yaml.MappingNode) -> LineDict:
     return result
 
 
+class LineList(list):
+    """A list whose `lines` holds each item's 1-based line in the file."""
+
+    lines: list[int]
+
+    def line_of(self, index: int) -> int | None:
+        lines = getattr(self, "lines", [])
+        return lines[index] if 0 <= index < len(lines) else None
+
+
+def _construct_sequence(loader: _Loader, node: yaml.SequenceNode) -> LineList:
+    result = LineList(loader.construct_object(child, deep=True) for child in node.value)
+    result.lines = [child.start_mark.line + 1 for child in node.value]
+    return result
+
+
 _Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_MAPPING_TAG, _construct_mapping)
+_Loader.add_constructor(yaml.resolver.BaseResolver.DEFAULT_SEQUENCE_TAG, _construct_sequence)
 
 
 def load_yaml_text(text: str, file: str | Path) -> Any:
