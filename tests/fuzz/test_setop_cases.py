@@ -63,6 +63,26 @@ CASES = {
     "with_rollup": "SELECT t1.g, t1.k, SUM(t1.v) AS s FROM a AS t1 GROUP BY t1.g, t1.k WITH ROLLUP",
     "only_total": "SELECT COUNT(*) AS n, SUM(t1.v) AS s FROM a AS t1 WHERE t1.v > 2 GROUP BY GROUPING SETS (())",
     "two_totals": "SELECT COUNT(*) AS n, MIN(t1.g) AS g FROM a AS t1 WHERE t1.v > 2 GROUP BY GROUPING SETS ((), ())",
+    # outer joins in the forms users write
+    "on_parens": "SELECT t1.k, t1.v, t2.w FROM a AS t1 LEFT JOIN b AS t2 ON (t1.k = t2.k AND t2.w > 1)",
+    "on_parens_full": "SELECT t1.k AS k1, t2.k AS k2, t2.w FROM a AS t1 FULL OUTER JOIN b AS t2 "
+                      "ON ((t1.k = t2.k) AND (t1.g = t2.g))",
+    "on_unqualified": "SELECT v, w FROM a AS t1 RIGHT JOIN b AS t2 ON v = w",
+    "null_safe": "SELECT t1.k AS k1, t1.g, t2.w FROM a AS t1 FULL JOIN b AS t2 ON t1.k <=> t2.k",
+    "null_safe_left": "SELECT t1.k, t2.w FROM a AS t1 LEFT JOIN b AS t2 ON t1.k <=> t2.k AND t1.g = t2.g",
+    "comma_then_left": "SELECT t1.k, t2.w, t3.w AS w3 FROM a AS t1, b AS t2 LEFT JOIN b AS t3 ON t3.k = t2.k "
+                       "WHERE t1.g = t2.g",
+    "using_chain": "SELECT k, t2.w, t3.w AS w3 FROM a AS t1 JOIN b AS t2 USING (k) LEFT JOIN b AS t3 USING (k)",
+    "theta_left": "SELECT t1.k, t1.v, t2.w FROM a AS t1 LEFT JOIN b AS t2 ON t1.v < t2.w",
+    "theta_or": "SELECT t1.k, t1.g, t2.w FROM a AS t1 LEFT JOIN b AS t2 ON t1.k = t2.k OR t1.g = t2.g",
+    "theta_right": "SELECT t1.v, t2.k, t2.w FROM a AS t1 RIGHT JOIN b AS t2 ON t1.k + t2.w = 3",
+    "theta_one_side": "SELECT t1.k, t2.w FROM a AS t1 LEFT JOIN b AS t2 ON t2.w = 1",
+    "theta_grouped": "SELECT t1.g, COUNT(t2.w) AS n FROM a AS t1 LEFT JOIN b AS t2 ON t1.v <= t2.w "
+                     "GROUP BY t1.g",
+    "theta_then_inner": "SELECT t1.k, t2.w, t3.v AS v3 FROM a AS t1 LEFT JOIN b AS t2 ON t1.v > t2.w "
+                        "JOIN a AS t3 ON t3.k = t1.k",
+    "theta_after_inner": "SELECT t1.k, t3.w FROM a AS t1 JOIN a AS t2 ON t1.k = t2.k "
+                         "LEFT JOIN b AS t3 ON t2.v <> t3.w",
 }
 
 

@@ -110,7 +110,7 @@ def test_cte_inlining_respects_scopes():
     ("SELECT x FROM t LIMIT 3", "LIMIT"),
     ("SELECT x FROM t WHERE x IN (SELECT y FROM t)", "subquery outside FROM"),
     ("SELECT x FROM other", "not one of its inputs"),
-    ("SELECT * FROM t AS a LEFT JOIN t AS b ON a.x > b.y", "without an equality"),
+    ("SELECT * FROM t AS a FULL JOIN t AS b ON a.x > b.y", "without an equality"),
     ("SELECT k, RANK() OVER (PARTITION BY g ORDER BY SUM(v)) FROM t GROUP BY k", "PARTITION BY is not"),
     ("SELECT DISTINCT * FROM t", "DISTINCT *"),
     ("SELECT x, rand() FROM t", "nondeterministic"),

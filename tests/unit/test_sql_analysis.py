@@ -116,8 +116,11 @@ def test_outer_joins_recompute_touched_keys(written, shown):
 def test_join_without_equality_is_flagged():
     op = ops("SELECT * FROM a JOIN b ON a.x > b.y")["INNER JOIN b"]
     assert op.incremental and "no equality" in op.considerations[0]
-    # an outer join's changed keys are found through its equalities: without one it is FULL
+    # an outer join without one is keyed by its preserved side's columns: incremental, with the
+    # advice; a FULL OUTER JOIN has no preserved side: FULL
     op = ops("SELECT * FROM a LEFT JOIN b ON a.x > b.y")["LEFT OUTER JOIN b"]
+    assert op.incremental and "no equality" in op.considerations[0]
+    op = ops("SELECT * FROM a FULL JOIN b ON a.x > b.y")["FULL OUTER JOIN b"]
     assert not op.incremental and "without an equality" in op.considerations[0]
     assert "no equality" in op.considerations[1]
 
@@ -430,7 +433,7 @@ def test_group_by_keys_found_in_select(sql):
      "GROUPING SETS / ROLLUP / CUBE"),
     ("SELECT a.k, b.w, c.v FROM a LEFT JOIN b ON a.k = b.k\nLEFT JOIN c ON a.k = c.k", "LEFT OUTER JOIN c",
      "more than one outer join"),
-    ("SELECT a.k, b.w FROM a LEFT JOIN b ON a.k < b.k", "LEFT OUTER JOIN b", "without an equality"),
+    ("SELECT a.k, b.w FROM a FULL JOIN b ON a.k < b.k", "FULL OUTER JOIN b", "without an equality"),
     ("SELECT k, v FROM t QUALIFY v > 1", "QUALIFY", "QUALIFY without a window"),
     ("SELECT DISTINCT a, count(*) AS n FROM t GROUP BY a", "DISTINCT", "DISTINCT over an aggregation"),
     ("SELECT DISTINCT k, explode(xs) AS x FROM t", "explode(xs) in SELECT", "a generator in the SELECT list"),

@@ -337,6 +337,8 @@ class DeltaCompiler:
         return out
 
     def outer_join_keys(self, sel: exp.Select, join: OuterJoin, changed: list[int]) -> KeySet:
+        if not join.pairs:
+            return self.materialize(union_all(self._theta_join_keys(sel, join, changed)))
         parts: list[exp.Query] = []
         right = join.index + 1
         for k in changed:
@@ -351,6 +353,31 @@ class DeltaCompiler:
             else:               # inner joins after the outer join are linear in their items
                 parts.append(self.strip(self.term(sel, k, BOTH), join.key))
         return self.materialize(union_all(parts))
+
+    def _theta_join_keys(self, sel: exp.Select, join: OuterJoin, changed: list[int]) -> list[exp.Query]:
+        """The preserved side's keys a change touches, for an outer join without equalities
+        (shapes._theta_join): a changed preserved row's own; for a changed row of the other side,
+        those of the preserved rows it satisfies the ON with (the two sides inner-joined on it,
+        the preserved side new: a preserved row not there changed itself)."""
+        parts: list[exp.Query] = []
+        right = join.index + 1
+        preserved_left = sel.args["joins"][join.index].side.upper() == "LEFT"
+        for k in changed:
+            if k > right:       # inner joins after the outer join are linear in their items
+                parts.append(self.strip(self.term(sel, k, BOTH), join.key))
+            elif (k < right) == preserved_left:
+                if k < right:
+                    rows = self.term(sel, k, BOTH, items_upto=join.index)
+                else:
+                    rows = exp.select("*").from_(self.item_relation(block_items(sel)[right], BOTH))
+                parts.append(self.strip(rows, join.key, keep_where=False))
+            else:
+                rows = self.term(sel, k, BOTH, items_upto=right)
+                matched = rows.args["joins"][join.index]
+                matched.set("side", None)
+                matched.set("kind", None)
+                parts.append(self.strip(rows, join.key, keep_where=False))
+        return parts
 
     def restriction(self, exprs: list[exp.Expression], keys: KeySet) -> exp.Expression:
         """Rows whose key expressions are null-safely among the affected keys."""

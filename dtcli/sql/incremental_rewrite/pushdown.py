@@ -15,30 +15,21 @@ from collections.abc import Callable
 
 from sqlglot import exp
 
-from dtcli.sql.incremental_rewrite.relations import alias_of, block_items, is_table_ref
+from dtcli.sql.incremental_rewrite.relations import alias_of, block_items, conjuncts, is_table_ref
 
 # narrow(input name, its column) -> (expression -> predicate restricting it to the change's
 # values of that column), or None when they are not known
 Narrow = Callable[[str, str], Callable[[exp.Expression], exp.Expression | None] | None]
 
 
-def _conjuncts(node: exp.Expression | None) -> list[exp.Expression]:
-    if node is None:
-        return []
-    node = node.unnest()
-    if isinstance(node, exp.And):
-        return [c for part in (node.this, node.expression) for c in _conjuncts(part)]
-    return [node]
-
-
 def equalities(sel: exp.Select) -> list[tuple[exp.Column, exp.Column]]:
     """Column = column conditions that hold for every row of an inner-join block (WHERE and
     inner joins' ON); none when the block has an outer join, whose ON does not filter."""
-    conds = _conjuncts(sel.args["where"].this) if sel.args.get("where") else []
+    conds = conjuncts(sel.args["where"].this) if sel.args.get("where") else []
     for join in sel.args.get("joins") or ():
         if join.side or (join.args.get("kind") or "").upper() in ("SEMI", "ANTI", "NATURAL"):
             return []
-        conds += _conjuncts(join.args.get("on"))
+        conds += conjuncts(join.args.get("on"))
     return [(c.this, c.expression) for c in conds
             if isinstance(c, exp.EQ) and isinstance(c.this, exp.Column)
             and isinstance(c.expression, exp.Column) and c.this.table and c.expression.table]

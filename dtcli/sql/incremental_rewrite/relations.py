@@ -111,6 +111,16 @@ def scope_nodes(sel: exp.Select, args=("expressions", "where", "group", "having"
                 yield from v.walk()
 
 
+def conjuncts(node: exp.Expression | None) -> list[exp.Expression]:
+    """The terms of an AND, through parentheses: `(a AND (b AND c))` is a, b, c."""
+    if node is None:
+        return []
+    node = node.unnest()
+    if isinstance(node, exp.And):
+        return [c for part in (node.this, node.expression) for c in conjuncts(part)]
+    return [node]
+
+
 def is_generator(node: exp.Expression) -> bool:
     if isinstance(node, exp.UDTF):
         return True

@@ -12,6 +12,7 @@ from dtcli.sql.incremental_rewrite.relations import (
     Unsupported,
     alias_of,
     block_items,
+    conjuncts,
     is_generator,
     scope_nodes,
 )
@@ -20,7 +21,9 @@ from dtcli.sql.incremental_rewrite.relations import (
 @dataclass
 class OuterJoin:
     index: int                                           # position in the block's joins
-    pairs: list[tuple[exp.Expression, exp.Expression]]   # (left expr, right expr) equalities
+    # (left expr, right expr) equalities; none for a join on another condition, keyed by the
+    # preserved side's columns
+    pairs: list[tuple[exp.Expression, exp.Expression]]
     key: list[exp.Expression]                            # key of each output row
 
 
@@ -148,11 +151,8 @@ def outer_join(sel: exp.Select, index: int) -> OuterJoin:
             name = ident.name
             pairs.append((exp.column(name, left_alias), exp.column(name, alias_of(right))))
     else:
-        on = join.args.get("on")
-        conjuncts = list(on.flatten()) if isinstance(on, exp.And) else ([on] if on else [])
-        for c in conjuncts:
-            c = c.unnest()
-            if not isinstance(c, (exp.EQ, exp.NullSafeEQ)) or isinstance(c, exp.NullSafeEQ):
+        for c in conjuncts(join.args.get("on")):
+            if not isinstance(c, (exp.EQ, exp.NullSafeEQ)):
                 continue
 
             def side_of(e):
@@ -171,8 +171,7 @@ def outer_join(sel: exp.Select, index: int) -> OuterJoin:
             elif (a, b) == ("R", "L"):
                 pairs.append((c.expression.copy(), c.this.copy()))
     if not pairs:
-        raise Unsupported(f"{side} OUTER JOIN without an equality between qualified columns "
-                          "of both sides is refreshed FULL", join)
+        return _theta_join(sel, index, side, left_aliases, right_alias)
     if side == "LEFT":
         key = [left for left, _ in pairs]
     elif side == "RIGHT":
@@ -180,3 +179,29 @@ def outer_join(sel: exp.Select, index: int) -> OuterJoin:
     else:
         key = [exp.Coalesce(this=left.copy(), expressions=[right_.copy()]) for left, right_ in pairs]
     return OuterJoin(index=index, pairs=pairs, key=key)
+
+
+def _theta_join(sel: exp.Select, index: int, side: str, left_aliases: set[str], right_alias: str
+                ) -> OuterJoin:
+    """An outer join whose ON pairs no expression of one side with one of the other (`ON a.x <
+    b.y`, an OR, a condition on one side only): keyed by the preserved side's columns the block
+    reads. Every result row comes from one preserved row, whose key it carries; the rows of the
+    other side it matches depend on the ON, which reads key columns only (any other column of
+    that side is left out of both); so a preserved row's change touches its key, and a change of
+    the other side the keys of the preserved rows its rows satisfy the ON with (found by joining
+    them, compiler.py). Recomputing those keys is exact, under a `*` too."""
+    join = sel.args["joins"][index]
+    if side == "FULL":
+        raise Unsupported("FULL OUTER JOIN without an equality between columns of both sides is "
+                          "refreshed FULL: neither side's rows key its result", join)
+    preserved = left_aliases if side == "LEFT" else {right_alias}
+    key: list[exp.Expression] = []
+    for node in scope_nodes(sel):
+        if isinstance(node, exp.Column) and not node.is_star and node.table.lower() in preserved \
+                and node not in key:
+            key.append(node.copy())
+    if not key:
+        raise Unsupported(f"{side} OUTER JOIN without an equality between columns of both sides, "
+                          "whose preserved side's columns the query does not read, is refreshed "
+                          "FULL", join)
+    return OuterJoin(index=index, pairs=[], key=key)
