@@ -284,6 +284,11 @@ class StepOptions:
     comment: str | None = None
     comment_outdated: bool = False            # the table's comment differs from the config's
     columns: Any = None                       # `columns:` config (names and types)
+    # the output names dt gave the query's unaliased expressions (as Spark names them,
+    # sql/spark_names.py): the result's columns are renamed to them by position
+    names: list[str] | None = None
+    # the column names need Delta's column mapping (`delta.columnMapping.mode = 'name'`)
+    column_mapping: bool = False
     deletion_vectors: bool = DELETION_VECTORS
     deletion_vectors_outdated: bool = False   # the table's setting differs from the config's
     # frozen regions: the predicate (for the frontier), and at this refresh's data timestamp

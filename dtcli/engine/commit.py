@@ -8,6 +8,7 @@ from typing import Any
 
 from sqlglot import exp
 
+from dtcli.engine import column_mapping
 from dtcli.engine.changes import quote
 from dtcli.model import Frontier
 from dtcli.state.delta_log import frontier_metadata
@@ -38,10 +39,11 @@ def replace_table(spark, df, path: str, frontier: Frontier, *, partition_by: lis
         clauses.append(f"CLUSTER BY ({', '.join(quote(c) for c in cluster_by)})")
     if comment:
         clauses.append(f"COMMENT {_string(comment)}")
-    if properties:
-        clauses.append("TBLPROPERTIES (" + ", ".join(f"{_string(k)} = {_string(v)}"
-                                                     for k, v in sorted(properties.items())) + ")")
     try:
+        properties = column_mapping.prepare(spark, view, path, clauses, properties or {})
+        if properties:
+            clauses.append("TBLPROPERTIES (" + ", ".join(f"{_string(k)} = {_string(v)}"
+                                                         for k, v in sorted(properties.items())) + ")")
         with user_metadata(spark, frontier), _session_conf(spark, MAX_RECORDS_CONF, max_rows_per_file):
             spark.sql(f"CREATE OR REPLACE TABLE delta.{quote(path)} USING delta {' '.join(clauses)} "
                       f"AS SELECT * FROM {view}")

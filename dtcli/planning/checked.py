@@ -176,12 +176,12 @@ class Qualified(Mapping):
 def _resolve(table: TableDef, inputs: dict[str, tuple[Column, ...]], dialect: str) -> Resolved | None:
     """The query qualified against its inputs, then rewritten by dt's rules (sql/rules) into the
     forms the change compiler refreshes: subqueries as joins, and so on."""
-    resolved = resolve(table.query, inputs, dialect, table.file)
+    resolved = resolve(table.query, inputs, dialect, table.file, table.parsed.text)
     return resolved.normalized() if resolved is not None else None
 
 
 def _check_output_names(table: TableDef, columns: tuple[Column, ...], renamed: bool) -> None:
-    check_output_names(table.query, columns, renamed=renamed, file=table.file)
+    check_output_names(table.query, columns, renamed=renamed, file=table.file, text=table.parsed.text)
 
 
 def _analyze(table: TableDef, resolved: Resolved | None) -> QueryAnalysis:

@@ -36,6 +36,7 @@ from dtcli.planning.checked import Checked
 from dtcli.planning.refresh_mode import ResolvedMode
 from dtcli.sql.columns_read import columns_read
 from dtcli.sql.incremental_rewrite.layout import key_positions
+from dtcli.sql.output_names import given_names, needs_column_mapping, unnamed
 
 
 def build_plan(checked: Checked, selected: set[str], trigger: str, *, full_refresh: bool = False,
@@ -124,6 +125,8 @@ def _step_options(checked: Checked, name: str, info, regions) -> StepOptions:
         comment=config.get("comment"),
         comment_outdated=info is not None and (info.description or None) != (config.get("comment") or None),
         columns=config.get("columns"),
+        names=_given_names(checked, name),
+        column_mapping=needs_column_mapping(c.name for c in checked.schemas.get(name, ())),
         deletion_vectors=deletion_vectors,
         deletion_vectors_outdated=info is not None and info.deletion_vectors_differ(deletion_vectors),
         frozen_where=regions.predicate,
@@ -132,6 +135,18 @@ def _step_options(checked: Checked, name: str, info, regions) -> StepOptions:
         backfill=checked.backfills[name].to_dict() if name in checked.backfills else None,
         backfill_spec=config.get("backfill"),
         custom=custom.step_options(checked, name) if table.kind == "custom" else None)
+
+
+def _given_names(checked: Checked, name: str) -> list[str] | None:
+    """The names of the DT's columns when its query leaves some to Spark (unaliased expressions)
+    and no `columns:` names them: as derived (sql/spark_names.py). The engine renames the result
+    to them, so the table holds the names dt derived without a JVM, whatever the SQL it runs
+    (sqlglot's Spark text of the query) would be named."""
+    table = checked.project.tables[name]
+    if table.kind == "custom" or table.config.get("columns") or not unnamed(table.query):
+        return None
+    derived = [c.name for c in checked.schemas.get(name, ())]
+    return derived or given_names(table.query, table.parsed.text if table.parsed else None)
 
 
 def write_order(checked: Checked, name: str) -> list[str] | None:

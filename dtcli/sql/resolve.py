@@ -26,6 +26,7 @@ from dtcli.errors import ValidationError, suggest
 from dtcli.lazy import LazyFields
 from dtcli.model import Column
 from dtcli.sql.rules import normalize
+from dtcli.sql.spark_names import output_name
 from dtcli.sql.types import from_sqlglot, to_sqlglot
 
 Inputs = dict[str, tuple[Column, ...]]     # logical input name -> its columns
@@ -52,15 +53,18 @@ class Resolved(LazyFields):
         return Resolved(out.query, self.columns, self.names_certain, out.rewrites)
 
 
-def resolve(query: exp.Query, inputs: Inputs, dialect: str, file: str | None = None) -> Resolved | None:
+def resolve(query: exp.Query, inputs: Inputs, dialect: str, file: str | None = None,
+            text: str | None = None) -> Resolved | None:
     """Qualify `query` (not modified) against `inputs`; raise ValidationError for a column the
-    query gets wrong; None when sqlglot cannot bind it but the query may well be right."""
-    return _Binder(query, inputs, dialect, file).resolve()
+    query gets wrong; None when sqlglot cannot bind it but the query may well be right. `text`:
+    the SQL `query` was parsed from (unaliased outputs are named as Spark names them from it)."""
+    return _Binder(query, inputs, dialect, file, text).resolve()
 
 
 class _Binder:
-    def __init__(self, query: exp.Query, inputs: Inputs, dialect: str, file: str | None):
-        self.query, self.inputs, self.dialect, self.file = query, inputs, dialect, file
+    def __init__(self, query: exp.Query, inputs: Inputs, dialect: str, file: str | None,
+                 text: str | None = None):
+        self.query, self.inputs, self.dialect, self.file, self.text = query, inputs, dialect, file, text
         mapping = {name: {c.name: to_sqlglot(c.type or "unknown") for c in cols}
                    for name, cols in inputs.items()}
         self.schema = MappingSchema(mapping, dialect=dialect)
@@ -91,16 +95,25 @@ class _Binder:
         return Resolved(qualified, tuple(Column(n, t) for n, t in zip(names, types)), certain)
 
     def spark_names(self, qualified: exp.Query) -> tuple[list[str], bool]:
-        """Output names as Spark will spell them: as written in the query, or as the input
-        spells them where a star chose them; and whether each of them is sure."""
+        """Output names as Spark will spell them: as written in the query, as the input spells
+        them where a star chose them, as Spark names an unaliased expression (sql/spark_names);
+        and whether each of them is sure."""
         spelt = {c.name.lower(): c.name for cols in self.inputs.values() for c in cols}
         names = [spelt.get(s.alias_or_name.lower(), s.alias_or_name) for s in qualified.selects]
         written = self.query.selects
-        certain = all(isinstance(s, (exp.Alias, exp.Column)) and s.alias_or_name for s in written)
+        certain = True
         if len(written) == len(names) and not any(_is_star(s) for s in written):
             for k, select in enumerate(written):
                 if isinstance(select, (exp.Alias, exp.Column)) and select.alias_or_name:
                     names[k] = select.alias_or_name
+                    continue
+                computed = output_name(select, self.text)
+                if computed is None:
+                    certain = False
+                else:
+                    names[k] = computed
+        else:
+            certain = all(isinstance(s, (exp.Alias, exp.Column)) and s.alias_or_name for s in written)
         return names, certain
 
     # -- what is wrong, when it is the query's fault ------------------------------------------

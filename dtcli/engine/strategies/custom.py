@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from dtcli.engine import apply, change_views, commit
+from dtcli.engine import apply, change_views, column_mapping, commit
 from dtcli.engine.changes import ChangesUnavailable, quote
 from dtcli.engine.checkpoints import release
 from dtcli.engine.context import RefreshContext, RefreshResult
@@ -152,7 +152,8 @@ def _create(ctx: RefreshContext, opts: CustomSpec) -> None:
         clauses.append(f"CLUSTER BY ({', '.join(quote(c) for c in options.cluster_by)})")
     if options.comment:
         clauses.append(f"COMMENT {exp.Literal.string(options.comment).sql(dialect='spark')}")
-    props = {"delta.enableChangeDataFeed": "true", **table_property(options.deletion_vectors)}
+    props = {"delta.enableChangeDataFeed": "true", **table_property(options.deletion_vectors),
+             **column_mapping.table_property(options.column_mapping)}
     clauses.append("TBLPROPERTIES (" + ", ".join(f"'{k}' = '{v}'" for k, v in sorted(props.items())) + ")")
     ctx.spark.sql(f"CREATE OR REPLACE TABLE delta.{quote(step.path)} ({cols}) USING delta {' '.join(clauses)}")
 
@@ -175,7 +176,8 @@ def _backfilled(ctx: RefreshContext, opts: CustomSpec) -> RefreshResult:
                          partition_by=options.partition_by, cluster_by=options.cluster_by,
                          comment=options.comment,
                          properties={"delta.enableChangeDataFeed": "true",
-                                     **table_property(options.deletion_vectors)})
+                                     **table_property(options.deletion_vectors),
+                                     **column_mapping.table_property(options.column_mapping)})
     last = commit.last_commit(ctx.step.path)
     return RefreshResult(copied=int(last["metrics"].get("numOutputRows", 0)), table_version=last["version"],
                          table_replaced=True)

@@ -8,7 +8,7 @@ rows for the rest), made in one commit and never read again.
 
 from __future__ import annotations
 
-from dtcli.engine import apply, commit
+from dtcli.engine import apply, column_mapping, commit
 from dtcli.engine.checkpoints import release
 from dtcli.engine.context import RefreshContext, RefreshResult
 from dtcli.engine.deletion_vectors import table_property
@@ -19,6 +19,8 @@ def full_refresh(ctx: RefreshContext) -> RefreshResult:
     step, spark = ctx.step, ctx.spark
     options = step.options
     df = shaped(spark.sql(step.sql), options.columns)
+    if options.names:                 # unaliased outputs: named as dt derived them (Spark's names)
+        df = df.toDF(*options.names)
     if options.backfill:
         return _backfilled(ctx, df)
     if options.active:
@@ -38,7 +40,8 @@ def _replace_table(ctx: RefreshContext, rows) -> None:
     commit.replace_table(ctx.spark, rows, ctx.step.path, ctx.frontier,
                          partition_by=options.partition_by, cluster_by=options.cluster_by,
                          comment=options.comment,
-                         properties=table_property(options.deletion_vectors),
+                         properties={**table_property(options.deletion_vectors),
+                                     **column_mapping.table_property(options.column_mapping)},
                          sort_by=options.sort_by, max_rows_per_file=options.max_rows_per_file or 0)
 
 
