@@ -10,6 +10,11 @@ socket and the driver stops after its refresh in flight.
 - Started when a pass first needs Spark (a pass of NO_DATA only starts nothing);
 - restarted when it died (a crash, the cluster killed it) or when the project's Spark settings
   changed between passes (a new jar or conf needs a new application);
+- its JVM maps the driver's class archive (`spark.class_archive`) when one exists as it starts,
+  but never writes one: the archive is written as a JVM exits, and this one exits at a watch's
+  end or idle timeout, where 18 s more would only delay the user. An archive that appears while
+  it runs (a plain `dt run` beside the watch wrote it) is not a change of its settings: the
+  restart check compares the command without the archive's option;
 - stopped by the driver itself after `idle_timeout` seconds without a plan, freeing a cluster's
   executors between sparse refreshes, and by `close()` when the watch ends. dt restarts it a
   little before that timeout rather than race the driver's exit.
@@ -28,6 +33,8 @@ from pathlib import Path
 
 from dtcli.engine.launcher import (
     LaunchResult,
+    class_archive_of,
+    driver_conf,
     handle,
     launch,
     lock_fds,
@@ -68,10 +75,10 @@ class WarmEngine:
             # application per pass, as a plain `dt run`
             return launch(project, plan, on_event)
         plan_path = write_plan(project, plan)
-        settings = submit_command(project, None)     # what the application was started with
+        settings, started = self.commands(project)
         if not self._usable(settings):
             self.close()
-            self._start(project, settings, plan_path.parent)
+            self._start(project, settings, plan_path.parent, started)
         held = locks.held(project)
         if held is not None:
             held.note(spark_submit_pid=self._proc.pid, application_id=self._app_id)
@@ -108,6 +115,15 @@ class WarmEngine:
         result.interrupted = interrupted    # reported by the caller, with what did and did not run
         return result
 
+    @staticmethod
+    def commands(project: Project) -> tuple[list[str], list[str]]:
+        """(the command the restart check compares, the command an application is started
+        with): the same but for the class archive's option, which only the second has."""
+        conf = driver_conf(project)
+        archive = class_archive_of(project, write=False, conf=conf)
+        return (submit_command(project, None, conf=conf),
+                submit_command(project, None, archive=archive, conf=conf))
+
     def _noting(self, project: Project, on_event: Events):
         noted = noting_application(project, on_event)
 
@@ -123,11 +139,13 @@ class WarmEngine:
         margin = min(RESTART_MARGIN, self.idle_timeout / 2)
         return time.monotonic() - self._idle_since < self.idle_timeout - margin
 
-    def _start(self, project: Project, settings: list[str], run_dir: Path) -> None:
+    def _start(self, project: Project, settings: list[str], run_dir: Path, started: list[str]) -> None:
+        """`settings`: the command the restart check compares; `started`: the same with the class
+        archive's option (what is run)."""
         self._listener = socket.create_server(("127.0.0.1", 0))
         self._token = secrets.token_hex(16)
         address = f"127.0.0.1:{self._listener.getsockname()[1]}"
-        command = settings + ["--serve", address, f"{self.idle_timeout:g}", f"dt:{project.name}",
+        command = started + ["--serve", address, f"{self.idle_timeout:g}", f"dt:{project.name}",
                               *owner_args(project, "warm")]
         self._log_path = run_dir / "spark-submit.log"
         self._log = open(self._log_path, "w", encoding="utf-8")   # noqa: SIM115 (closed in close())

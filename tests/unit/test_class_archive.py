@@ -122,3 +122,30 @@ def test_an_unknown_value_is_a_config_error_naming_the_line(machine):
     with pytest.raises(ConfigError) as err:
         load_project(root)
     assert err.value.line == 6 and "spark.class_archive must be one of auto, off" in str(err.value)
+
+
+class _Running:
+    """A started application, as the warm engine's restart check sees it."""
+
+    def poll(self):
+        return None
+
+
+def test_the_warm_application_maps_an_archive_and_one_appearing_later_does_not_restart_it(machine):
+    from dtcli.engine.warm import WarmEngine
+
+    project = load_project(_project(machine, ""))
+    settings, started = WarmEngine.commands(project)
+    assert settings == started                      # no archive yet: none mapped, none written
+    assert not any("ArchiveClassesAtExit" in part for part in started)
+    engine = WarmEngine()
+    engine._proc, engine._command = _Running(), settings
+    engine._idle_since = __import__("time").monotonic()
+    written = class_archive_of(project).path        # a plain `dt run` beside the watch wrote it
+    written.parent.mkdir(parents=True, exist_ok=True)
+    written.write_bytes(ARCHIVE)
+    settings, started = WarmEngine.commands(project)
+    assert engine._usable(settings)                 # the running application goes on
+    options = next(part for part in started if part.startswith(f"{JAVA}="))
+    assert f"-XX:SharedArchiveFile={written}" in options    # the next one started maps it
+    assert not any("SharedArchiveFile" in part for part in settings)
