@@ -49,9 +49,9 @@ PENDING = {
     # sq-subqueries: subqueries into joins, several keyed joins per SELECT
     "exists", "not_exists", "in_subquery", "not_in_subquery", "scalar_subquery", "correlated",
     "nested_subquery", "several_outer_joins",
-    # sq-setops: set operations, grouping sets, unselected keys, ON forms, unnamed outputs
-    "union_distinct", "except", "except_all", "intersect", "intersect_all", "rollup", "cube",
-    "grouping_sets", "unselected_group_key", "on_parenthesised", "unnamed_column",
+    # sq-setops: ON forms (a parenthesised composite ON), unnamed outputs (set operations,
+    # grouping sets and unselected GROUP BY keys landed in 745d3c1)
+    "on_parenthesised", "unnamed_column",
     # sq-topn: top-N (its sort keys not selected or over the outputs; LIMIT alone), windows
     # without PARTITION BY
     "top_n", "top_n_expression", "top_n_unselected", "limit_only", "global_window",

@@ -18,8 +18,9 @@ multiset.
 
 DuckDB is made to answer as Spark does where they differ on what the generator writes (`duck`):
 a GROUP BY with ROLLUP / CUBE / GROUPING SETS and at least one key returns no row over an empty
-input in Spark (DuckDB returns the grand total); NULL ordering and integer division are
-sqlglot's to transpile.
+input in Spark (DuckDB returns the grand total); an outermost ORDER BY without LIMIT is dropped
+(no effect on the rows; DuckDB resolves `ORDER BY c0 + 1` against the inputs' c0 where Spark
+takes the output's); NULL ordering and integer division are sqlglot's to transpile.
 
 What this loop does not run: the own-rows paths (aggregates and windows maintained from the DT's
 own rows, engine/own_rows.py) and literal pushdown into scans, which are Spark code; the Spark
@@ -123,6 +124,10 @@ def duck(sql: str) -> str:
     tree = sqlglot.parse_one(sql, read="spark")
     for select in tree.find_all(exp.Select):
         _empty_grouping_sets_as_spark(select)
+    if tree.args.get("order") and not tree.args.get("limit"):
+        # no effect on the rows; and DuckDB resolves its names otherwise (`ORDER BY c0 + 1` is
+        # ambiguous to it when an input has a c0 too; Spark takes the output's)
+        tree.set("order", None)
     return tree.sql(dialect="duckdb")
 
 

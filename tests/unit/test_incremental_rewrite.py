@@ -43,6 +43,14 @@ def test_inner_join_is_the_delta_rule_over_old_and_new():
     assert keys == []
 
 
+def test_an_order_by_without_limit_is_left_out_of_the_change_queries():
+    """Fuzz seed 437: each branch of the join's change query carried the ORDER BY, and Spark
+    failed to parse `… ORDER BY c0 UNION ALL …`."""
+    plus, minus, _ = compile_("SELECT b.w AS c0 FROM t AS a JOIN t AS b ON a.w = b.k ORDER BY c0", ["t"])
+    assert "ORDER BY" not in plus and "ORDER BY" not in minus and "UNION ALL" in plus
+    assert parse("SELECT k FROM t ORDER BY k LIMIT 3").args.get("order") is not None   # a top-N keeps it
+
+
 def test_only_changed_inputs_make_terms():
     plus, _, _ = compile_("SELECT a.x FROM t AS a JOIN u AS b ON a.k = b.k", ["t", "u"], {"u"})
     assert "UNION" not in plus and "__dt_i1_plus" in plus and "__dt_i0_new" in plus

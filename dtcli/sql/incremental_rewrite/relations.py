@@ -65,16 +65,25 @@ class Bindings:
 
 
 def parse(sql: str | exp.Query) -> exp.Query:
-    """The query to compile: a parsed (and qualified) tree as it is, or Spark SQL text."""
+    """The query to compile: a parsed (and qualified) tree as it is, or Spark SQL text; an
+    outermost ORDER BY without LIMIT or OFFSET left out."""
     if isinstance(sql, exp.Query):
-        return sql.copy()
+        return _unordered(sql.copy())
     try:
         statements = [s for s in sqlglot.parse(sql, read="spark") if s is not None]
     except Exception as err:
         raise Unsupported(f"the query cannot be parsed for incremental refresh: {err}") from None
     if len(statements) != 1 or not isinstance(statements[0], exp.Query):
         raise Unsupported("a dynamic table is defined by exactly one query")
-    return statements[0]
+    return _unordered(statements[0])
+
+
+def _unordered(query: exp.Query) -> exp.Query:
+    """An ORDER BY that limits nothing orders nothing a Delta table keeps; left in, it would end
+    up in every branch of a change query (`… ORDER BY c UNION ALL …`), which Spark cannot parse."""
+    if query.args.get("order") and not query.args.get("limit") and not query.args.get("offset"):
+        query.set("order", None)
+    return query
 
 
 
