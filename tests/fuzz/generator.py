@@ -49,9 +49,8 @@ PENDING = {
     # sq-subqueries: subqueries into joins, several keyed joins per SELECT
     "exists", "not_exists", "in_subquery", "not_in_subquery", "scalar_subquery", "correlated",
     "nested_subquery", "several_outer_joins",
-    # sq-setops: ON forms (a parenthesised composite ON), unnamed outputs (set operations,
-    # grouping sets and unselected GROUP BY keys landed in 745d3c1)
-    "on_parenthesised", "unnamed_column",
+    # (sq-setops' constructs have landed: set operations, grouping sets and unselected GROUP BY
+    # keys in 745d3c1, outer-join ON forms in 4a81ed1, unnamed outputs in 48cb94a)
     # sq-topn: top-N (its sort keys not selected or over the outputs; LIMIT alone), windows
     # without PARTITION BY
     "top_n", "top_n_expression", "top_n_unselected", "limit_only", "global_window",
