@@ -30,6 +30,7 @@ ON_VIOLATION = (WARN, DROP, FAIL)
 
 # results, as dbt's run_results.json spells a test's status
 PASS, FAILED_STATUS, WARN_STATUS, ERROR_STATUS = "pass", "fail", "warn", "error"
+SKIPPED_STATUS = "skipped"        # the check could not be evaluated yet (its table does not exist)
 # state_code of a refresh that an error-severity test or a `fail` expectation stopped
 TEST_FAILED = "DATA_TEST_FAILED"
 

@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dtcli.data_tests import AuditSpec
 from dtcli.lazy import LazyFields
 
 # Refresh actions and triggers, as Snowflake names them.
@@ -303,6 +304,10 @@ class StepOptions:
     change_rows: int | None = None
     input_rows: int | None = None
     custom: CustomSpec | None = None          # custom incremental tables only
+    audit: AuditSpec | None = None            # what the refresh checks before it commits
+    # DTs of the plan its checks read (a relationships target, a singular test's other tables):
+    # it starts after their refreshes finish, reading what they commit, without depending on them
+    after: list[str] | None = None
     # set by planning/completion.py once the lag is known
     target_lag_sec: int | None = None
     completion_target: str | None = None
@@ -311,6 +316,7 @@ class StepOptions:
     def from_dict(cls, raw: dict[str, Any] | None) -> StepOptions:
         values = dict(raw or {})
         values["custom"] = CustomSpec.from_dict(values.get("custom"))
+        values["audit"] = AuditSpec.from_dict(values.get("audit"))
         return cls(**values)
 
 
@@ -406,6 +412,8 @@ class RefreshRecord:
     # how an INCREMENTAL refresh applied its change (own_rows_aggregate, own_rows_window,
     # keys_recomputed, slice_replaced, rows_appended, rows_merged, no_row_changed)
     refresh_strategy: str | None = None
+    # what the refresh's data tests and expectations found (dtcli.data_tests.CheckResult as dicts)
+    data_tests: list[dict[str, Any]] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

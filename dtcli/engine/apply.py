@@ -21,7 +21,7 @@ from __future__ import annotations
 from functools import reduce
 from typing import Any, NamedTuple
 
-from dtcli.engine import commit, key_predicates
+from dtcli.engine import audit, commit, key_predicates
 from dtcli.engine.changes import WEIGHT, quote
 from dtcli.engine.checkpoints import release
 from dtcli.model import Frontier
@@ -87,6 +87,12 @@ def apply_row_changes(spark, path: str, changes, frontier: Frontier, *,
     `region`: a predicate every changed row satisfies (the active region of a DT with a frozen
     region), added to every read of the table so its statistics skip the rest;
     `prefer`: the column the DT's rows are written in order of (its slice is the cheapest read)."""
+    with audit.change(spark, path, changes, local) as (changes, local):
+        return _apply_row_changes(spark, path, changes, frontier, local, region, prefer)
+
+
+def _apply_row_changes(spark, path: str, changes, frontier: Frontier, local: list | None,
+                       region: str | None, prefer: str | None) -> Applied:
     from pyspark.sql import functions as F
 
     cols = [c for c in changes.columns if c != WEIGHT]
@@ -223,6 +229,7 @@ def inconsistent(exc: BaseException) -> Inconsistent | None:
 def replace(spark, path: str, predicate: str, rows, frontier: Frontier) -> Applied:
     """Delete the rows matching `predicate` and insert `rows` (which all match it) in one
     commit; `inserted` / `deleted` are the rows written / removed."""
+    rows = audit.rows(spark, path, rows, predicate)
     last = _write(spark, path, rows, frontier, "overwrite", replaceWhere=predicate)
     if last is None:
         return Applied(0, 0, commit_nothing(spark, path, frontier))

@@ -8,7 +8,7 @@ from typing import Any
 
 from sqlglot import exp
 
-from dtcli.engine import column_mapping
+from dtcli.engine import audit, column_mapping
 from dtcli.engine.changes import quote
 from dtcli.model import Frontier
 from dtcli.state.delta_log import frontier_metadata
@@ -29,6 +29,7 @@ def replace_table(spark, df, path: str, frontier: Frontier, *, partition_by: lis
     the writer needs those first) and `max_rows_per_file` cuts its output into files, so each
     file holds a narrow range of them (no shuffle: the sort is within the tasks)."""
     view = "__dt_full_result"
+    df = audit.rows(spark, None, df, None)      # checked (and screened) before it is written
     if sort_by:
         df = df.sortWithinPartitions(*[quote(c) for c in [*(partition_by or []), *sort_by]])
     df.createOrReplaceTempView(view)

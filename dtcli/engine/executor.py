@@ -12,7 +12,7 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 
 from dtcli import events
-from dtcli.engine import commit, deletion_vectors
+from dtcli.engine import audit, commit, deletion_vectors
 from dtcli.engine.context import RefreshContext, RefreshResult
 from dtcli.engine.progress import job_group
 from dtcli.engine.spark_errors import at_file, condition_of, error_condition, error_message
@@ -154,7 +154,7 @@ def execute_plan(spark, plan: Plan, emit: events.Events = lambda event: None,
             for step in list(pending):
                 if len(running) >= threads:
                     break
-                if any(u in in_plan and u not in finished for u in step.upstream):
+                if any(u in in_plan and u not in finished for u in [*step.upstream, *(step.options.after or ())]):
                     continue        # an upstream step still runs: this one reads what it commits
                 pending.remove(step)
                 stopping = stopping or should_stop()
@@ -240,9 +240,12 @@ class _Run:
                                 step.options.backfill_spec,
                                 source_ids=step.options.source_ids)
             ctx = RefreshContext(spark, plan, step, versions, frontier)
-            # a custom table's own statement does every refresh of it, creation included
-            result = strategy_for(step.refresh_mode if step.refresh_mode == CUSTOM_INCREMENTAL
-                                  else step.action)(ctx)
+            # a custom table's own statement does every refresh of it, creation included; its
+            # commit is audited by the DT's data tests and expectations first (engine/audit.py)
+            with audit.auditing(ctx) as auditor:
+                result = strategy_for(step.refresh_mode if step.refresh_mode == CUSTOM_INCREMENTAL
+                                      else step.action)(ctx)
+                tests = [r.to_dict() for r in auditor.outcome] if auditor else None
             if step.options.comment_outdated and not result.table_replaced:
                 commit.set_comment(spark, step.path, step.options.comment)
                 result.table_version = commit.last_commit(step.path)["version"]
@@ -251,8 +254,15 @@ class _Run:
             if result.table_version is not None:
                 with self.lock:
                     self.produced[step.name] = result.table_version
-            return _record(plan, step, SUCCEEDED, start, result=result, versions=versions,
-                           query_id=self.query_id)
+            record = _record(plan, step, SUCCEEDED, start, result=result, versions=versions,
+                             query_id=self.query_id)
+            record.data_tests = tests
+            return record
+        except audit.AuditFailed as exc:      # nothing was committed: the DT is as it was
+            record = _record(plan, step, FAILED, start, versions=versions, message=str(exc),
+                             code=exc.getCondition(), query_id=self.query_id)
+            record.data_tests = [r.to_dict() for r in exc.results]
+            return record
         except Exception as exc:
             message = error_message(exc)
             return _record(plan, step, FAILED, start, versions=versions, message=at_file(step, message),

@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from functools import partial
 
+from dtcli.data_tests import AuditSpec
 from dtcli.model import (
     ADAPTIVE,
     CREATION,
@@ -33,6 +34,7 @@ from dtcli.model import (
 )
 from dtcli.planning import adaptive, custom, frozen, on_demand
 from dtcli.planning.checked import Checked
+from dtcli.planning.data_tests import compile_checks
 from dtcli.planning.refresh_mode import ResolvedMode
 from dtcli.sql.columns_read import columns_read
 from dtcli.sql.incremental_rewrite.layout import key_positions
@@ -100,6 +102,7 @@ def build_plan(checked: Checked, selected: set[str], trigger: str, *, full_refre
             upstream=[u for u in graph.upstream[name] if u in names],
             options=replace(_step_options(checked, name, info, regions),
                             action_reason=why, change_rows=change_rows, input_rows=input_rows)))
+    _order_audits(steps, graph)
     return Plan(run_id=run_id or uuid.uuid4().hex[:12], project=project.name,
                 warehouse=project.warehouse, data_timestamp=snapshot.taken_at.isoformat(),
                 source_versions=snapshot.source_versions, steps=steps, threads=project.threads)
@@ -134,7 +137,32 @@ def _step_options(checked: Checked, name: str, info, regions) -> StepOptions:
         frozen=regions.frozen,
         backfill=checked.backfills[name].to_dict() if name in checked.backfills else None,
         backfill_spec=config.get("backfill"),
-        custom=custom.step_options(checked, name) if table.kind == "custom" else None)
+        custom=custom.step_options(checked, name) if table.kind == "custom" else None,
+        audit=audit_spec(checked, name))
+
+
+def _order_audits(steps: list[RefreshStep], graph) -> None:
+    """A step whose checks read another DT of the plan (not one downstream of it) starts after
+    that DT's refresh, so that it checks against what this run commits there."""
+    names = {s.name for s in steps}
+    for step in steps:
+        spec = step.options.audit
+        if spec is None:
+            continue
+        read = [c.to["name"] for c in spec.checks if c.to] + [n for c in spec.checks for n in (c.reads or {})]
+        after = [n for n in dict.fromkeys(read) if n in names and n != step.name and n not in step.upstream
+                 and step.name not in graph.upstream_closure({n})]
+        step.options.after = after or None
+
+
+def audit_spec(checked: Checked, name: str) -> AuditSpec | None:
+    """The checks a refresh of the DT runs on what it is about to commit (None: it has none)."""
+    checks = checked.data_tests.get(name)
+    if not checks:
+        return None
+    return compile_checks(checked.project, name, checks, columns=[c.name for c in checked.schemas.get(name, ())],
+                          query=checked.qualified.get(name) if checked.qualified.bound(name) else None,
+                          frozen=name in checked.frozen)
 
 
 def _given_names(checked: Checked, name: str) -> list[str] | None:

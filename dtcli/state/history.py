@@ -16,7 +16,7 @@ from dtcli.redact import scrub
 from dtcli.state import storage
 from dtcli.state.delta_log import open_table, read_rows
 
-_JSON_FIELDS = ("inputs_with_changed_data", "source_versions")
+_JSON_FIELDS = ("inputs_with_changed_data", "source_versions", "data_tests")
 _INT_FIELDS = ("num_inserted_rows", "num_deleted_rows", "num_copied_rows", "num_updated_rows", "table_version",
                "change_rows", "input_rows", "target_lag_sec")
 # counts read back as 0 when absent; the other integers (added later, or not known) as None
@@ -50,7 +50,7 @@ def append(warehouse: str, records: list[RefreshRecord]) -> None:
     for record in records:
         row = {k: (scrub(v) if isinstance(v, str) else v) for k, v in record.to_dict().items()}
         for key in _JSON_FIELDS:
-            row[key] = json.dumps(row[key], sort_keys=True)
+            row[key] = scrub(json.dumps(row[key], sort_keys=True, default=str))
         rows.append(row)
     table = pa.Table.from_pylist(rows, schema=schema)
     path = history_path(warehouse)
@@ -114,7 +114,8 @@ def read_recent(warehouse: str, names: Iterable[str], now: datetime,
 def _record(row: dict[str, Any]) -> RefreshRecord:
     out = dict(row)
     for key in _JSON_FIELDS:
-        out[key] = json.loads(row[key]) if row.get(key) else ([] if key == "inputs_with_changed_data" else {})
+        empty = {"inputs_with_changed_data": [], "source_versions": {}}.get(key)
+        out[key] = json.loads(row[key]) if row.get(key) else empty
     for key in _COUNTS:
         out[key] = int(out.get(key) or 0)
     return RefreshRecord.from_dict(out)

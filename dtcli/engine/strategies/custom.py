@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from dtcli.engine import apply, change_views, column_mapping, commit
+from dtcli.engine import apply, audit, change_views, column_mapping, commit
 from dtcli.engine.changes import ChangesUnavailable, quote
 from dtcli.engine.checkpoints import release
 from dtcli.engine.context import RefreshContext, RefreshResult
@@ -55,12 +55,15 @@ def _run(ctx: RefreshContext, views: list[str], held: list) -> RefreshResult:
     if creating:
         if opts.start_versions is not None:
             return _backfilled(ctx, opts)
-        _create(ctx, opts)
-    elif opts.add_columns:
-        cols = ", ".join(f"{quote(c['name'])} {c['type']}" for c in opts.add_columns)
-        spark.sql(f"ALTER TABLE delta.{quote(step.path)} ADD COLUMNS ({cols})")
-    before = commit.last_commit(step.path)["version"]
-    spark.read.format("delta").option("versionAsOf", before).load(step.path).createOrReplaceTempView(SELF_VIEW)
+        # SELF is empty; the table is (re)created only once the statement's rows passed the audit,
+        # so a REINITIALIZE that fails it leaves readers the last good version
+        spark.createDataFrame([], ", ".join(f"{quote(c['name'])} {c['type']}" for c in opts.columns)) \
+            .createOrReplaceTempView(SELF_VIEW)
+    else:       # SELF with the columns it gains (NULL in its rows), added once the audit passed
+        before = commit.last_commit(step.path)["version"]
+        old = spark.read.format("delta").option("versionAsOf", before).load(step.path)
+        old.selectExpr("*", *[f"CAST(NULL AS {c['type']}) AS {quote(c['name'])}" for c in opts.add_columns]) \
+            .createOrReplaceTempView(SELF_VIEW)
     views.append(SELF_VIEW)
     previous = step.previous.source_versions if step.previous and not creating else {}
     known_ids = (step.previous.input_ids or {}) if step.previous and not creating else {}
@@ -87,7 +90,15 @@ def _run(ctx: RefreshContext, views: list[str], held: list) -> RefreshResult:
         view = changes_view(name, mode)
         rows.createOrReplaceTempView(view)
         views.append(view)
-    sql = _targeted(step.sql, step.path, opts.target_alias)
+    sql = audit.statement(spark, step.sql, opts.columns, _targeted(step.sql, step.path, opts.target_alias),
+                          step.path, views)
+    if creating:
+        _create(ctx, opts)
+        before = commit.last_commit(step.path)["version"]
+    elif opts.add_columns:
+        cols = ", ".join(f"{quote(c['name'])} {c['type']}" for c in opts.add_columns)
+        spark.sql(f"ALTER TABLE delta.{quote(step.path)} ADD COLUMNS ({cols})")
+        before = commit.last_commit(step.path)["version"]
     try:
         with commit.user_metadata(spark, ctx.frontier):
             spark.sql(sql)

@@ -1,0 +1,126 @@
+"""Audit before publish: a refresh checks what it is about to commit, and commits only if it passes.
+
+Every refresh ends in one Delta commit, written by one of a few primitives (apply.py's change
+and slice replacement, commit.replace_table, a custom table's statement). Just before it writes,
+each primitive hands its `Pending` write here: the rows it writes (with a weight: a negative
+one removes a copy) and the old rows that stay. The DT's checks (dtcli/data_tests.py, compiled
+by planning) are evaluated on that, at the cost of the change:
+
+* row-level checks (not_null, accepted_values, expression_is_true, expectations) and
+  `relationships` read only the rows written;
+* `unique` and unique_combination_of_columns count, for each key written, the rows the table
+  will hold: the old rows that stay with that key (found by a key predicate Delta skips files
+  by) plus the written ones;
+* a singular test reads the table as it will be (the whole table: its query may read anything);
+* a FULL refresh writes every row, so it checks them all.
+
+A failing check whose action is `fail` (error severity, `fail` expectations) raises `AuditFailed`
+before the write: nothing is committed, the DT stays at its last good version, and the refresh
+is recorded FAILED with the state_code DATA_TEST_FAILED, the check, the count and a few rows.
+`warn` checks record their counts; `drop` expectations keep the violating rows out of the write
+(and count them). With no checks configured the primitives write as before, untouched.
+
+The auditor of the refresh running in a thread is found through a context variable, so the
+commit primitives need no new parameter: the executor sets it around the refresh.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
+
+from dtcli.data_tests import KEEP_OUT
+from dtcli.engine.auditor import AuditFailed, Auditor, Pending
+from dtcli.engine.changes import WEIGHT, quote
+from dtcli.engine.materialize import LOCAL_ROWS, checkpointed, kept
+from dtcli.model import INCREMENTAL
+
+__all__ = ["AuditFailed", "auditing", "change", "has_drops", "rows", "statement"]
+
+
+_current: ContextVar[Auditor | None] = ContextVar("dt_auditor", default=None)
+
+
+@contextmanager
+def auditing(ctx) -> Iterator[Auditor | None]:
+    """The auditor of one refresh (`ctx`: its RefreshContext; None when the DT has no checks),
+    found by the commit primitives."""
+    spec = ctx.step.options.audit
+    if spec is None or not spec.checks:
+        yield None
+        return
+    auditor = Auditor(ctx.spark, ctx.step, spec.checks, ctx.frontier)
+    token = _current.set(auditor)
+    try:
+        yield auditor
+    finally:
+        _current.reset(token)
+        auditor.release()
+
+
+def has_drops() -> bool:
+    auditor = _current.get()
+    return auditor is not None and any(c.action == KEEP_OUT for c in auditor.checks)
+
+
+@contextmanager
+def change(spark, path: str, changes, local: list | None) -> Iterator[tuple[object, list | None]]:
+    """Around applying a weighted change (apply.apply_row_changes): the change screened (drop
+    expectations filter it, both signs: the DT never held a violating row) and checked against
+    the table as it is; the primitives it calls are not audited again."""
+    auditor = _current.get()
+    if auditor is None or auditor.inside:
+        yield changes, local
+        return
+    target = spark.read.format("delta").load(path)
+    changes, local = auditor.screen(Pending(changes, target, local))
+    auditor.inside = True
+    try:
+        yield changes, local
+    finally:
+        auditor.inside = False
+
+
+def rows(spark, path: str | None, new_rows, replaced: str | None):
+    """Rows about to replace the old rows matching `replaced` (None: the whole table), screened
+    and checked; returns the rows to write."""
+    auditor = _current.get()
+    if auditor is None or auditor.inside:
+        return new_rows
+    kept_rows = None if replaced is None else \
+        spark.read.format("delta").load(path).filter(f"NOT coalesce(({replaced}), false)")
+    return _screened(auditor, new_rows, kept_rows)
+
+
+def statement(spark, sql: str, columns: list[dict], targeted: str, path: str, views: list[str]) -> str:
+    """A custom table's statement (`sql`, as written; `targeted`: as it will run), its effect
+    screened and checked first (dtcli/sql/custom_effect.py); returns the statement to run: with
+    a `drop` expectation (INSERT INTO SELF only), an INSERT of the screened rows instead."""
+    auditor = _current.get()
+    if auditor is None or auditor.inside:
+        return targeted
+    from dtcli.sql.custom import SELF_VIEW
+    from dtcli.sql.custom_effect import statement_effect
+
+    effect = statement_effect(sql, columns, SELF_VIEW)
+    screened = _screened(auditor, spark.sql(effect.written), spark.sql(effect.kept))
+    if not has_drops():
+        return targeted
+    view = "__dt_audited_rows"
+    screened.createOrReplaceTempView(view)
+    views.append(view)
+    return f"INSERT INTO delta.{quote(path)} SELECT * FROM {view}"
+
+
+def _screened(auditor: Auditor, new_rows, kept_rows):
+    from pyspark.sql import functions as F
+
+    weighted = new_rows.withColumn(WEIGHT, F.lit(1).cast("long"))
+    if auditor.frontier.refresh_action == INCREMENTAL:     # the rows of the keys a change touched
+        written, local = kept(weighted, LOCAL_ROWS, True)
+    else:                         # a recompute writes every row: kept on the executors
+        written, local = checkpointed(weighted), None
+    auditor.held.append(written)
+    screened, _ = auditor.screen(Pending(written, kept_rows, local))
+    return screened.drop(WEIGHT)

@@ -1,0 +1,167 @@
+"""Audit before publish, on real Delta tables (one project, three runs, in the shared session).
+
+A refresh whose rows break an error-severity test or a `fail` expectation commits nothing: the
+DT's Delta version does not move, readers keep the last good rows, downstream DTs are
+UPSTREAM_FAILED, the record names the test, the count and sample rows; the next run after the
+source is fixed succeeds INCREMENTAL. Warn tests and expectations commit and count; drop
+expectations keep exactly the violating rows out; custom tables (INSERT INTO SELF, MERGE INTO
+SELF) are audited the same way, on what their statement is about to write."""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pytest
+from deltalake import DeltaTable, write_deltalake
+
+from dtcli import api
+from dtcli.data_tests import TEST_FAILED
+from dtcli.model import FAILED, FULL, INCREMENTAL, NO_DATA, SUCCEEDED, UPSTREAM_FAILED
+from dtcli.state import history
+from dtcli.state.delta_log import table_version
+from tests.helpers import assert_matches_recompute, write_project
+from tests.sched_helpers import in_process
+
+pytestmark = pytest.mark.spark
+
+SOURCES = "sources:\n  orders_src: {path: data/orders}\n  customers_src: {path: data/customers}\n"
+ORDERS = "SELECT order_id, customer_id, status, amount FROM orders_src"
+# o_checked carries one check of each kind (each breaks on one row of BAD); all are evaluated and
+# reported before the refresh fails
+CHECKED = {
+    "not_null_o_checked_order_id": 1,
+    "unique_o_checked_order_id": 1,
+    "accepted_values_o_checked_status__placed__shipped": 1,
+    "relationships_o_checked_customer_id__customer_id__customers": 1,
+    "dbt_utils_expression_is_true_o_checked__amount_0": 1,
+    "no_negative_amounts": 1,
+    "has_key": 1,
+}
+YML = {
+    "o_checked": "columns:\n"
+                 "  - name: order_id\n    data_tests: [not_null, unique]\n"
+                 "  - name: status\n    data_tests:\n      - accepted_values: {values: [placed, shipped]}\n"
+                 "  - name: customer_id\n    data_tests:\n"
+                 "      - relationships: {to: ref('customers'), field: customer_id}\n"
+                 "data_tests:\n  - dbt_utils.expression_is_true: {expression: 'amount >= 0'}\n"
+                 "expectations:\n  has_key: {expect: order_id IS NOT NULL, on_violation: fail}\n",
+    "o_full": "refresh_mode: full\ncolumns:\n  - name: order_id\n    data_tests: [unique]\n",
+    "o_kept": "columns:\n  - name: order_id\n    data_tests: [{not_null: {config: {severity: warn}}}]\n"
+              "expectations:\n  non_negative: amount >= 0\n  small: {expect: amount < 1000, on_violation: drop}\n",
+    "c_insert": "columns: [{name: order_id, type: bigint}, {name: amount, type: bigint, data_tests: [not_null]}]\n"
+                "expectations:\n  small: {expect: amount < 1000, on_violation: drop}\n",
+    "c_merge": "columns:\n  - {name: order_id, type: bigint}\n  - {name: amount, type: bigint, data_tests: [unique]}\n",
+}
+TABLES = {
+    **{name: ORDERS for name in ["o_checked", "o_full", "o_kept"]},
+    "customers": "SELECT customer_id, name FROM customers_src",
+    "per_status": "SELECT status, COUNT(*) AS n, SUM(amount) AS total FROM {{ ref('o_checked') }} GROUP BY status",
+    "c_insert": "INSERT INTO SELF SELECT o.order_id, o.amount FROM orders_src CHANGES(INFORMATION => APPEND_ONLY) AS o",
+    "c_merge": "MERGE INTO SELF AS t USING (SELECT order_id, amount FROM orders_src CHANGES(INFORMATION => DEFAULT) "
+               "WHERE METADATA$ACTION = 'INSERT' AND order_id IS NOT NULL) AS s ON t.order_id = s.order_id "
+               "WHEN MATCHED THEN UPDATE SET amount = s.amount "
+               "WHEN NOT MATCHED THEN INSERT (order_id, amount) VALUES (s.order_id, s.amount)",
+}
+CDF = {"delta.enableChangeDataFeed": "true"}
+GOOD = [(1, 7, "placed", 10), (2, 8, "shipped", 20), (3, 7, "placed", 30)]
+BAD = [(None, 7, "placed", 5),          # not_null, has_key; a warning in o_kept
+       (2, 8, "placed", 6),             # a second order 2: unique (o_checked, o_full)
+       (4, 7, "lost", 7),               # not an accepted status
+       (5, 99, "placed", 8),            # no such customer
+       (6, 7, "placed", -5),            # negative: expression_is_true, the singular test; a warning in o_kept
+       (7, 8, "shipped", 5000),         # kept out of o_kept and c_insert
+       (8, 8, "shipped", 30)]           # c_merge: a second row of amount 30
+
+
+def _orders(rows):
+    order_id, customer_id, status, amount = zip(*rows)
+    return pa.table({"order_id": pa.array(order_id, pa.int64()), "customer_id": pa.array(customer_id, pa.int64()),
+                     "status": pa.array(status, pa.string()), "amount": pa.array(amount, pa.int64())})
+
+
+def _run(spark, root):
+    result = api.run(api.check(root, with_stats=True), all_tables=True, launcher=in_process(spark))
+    return {r.name: r for r in result.records}
+
+
+def _rows(spark, path):
+    return sorted((tuple(r) for r in spark.read.format("delta").load(path).collect()), key=repr)
+
+
+def test_a_refresh_whose_rows_break_a_check_commits_nothing(spark, tmp_path):
+    root = write_project(tmp_path / "p", TABLES, config=SOURCES, table_yml=YML)
+    (root / "tests").mkdir()
+    (root / "tests" / "no_negative_amounts.sql").write_text("SELECT order_id, amount\nFROM {{ ref('o_checked') }}\n"
+                                                            "WHERE amount < 0\n")
+    source = str(root / "data" / "orders")
+    write_deltalake(source, _orders(GOOD), configuration=CDF)
+    write_deltalake(str(root / "data" / "customers"),
+                    pa.table({"customer_id": pa.array([7, 8], pa.int64()), "name": ["ann", "bob"]}), configuration=CDF)
+    project = api.load(root)
+
+    first = _run(spark, root)           # creation: every check passes
+    assert {n: r.state for n, r in first.items() if r.state != SUCCEEDED} == {}, \
+        {n: r.state_message for n, r in first.items()}
+    assert {t["name"]: t["status"] for t in first["o_checked"].data_tests} == {name: "pass" for name in CHECKED}
+    versions = {n: table_version(project.table_path(n)) for n in TABLES}
+    before = {n: _rows(spark, project.table_path(n)) for n in ("o_checked", "o_full")}
+
+    write_deltalake(source, _orders(BAD), mode="append", configuration=CDF)
+    records = _run(spark, root)
+    checked = records["o_checked"]
+    assert (checked.state, checked.state_code) == (FAILED, TEST_FAILED), checked.state_message
+    assert checked.refresh_action == INCREMENTAL
+    found = {t["name"]: t for t in checked.data_tests}
+    for test, count in CHECKED.items():
+        assert f"{test} failed: {count} row" in checked.state_message, checked.state_message
+        assert (found[test]["status"], found[test]["failures"]) == ("fail", count) and found[test]["samples"], test
+    assert "e.g. {" in checked.state_message and "nothing was committed" in checked.state_message
+    full = records["o_full"]            # a FULL refresh checks every row
+    assert (full.state, full.state_code, full.refresh_action) == (FAILED, TEST_FAILED, FULL), full.state_message
+    assert "unique_o_full_order_id failed: 1 row" in full.state_message and '"rows":2' in full.state_message
+    for name in ("o_checked", "o_full"):
+        assert table_version(project.table_path(name)) == versions[name], name     # nothing committed
+        assert _rows(spark, project.table_path(name)) == before[name], name         # the last good rows
+    assert records["per_status"].state == UPSTREAM_FAILED
+    assert records["customers"].refresh_action == NO_DATA
+
+    kept = records["o_kept"]            # warn: committed and counted; drop: kept out and counted
+    assert kept.state == SUCCEEDED, kept.state_message
+    assert {t["name"]: (t["status"], t["failures"]) for t in kept.data_tests} == \
+        {"not_null_o_kept_order_id": ("warn", 1), "non_negative": ("warn", 1), "small": ("warn", 1)}
+    assert [t["samples"] for t in kept.data_tests if t["name"] == "small"] == \
+        [[{"order_id": 7, "customer_id": 8, "status": "shipped", "amount": 5000}]]
+    assert _rows(spark, project.table_path("o_kept")) == sorted(GOOD + BAD[:5] + BAD[6:], key=repr)
+    inserted = records["c_insert"]
+    assert inserted.state == SUCCEEDED and [t["failures"] for t in inserted.data_tests if t["name"] == "small"] == [1]
+    assert sorted(r[1] for r in _rows(spark, project.table_path("c_insert"))) == [-5, 5, 6, 7, 8, 10, 20, 30, 30]
+    merged = records["c_merge"]
+    assert (merged.state, merged.state_code) == (FAILED, TEST_FAILED), merged.state_message
+    assert "unique_c_merge_amount failed: 1 row" in merged.state_message and '"rows":2' in merged.state_message
+    assert table_version(project.table_path("c_merge")) == versions["c_merge"]
+    assert history.read(project.warehouse, "o_checked")[0].state_code == TEST_FAILED
+
+    DeltaTable(source).delete("order_id IS NULL OR order_id > 3 OR (order_id = 2 AND status = 'placed')")
+    write_deltalake(source, _orders([(9, 8, "shipped", 40)]), mode="append", configuration=CDF)
+    # c_insert gains a column whose test its new rows break: the column is not added either
+    (root / "tables" / "c_insert.sql").write_text(TABLES["c_insert"].replace("o.amount", "o.amount, o.status"))
+    (root / "tables" / "c_insert.yml").write_text(
+        YML["c_insert"].replace("}]\n", "}, {name: status, type: string, data_tests: [{accepted_values: "
+                                "{values: [placed]}}]}]\n", 1))
+    inserted = table_version(project.table_path("c_insert"))
+    fixed = _run(spark, root)
+    assert (fixed["c_insert"].state_code, fixed["c_insert"].refresh_action) == (TEST_FAILED, INCREMENTAL), \
+        fixed["c_insert"].state_message
+    assert table_version(project.table_path("c_insert")) == inserted
+    assert spark.read.format("delta").load(project.table_path("c_insert")).columns == ["order_id", "amount"]
+    for name in ["o_checked", "o_kept", "per_status"]:
+        assert fixed[name].state == SUCCEEDED, (name, fixed[name].state_message)
+        assert fixed[name].refresh_action == INCREMENTAL, (name, fixed[name].refresh_action_reason)
+    assert fixed["o_full"].state == SUCCEEDED, fixed["o_full"].state_message
+    for name in ["o_checked", "per_status"]:
+        assert_matches_recompute(spark, api.load(root), name)
+    assert _rows(spark, project.table_path("o_kept")) == sorted(GOOD + [(9, 8, "shipped", 40)], key=repr)
+    # the failed refresh did not move c_merge's frontier: its statement reads the same inserts again
+    # (without a RELY key its CHANGES are the commits as Delta recorded them) and still writes a
+    # second amount 30
+    assert fixed["c_merge"].state_code == TEST_FAILED
+    assert table_version(project.table_path("c_merge")) == versions["c_merge"]
