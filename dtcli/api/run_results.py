@@ -3,7 +3,10 @@
 One entry per DT the run planned (NO_DATA ones included), in the order they finished, shaped
 after dbt's run_results.json (metadata, results with timing and a message, elapsed time, args)
 with dt's own names for what a refresh is: `state`, `refresh_action`, `refresh_trigger`,
-`statistics`, `state_message`, as `dt show refresh-history --format json` names them.
+`statistics`, `state_message`, as `dt show refresh-history --format json` names them. A refresh
+of a DT with data tests or expectations carries one result per check in `data_tests`, as dbt
+spells a test's result (`unique_id`, `status` pass | fail | warn | error, `failures`,
+`message`) with the failing rows it sampled; `summary.data_tests` counts them by status.
 The file is replaced atomically: a reader sees the previous run's document or this one.
 """
 
@@ -51,7 +54,24 @@ def result_entry(record: RefreshRecord) -> dict[str, Any]:
         "source_versions": dict(record.source_versions),
         "target_lag_sec": record.target_lag_sec,
         "completion_target": record.completion_target,
+        "data_tests": [test_entry(t) for t in record.data_tests or ()],
     }
+
+
+def test_entry(result: dict[str, Any]) -> dict[str, Any]:
+    """One check's result (a dtcli.data_tests.CheckResult as a dict), dbt's keys first."""
+    keys = ("unique_id", "name", "status", "failures", "message", "kind", "test", "table", "column",
+            "action", "samples")
+    return {k: result.get(k) for k in keys}
+
+
+def test_summary(records) -> dict[str, int]:
+    """The checks the refreshes ran, counted by status."""
+    out: dict[str, int] = {}
+    for record in records:
+        for result in record.data_tests or ():
+            out[result.get("status")] = out.get(result.get("status"), 0) + 1
+    return dict(sorted(out.items()))
 
 
 def document(project: Project, result, *, command: str, args: dict[str, Any],
@@ -77,7 +97,8 @@ def document(project: Project, result, *, command: str, args: dict[str, Any],
         "summary": {"succeeded": sum(r.state == SUCCEEDED for r in records),
                     "failed": sum(r.failed for r in records),
                     "skipped": sum(r.state == SKIPPED for r in records),
-                    "not_refreshed": len(decision.skipped) if decision else 0},
+                    "not_refreshed": len(decision.skipped) if decision else 0,
+                    "data_tests": test_summary(records)},
         "not_refreshed": [{"name": n, "reason": why} for n, why in (decision.skipped.items() if decision else ())],
         "suspended": list(result.suspended),
         "spark_log": result.log_path,

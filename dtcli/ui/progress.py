@@ -18,7 +18,18 @@ def _summary(record: RefreshRecord) -> str:
     stats = (f"+{record.num_inserted_rows} -{record.num_deleted_rows}"
              if record.refresh_action != "NO_DATA" else "")
     msg = f"  {record.state_message}" if record.state_message else ""
-    return f"{record.name}: {record.state} {record.refresh_action} {stats}{msg}".rstrip()
+    return f"{record.name}: {record.state} {record.refresh_action} {stats}{msg}{_counted(record)}".rstrip()
+
+
+def _counted(record: RefreshRecord) -> str:
+    """A committed refresh's warn checks that found rows and the rows `drop` kept out (a failed
+    one names its failing checks in its message)."""
+    if record.state != "SUCCEEDED":
+        return ""
+    said = [f"{t['name']} {t['failures']} row{'s' if t['failures'] != 1 else ''}"
+            + (" kept out" if t.get("action") == "drop" else "")
+            for t in record.data_tests or () if t.get("status") == "warn" and t.get("failures")]
+    return f"  warn: {', '.join(said)}" if said else ""
 
 
 def spark_text(event: RefreshProgress) -> str:

@@ -1,0 +1,41 @@
+"""What a refresh's data tests found, where users look: run_results.json and the run's lines."""
+
+from __future__ import annotations
+
+from dtcli.api import run_results
+from dtcli.model import FAILED, INCREMENTAL, SUCCEEDED, RefreshRecord
+from dtcli.ui.progress import _summary
+
+
+def _record(state, tests, message=None):
+    return RefreshRecord(name="orders", state=state, refresh_action=INCREMENTAL, refresh_trigger="MANUAL",
+                         data_timestamp=None, refresh_start_time="2026-11-26T10:00:00+00:00",
+                         refresh_end_time="2026-11-26T10:00:01+00:00", run_id="r1", state_message=message,
+                         data_tests=tests)
+
+
+WARNED = {"name": "not_null_orders_id", "unique_id": "test.p.not_null_orders_id.ab12", "status": "warn",
+          "failures": 2, "message": "data test not_null_orders_id failed: 2 rows", "kind": "test",
+          "test": "not_null", "table": "orders", "column": "id", "action": "warn", "samples": [{"id": None}]}
+DROPPED = {"name": "small", "unique_id": "expectation.p.orders.small", "status": "warn", "failures": 1,
+           "kind": "expectation", "test": "expectation", "table": "orders", "action": "drop", "samples": []}
+PASSED = {"name": "unique_orders_id", "unique_id": "test.p.unique_orders_id.cd34", "status": "pass", "failures": 0,
+          "kind": "test", "test": "unique", "table": "orders", "action": "fail"}
+
+
+def test_run_results_carry_each_check_in_dbt_terms():
+    entry = run_results.result_entry(_record(SUCCEEDED, [WARNED, PASSED]))
+    assert [(t["unique_id"], t["status"], t["failures"]) for t in entry["data_tests"]] == \
+        [("test.p.not_null_orders_id.ab12", "warn", 2), ("test.p.unique_orders_id.cd34", "pass", 0)]
+    assert entry["data_tests"][0]["message"] and entry["data_tests"][1]["message"] is None
+    assert run_results.result_entry(_record(SUCCEEDED, None))["data_tests"] == []
+    assert run_results.test_summary([_record(SUCCEEDED, [WARNED, PASSED]), _record(SUCCEEDED, [PASSED])]) == \
+        {"pass": 2, "warn": 1}
+
+
+def test_the_run_line_counts_warnings_and_rows_kept_out():
+    line = _summary(_record(SUCCEEDED, [WARNED, DROPPED, PASSED]))
+    assert line.endswith("warn: not_null_orders_id 2 rows, small 1 row kept out"), line
+    assert "warn:" not in _summary(_record(SUCCEEDED, [PASSED]))
+    failed = _summary(_record(FAILED, [{**WARNED, "status": "fail"}], message="data test x failed: 2 rows"))
+    assert failed.endswith("data test x failed: 2 rows"), failed
