@@ -19,6 +19,8 @@ from dtcli.lazy import LazyFields
 NO_DATA, INCREMENTAL, FULL, REINITIALIZE = "NO_DATA", "INCREMENTAL", "FULL", "REINITIALIZE"
 # A resolved refresh mode besides INCREMENTAL and FULL: each refresh picks the cheaper of the two.
 ADAPTIVE = "ADAPTIVE"
+# The strategy kind every refresh of an incremental top-N runs (engine/strategies/top_n.py).
+TOP_N = "TOP_N"
 # The refresh mode of a REFRESH USING table: its own statement applies the changes.
 CUSTOM_INCREMENTAL = "CUSTOM_INCREMENTAL"
 CREATION, SCHEDULED, MANUAL = "CREATION", "SCHEDULED", "MANUAL"
@@ -213,6 +215,10 @@ class Frontier:
     input_ids: dict[str, str] | None = None  # custom tables: Delta table id of each CHANGES() input
     start_at: dict[str, Any] | None = None   # custom tables: the start_at they were created with
     source_ids: dict[str, str] | None = None  # Delta table id of each source read by table name
+    # the version of each internal table of the DT (InternalTable.role -> version) its rows were
+    # computed from: the DT's next refresh reads each one's change from there (kill-safe: an
+    # internal table commits before its DT, and a DT never records a version it did not read)
+    state_versions: dict[str, int] | None = None
 
     def to_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -224,6 +230,8 @@ class Frontier:
         known = {f.name for f in dataclasses.fields(cls)}
         values = {k: v for k, v in raw.items() if k in known}
         values["source_versions"] = {str(k): int(v) for k, v in (raw.get("source_versions") or {}).items()}
+        if values.get("state_versions") is not None:
+            values["state_versions"] = {str(k): int(v) for k, v in values["state_versions"].items()}
         return cls(**values)
 
 
@@ -268,6 +276,50 @@ class CustomSpec:
 
 
 @dataclass
+class InternalTable:
+    """An intermediate result a DT keeps as a Delta table of its own (its *internal state*): at
+    `<warehouse>/_dt/internal/<dt>/<role>`, refreshed in the DT's refresh before the DT, with a
+    frontier of its own; dropped with the DT (docs/configuration.md, "Internal state")."""
+
+    role: str                     # what it holds, e.g. top_n_rows
+    path: str
+    sql: str                      # Spark SQL over the DT's inputs (logical names): its rows
+
+
+@dataclass
+class SortKey:
+    position: int                 # column of the top-N's inner query
+    desc: bool
+    nulls_first: bool
+
+
+@dataclass
+class TopNSpec:
+    """A top-N DT (`ORDER BY … LIMIT n` outermost) as the engine refreshes it: the query under
+    it, whose change is computed, and the top-N applied over it (sql/rules/top_n.py)."""
+
+    inner_sql: str                # Spark SQL: the outputs, then the hidden sort columns
+    outputs: int                  # the DT's columns: the inner query's first `outputs`
+    order: list[SortKey]
+    limit: int | None
+    offset: int
+    state: InternalTable | None   # the inner query's rows, when recomputing from them pays
+
+    @property
+    def hidden(self) -> int:
+        return max([k.position + 1 for k in self.order] + [self.outputs]) - self.outputs
+
+    @classmethod
+    def from_dict(cls, raw: dict[str, Any] | None) -> TopNSpec | None:
+        if raw is None:
+            return None
+        values = dict(raw)
+        values["order"] = [SortKey(**k) for k in raw.get("order") or []]
+        values["state"] = InternalTable(**raw["state"]) if raw.get("state") else None
+        return cls(**values)
+
+
+@dataclass
 class StepOptions:
     """What a step carries beyond its action, for the engine, the history and the renderers;
     each default is the one a table without that config gets."""
@@ -308,6 +360,7 @@ class StepOptions:
     # DTs of the plan its checks read (a relationships target, a singular test's other tables):
     # it starts after their refreshes finish, reading what they commit, without depending on them
     after: list[str] | None = None
+    top_n: TopNSpec | None = None             # an incremental top-N (strategies/top_n.py)
     # set by planning/completion.py once the lag is known
     target_lag_sec: int | None = None
     completion_target: str | None = None
@@ -317,6 +370,7 @@ class StepOptions:
         values = dict(raw or {})
         values["custom"] = CustomSpec.from_dict(values.get("custom"))
         values["audit"] = AuditSpec.from_dict(values.get("audit"))
+        values["top_n"] = TopNSpec.from_dict(values.get("top_n"))
         return cls(**values)
 
 

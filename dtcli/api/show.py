@@ -7,6 +7,7 @@ from typing import Any
 
 from dtcli.errors import UsageError, suggest
 from dtcli.model import DELETION_VECTORS, Project, RefreshRecord, TableDef
+from dtcli.planning import internal as internal_tables
 from dtcli.planning import lag_stats, on_demand, refresh_times, scheduler
 from dtcli.planning.checked import Checked
 from dtcli.planning.lag import parse_target_lag
@@ -21,10 +22,11 @@ def _like(name: str, like: str | None) -> bool:
 
 
 def show_tables(checked: Checked, like: str | None = None, *,
-                records: list[RefreshRecord] | None = None) -> list[dict[str, Any]]:
+                records: list[RefreshRecord] | None = None, internal: bool = False) -> list[dict[str, Any]]:
     """One row per DT of the project, then its disabled DTs, then one per orphan (a DT in the
     warehouse whose file is gone). `records`: the refresh history, settled and read already by
-    a caller that needs it too (`dt docs`)."""
+    a caller that needs it too (`dt docs`). `internal`: each DT's row lists the internal tables
+    it keeps (`internal_tables`), which are never rows of their own."""
     project, snapshot, now = checked.project, checked.snapshot, checked.now
     if records is None:
         reconcile.settle(project, snapshot.tables)
@@ -72,6 +74,8 @@ def show_tables(checked: Checked, like: str | None = None, *,
             "columns": [c.to_dict() for c in checked.schemas.get(name, ())],
             "warnings": checked.warnings.get(name, []) + ([f"suspended: {stop[name]}"] if name in stop else [])
             + ([behind] if behind else []),
+            **({"internal_tables": internal_tables.listed(checked, name) if table.kind != "custom" else []}
+               if internal else {}),
         })
     for name, table in sorted(project.disabled.items()):
         if _like(name, like):

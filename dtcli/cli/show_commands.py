@@ -15,10 +15,12 @@ from dtcli.errors import UsageError
 def show_dynamic(what: Annotated[str, typer.Argument(metavar="tables", help="The word 'tables'.")],
                  project_dir: ProjectDir = Path("."), target: Target = None,
                  like: Annotated[Optional[str], typer.Option("--like", help="SQL LIKE or glob pattern on the name.")] = None,
-                 format: Format = "table", wide: Wide = False, no_cache: NoCache = False) -> None:
+                 format: Format = "table", wide: Wide = False, no_cache: NoCache = False,
+                 internal: Annotated[bool, typer.Option("--internal", help="Also list the internal tables each DT keeps under _dt/ (a top-N's rows...).")] = False) -> None:
     """One row per dynamic table: state, refresh mode, target lag, freshness (the lag now), the
     peak lag of the last hour ("over" past the target), rows, last refresh, next due, scheduler;
-    as many as fit the terminal (--wide: every field).
+    as many as fit the terminal (--wide: every field). --internal also lists the internal
+    tables a DT keeps (dropped with it).
 
     Example: dt show dynamic tables --like 'customer%' --format json
     """
@@ -31,11 +33,18 @@ def show_dynamic(what: Annotated[str, typer.Argument(metavar="tables", help="The
         raise UsageError(f"unknown object '{what}'", hint="dt show dynamic tables")
     checked = api.check(project_dir, target, now=clock_from_env().now(), with_stats=True,
                         use_cache=not no_cache)
-    rows = api.show_tables(checked, like)
+    rows = api.show_tables(checked, like, internal=internal)
     if check_format(format) == "json":
         print_json(rows)
-    else:
-        print_fitted(wide_columns(rows) if wide else table_columns(checked.now), rows, wide=wide)
+        return
+    print_fitted(wide_columns([{k: v for k, v in r.items() if k != "internal_tables"} for r in rows])
+                 if wide else table_columns(checked.now), rows, wide=wide)
+    if internal:
+        from dtcli.ui.output import print_table
+
+        kept = [{"dynamic table": r["name"], **t} for r in rows for t in r.get("internal_tables", [])]
+        print_table(kept, ("dynamic table", "role", "version", "rows", "bytes", "path"),
+                    title="internal tables" if kept else "internal tables: none")
 
 
 

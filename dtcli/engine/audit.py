@@ -36,7 +36,7 @@ from dtcli.engine.changes import WEIGHT, quote
 from dtcli.engine.materialize import LOCAL_ROWS, checkpointed, kept
 from dtcli.model import INCREMENTAL
 
-__all__ = ["AuditFailed", "auditing", "change", "has_drops", "rows", "statement"]
+__all__ = ["AuditFailed", "auditing", "change", "has_drops", "rows", "statement", "suspended"]
 
 
 _current: ContextVar[Auditor | None] = ContextVar("dt_auditor", default=None)
@@ -57,6 +57,17 @@ def auditing(ctx) -> Iterator[Auditor | None]:
     finally:
         _current.reset(token)
         auditor.release()
+
+
+@contextmanager
+def suspended() -> Iterator[None]:
+    """No audit inside: a DT's internal tables (engine/internal_state.py) commit in the DT's
+    refresh, and the DT's checks are about the DT's columns, not theirs."""
+    token = _current.set(None)
+    try:
+        yield
+    finally:
+        _current.reset(token)
 
 
 def has_drops() -> bool:

@@ -16,10 +16,11 @@ from dtcli.engine import audit, commit, deletion_vectors
 from dtcli.engine.context import RefreshContext, RefreshResult
 from dtcli.engine.progress import job_group
 from dtcli.engine.spark_errors import at_file, condition_of, error_condition, error_message
-from dtcli.engine.strategies import strategy_for
+from dtcli.engine.strategies import kind_of, strategy_for
 from dtcli.model import (
-    CUSTOM_INCREMENTAL,
     FAILED,
+    FULL,
+    REINITIALIZE,
     SKIPPED,
     SUCCEEDED,
     UPSTREAM_FAILED,
@@ -109,6 +110,18 @@ def _align_deletion_vectors(spark, step: RefreshStep, result: RefreshResult) -> 
     except Exception as exc:
         note = f"refreshed, but turning deletion vectors {'on' if want else 'off'} failed: {error_message(exc)}"
         result.message = "; ".join(filter(None, [result.message, note]))
+
+
+def _prune_internal(plan: Plan, step: RefreshStep) -> None:
+    """After a recompute committed: the internal tables an earlier definition of the DT kept and
+    this one does not are deleted (nothing reads them any more). Never fails the refresh."""
+    from dtcli.state import internal
+
+    spec = step.options.top_n
+    try:
+        internal.prune(plan.warehouse, step.name, {spec.state.role} if spec and spec.state else set())
+    except OSError:
+        pass
 
 
 def execute_plan(spark, plan: Plan, emit: events.Events = lambda event: None,
@@ -240,17 +253,18 @@ class _Run:
                                 step.options.backfill_spec,
                                 source_ids=step.options.source_ids)
             ctx = RefreshContext(spark, plan, step, versions, frontier)
-            # a custom table's own statement does every refresh of it, creation included; its
-            # commit is audited by the DT's data tests and expectations first (engine/audit.py)
+            # the strategy's kind (engine/strategies kind_of); its commit is audited by the DT's
+            # data tests and expectations first (engine/audit.py)
             with audit.auditing(ctx) as auditor:
-                result = strategy_for(step.refresh_mode if step.refresh_mode == CUSTOM_INCREMENTAL
-                                      else step.action)(ctx)
+                result = strategy_for(kind_of(step))(ctx)
                 tests = [r.to_dict() for r in auditor.outcome] if auditor else None
             if step.options.comment_outdated and not result.table_replaced:
                 commit.set_comment(spark, step.path, step.options.comment)
                 result.table_version = commit.last_commit(step.path)["version"]
             if step.options.deletion_vectors_outdated:
                 _align_deletion_vectors(spark, step, result)
+            if step.action in (FULL, REINITIALIZE) or result.fallback_action:
+                _prune_internal(plan, step)
             if result.table_version is not None:
                 with self.lock:
                     self.produced[step.name] = result.table_version

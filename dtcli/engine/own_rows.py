@@ -14,7 +14,7 @@ from __future__ import annotations
 from functools import reduce
 
 from dtcli.engine import key_predicates as keys_sql
-from dtcli.engine.apply import ROWS_MISSING, Applied, checked, replace
+from dtcli.engine.apply import ROWS_MISSING, Applied, checked, commit_nothing, replace
 from dtcli.engine.changes import quote
 from dtcli.engine.materialize import LOCAL_ROWS, kept
 from dtcli.model import Frontier
@@ -108,7 +108,10 @@ def aggregate(spark, sql, path: str, target, upkeep: AggregateUpkeep, frontier: 
 def window(spark, sql, path: str, target, upkeep: WindowUpkeep, frontier: Frontier,
            held: list, small: bool = True) -> Applied | None:
     """Each affected partition's rows = its current rows (window columns dropped) + the change,
-    with the window functions evaluated again (`small`: as for `aggregate`)."""
+    with the window functions evaluated again (`small`: as for `aggregate`). Without PARTITION
+    BY the DT is one partition: all its rows are evaluated again, and when every window allows
+    it (`upkeep.order`) only the rows from the first changed position in their ORDER BY on are
+    written."""
     from pyspark.sql import functions as F
 
     columns, types = target.columns, [f.dataType for f in target.schema.fields]
@@ -117,7 +120,13 @@ def window(spark, sql, path: str, target, upkeep: WindowUpkeep, frontier: Fronti
                      .groupBy(*[F.col(c) for c in plain]).agg(F.sum(WEIGHT).cast("long").alias(WEIGHT))
                      .filter(F.col(WEIGHT) != 0), LOCAL_ROWS, small)
     held.append(net)
-    predicate = _key_predicate(net, rows, upkeep.keys, columns, types)
+    if upkeep.keys:
+        predicate = _key_predicate(net, rows, upkeep.keys, columns, types)
+        rewritten = predicate           # the partitions' rows are read and rewritten alike
+    else:       # one partition: all its rows are read, those from the first change on rewritten
+        if (rows is not None and not rows) or (rows is None and net.limit(1).count() == 0):
+            return Applied(0, 0, commit_nothing(spark, path, frontier))
+        predicate, rewritten = "true", _from_first_change(net, upkeep.order, columns, types)
     if predicate is None:
         return None
     old = target.filter(predicate).select(
@@ -133,6 +142,42 @@ def window(spark, sql, path: str, target, upkeep: WindowUpkeep, frontier: Fronti
             (f"{quote(output_column(k))}" if k in upkeep.plain else upkeep.windowed[k].sql(dialect="spark"))
             + f" AS {quote(c)}" for k, c in enumerate(columns))
         new_rows = spark.sql(f"SELECT {select} FROM {view}")
-        return replace(spark, path, predicate, new_rows, frontier)
+        if rewritten != predicate:
+            new_rows = new_rows.filter(rewritten)
+        return replace(spark, path, rewritten, new_rows, frontier)
     finally:
         spark.catalog.dropTempView(view)
+
+
+def _from_first_change(net, order: list[tuple[int, bool, bool]] | None, columns: list[str],
+                       types: list) -> str:
+    """Spark SQL selecting the DT's rows that do not sort before the change's first row under
+    `order` ((output position, descending, nulls first) per key; NULLs as Spark sorts them):
+    the rows whose window values may change. "true" when every row may."""
+    from pyspark.sql import functions as F
+
+    if not order or not all(keys_sql.renderable(types[p]) for p, _, _ in order):
+        return "true"
+    sort = []
+    for p, desc, nulls_first in order:
+        col = F.col(output_column(p))
+        sort.append({(False, True): col.asc_nulls_first(), (False, False): col.asc_nulls_last(),
+                     (True, True): col.desc_nulls_first(), (True, False): col.desc_nulls_last()}
+                    [(desc, nulls_first)])
+    first = net.orderBy(*sort).select(*[output_column(p) for p, _, _ in order]).first()
+    before, equal = [], []
+    for (p, desc, nulls_first), value in zip(order, first):
+        col, lit = quote(columns[p]), keys_sql.literal(value, types[p]) if value is not None else "NULL"
+        if lit is None:
+            return "true"
+        if value is None:
+            sooner = None if nulls_first else f"{col} IS NOT NULL"
+        else:
+            cmp = f"{col} {'>' if desc else '<'} {lit}"
+            sooner = f"({col} IS NULL OR {cmp})" if nulls_first else cmp
+        if sooner is not None:
+            before.append(" AND ".join([*equal, sooner]))
+        equal.append(f"{col} <=> {lit}")
+    if not before:
+        return "true"
+    return "NOT coalesce(" + " OR ".join(f"({b})" for b in before) + ", false)"

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from dtcli.model import ADAPTIVE, FULL, RefreshRecord
-from dtcli.planning import refresh_times, scheduler
+from dtcli.planning import internal, refresh_times, scheduler
 from dtcli.planning.checked import Checked
 from dtcli.planning.column_lineage import column_lineage
 from dtcli.planning.lag import parse_target_lag
@@ -79,6 +79,9 @@ def explain(checked: Checked, name: str, history: list[RefreshRecord] = ()) -> d
         "refresh_seconds": None if measured is None else round(measured, 1),
         "adaptive": _adaptive(checked, key, history) if mode.mode == ADAPTIVE else None,
         "custom": custom_section,
+        "top_n": _top_n(checked, key),
+        # intermediate results the DT keeps under <warehouse>/_dt/internal/ (planning/internal.py)
+        "internal_tables": internal.listed(checked, key) if table.kind != "custom" else [],
         "frozen_where": table.config.get("frozen_where"),
         "frozen": _frozen(checked, key),
         "cluster_by": table.config.get("cluster_by"), "partition_by": table.config.get("partition_by"),
@@ -93,13 +96,29 @@ def explain(checked: Checked, name: str, history: list[RefreshRecord] = ()) -> d
 
 def _rewritten(checked: Checked, name: str) -> dict[str, Any]:
     """The query as dt refreshes it when its rules rewrote constructs of it (subqueries as
-    joins...): the rewritten SQL, and what each rewrite replaced."""
-    rewrites = checked.qualified.rewrites(name)
+    joins...): the rewritten SQL, and what each rewrite replaced. The top_n rule's note is no
+    rewrite (it splits the query: `top_n`)."""
+    rewrites = [r for r in checked.qualified.rewrites(name) if r.rule != "top_n"]
     if not rewrites:
         return {"rewritten_sql": None, "rewrites": []}
     return {"rewritten_sql": checked.qualified[name].sql(dialect="spark", pretty=True),
             "rewrites": [{"rule": r.rule, "construct": r.construct, "rewritten_as": r.rewritten_as,
                           "strategy": r.strategy} for r in rewrites]}
+
+
+def _top_n(checked: Checked, name: str) -> dict[str, Any] | None:
+    """How an incremental top-N is split: the query under it (whose change is computed), its
+    sort keys (columns of that query), n and the offset, where its rows are kept."""
+    spec = internal.top_n_spec(checked, name)
+    if spec is None:
+        return None
+    from sqlglot import parse_one
+
+    return {"inner_sql": parse_one(spec.inner_sql, read="spark").sql(dialect="spark", pretty=True),
+            "order": [{"column": k.position, "descending": k.desc, "nulls_first": k.nulls_first}
+                      for k in spec.order],
+            "limit": spec.limit, "offset": spec.offset, "hidden_sort_columns": spec.hidden,
+            "recomputed_from": spec.state.path if spec.state else "its input"}
 
 
 def _column_lineage(checked: Checked, name: str) -> dict[str, Any] | None:

@@ -32,7 +32,7 @@ from dtcli.model import (
     StepInput,
     StepOptions,
 )
-from dtcli.planning import adaptive, custom, frozen, on_demand
+from dtcli.planning import adaptive, custom, frozen, internal, on_demand
 from dtcli.planning.checked import Checked
 from dtcli.planning.data_tests import compile_checks
 from dtcli.planning.refresh_mode import ResolvedMode
@@ -138,7 +138,8 @@ def _step_options(checked: Checked, name: str, info, regions) -> StepOptions:
         backfill=checked.backfills[name].to_dict() if name in checked.backfills else None,
         backfill_spec=config.get("backfill"),
         custom=custom.step_options(checked, name) if table.kind == "custom" else None,
-        audit=audit_spec(checked, name))
+        audit=audit_spec(checked, name),
+        top_n=internal.top_n_spec(checked, name))
 
 
 def _order_audits(steps: list[RefreshStep], graph) -> None:

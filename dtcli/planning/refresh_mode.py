@@ -17,6 +17,7 @@ from dtcli.model import ADAPTIVE, CUSTOM_INCREMENTAL, FULL, INCREMENTAL, Project
 from dtcli.planning.graph import Graph
 from dtcli.sql.analysis import QueryAnalysis
 from dtcli.sql.incremental_rewrite import unsupported_reason
+from dtcli.sql.rules import top_n
 
 
 @dataclass(frozen=True)
@@ -54,7 +55,8 @@ def resolve_modes(project: Project, graph: Graph, source_cdf: dict[str, bool],
             modes[name] = ResolvedMode(CUSTOM_INCREMENTAL, "REFRESH USING: the table's statement applies "
                                                            "the changes of its CHANGES() inputs")
             continue
-        reason = _blocker(project, name, analysed[name], compiler_reason, source_cdf, modes)
+        reason = _blocker(project, name, analysed[name], compiler_reason, source_cdf, modes) \
+            or _frozen_top_n(table, qualified)
         if table.refresh_mode == "full":
             modes[name] = ResolvedMode(FULL, "refresh_mode is full")
         elif reason is None:
@@ -72,8 +74,23 @@ def resolve_modes(project: Project, graph: Graph, source_cdf: dict[str, bool],
 
 
 def change_compiler_reason(project: Project, name: str, qualified: Any) -> str | None:
+    """The change compiler's verdict on the DT's query; for a top-N (sql/rules/top_n.py), on the
+    query under it, which is what the compiler compiles."""
     table = project.tables[name]
-    return unsupported_reason(qualified if qualified is not None else table.spark_sql, list(table.inputs))
+    query = top_n.compiled(qualified) if qualified is not None else table.spark_sql
+    return unsupported_reason(query, list(table.inputs))
+
+
+def _frozen_top_n(table, qualified: dict[str, Any]) -> str | None:
+    """A top-N with a frozen region stays FULL: which rows are frozen would depend on which rows
+    the top-N holds, which moves with every change (not cached: frozen_where is config)."""
+    if not table.config.get("frozen_where") or qualified.get(table.name) is None:
+        return None
+    spec = top_n.split(qualified[table.name])
+    if spec is None:
+        return None
+    return (f"{spec.label()} with frozen_where is refreshed FULL: the rows a top-N holds move "
+            "between the frozen and the active region as the result changes")
 
 
 def _blocker(project: Project, name: str, analysis: QueryAnalysis,

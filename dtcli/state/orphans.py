@@ -12,7 +12,7 @@ from pathlib import Path
 
 from dtcli.errors import UsageError, suggest
 from dtcli.model import Project
-from dtcli.state import history, scheduling, storage
+from dtcli.state import history, internal, scheduling, storage
 from dtcli.state.delta_log import open_table, read_frontier
 
 
@@ -51,7 +51,7 @@ def droppable(project: Project, name: str) -> str:
 
 
 def drop(project: Project, name: str) -> str:
-    """Delete a DT's data, its refresh history and its scheduling state: an orphan for good, a
+    """Delete a DT's data, its internal tables, its refresh history and its scheduling state: an orphan for good, a
     defined DT (to recreate it, e.g. from a backfill) until the next `dt run` creates it again."""
     key = name.lower()
     path = droppable(project, name)
@@ -61,5 +61,8 @@ def drop(project: Project, name: str) -> str:
     if hist is not None:
         hist.delete(f"name = '{key}'")
     scheduling.forget(project.warehouse, key)
+    # its internal tables before the DT: a crash in between leaves the DT, which a second
+    # `dt drop` finds again (or, still defined, a refresh reinitializes: its state is gone)
+    internal.remove(project.warehouse, key)
     storage.remove_tree(path)
     return path

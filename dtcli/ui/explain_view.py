@@ -34,6 +34,15 @@ def print_explain(data: dict[str, Any]) -> None:
                       f"{', '.join(r['construct'] for r in data['rewrites'])}):", highlight=False)
         console.print(data["rewritten_sql"], highlight=False, markup=False)
     print_table(data["inputs"], ("name", "kind", "version", "change_data_feed", "path"), title="inputs")
+    if data.get("top_n"):
+        top = data["top_n"]
+        last = "" if top["limit"] is None else top["offset"] + top["limit"]
+        console.print(f"top-N: the rows {top['offset'] + 1}..{last} of the query below, recomputed from "
+                      f"{top['recomputed_from']} when a change reaches them:", highlight=False)
+        console.print(top["inner_sql"], highlight=False, markup=False)
+    if data.get("internal_tables"):
+        print_table(data["internal_tables"], ("role", "version", "rows", "holds", "path"),
+                    title="internal tables (kept and dropped with it, under the warehouse's _dt/)")
     if data.get("column_lineage"):
         print_lineage(data["column_lineage"])
     if data["custom"]:

@@ -1,5 +1,6 @@
-"""The fault test's project: ten DTs over three seeded sources (joins, outer join, aggregates
-with MIN/MAX and COUNT DISTINCT, windows, a scalar aggregate, a chain four deep), and random
+"""The fault test's project: eleven DTs over three seeded sources (joins, outer join, aggregates
+with MIN/MAX and COUNT DISTINCT, windows, a scalar aggregate, a chain four deep, a top-N that
+keeps an internal table), and random
 change batches committed to the sources with deltalake (no JVM: the kills are what is tested)."""
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ TABLES = {
     "sku_qty": "SELECT sku, SUM(qty) AS qty, COUNT(DISTINCT order_id) AS orders FROM lines GROUP BY sku",
     "sku_rank": "SELECT sku, qty, DENSE_RANK() OVER (PARTITION BY orders ORDER BY qty) AS r FROM {{ ref('sku_qty') }}",
     "totals": "SELECT COUNT(*) AS n, SUM(qty) AS q FROM {{ ref('sku_qty') }}",
+    # a top-N over an aggregate: its refreshes commit an internal table, then the DT
+    "top_skus": "SELECT sku, SUM(qty) AS qty FROM lines GROUP BY sku ORDER BY qty DESC, sku LIMIT 2",
 }
 SEEDS = {
     "orders": "order_id,customer_id,status,amount\n" + "\n".join(

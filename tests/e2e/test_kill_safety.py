@@ -6,7 +6,8 @@ a run started at once names that application (or, with --wait, waits for it). Th
 of every DT shows the two runs never wrote at the same time, and the history has exactly one
 row per committed refresh.
 
-The random-moments fault test kills runs of a ten-DT DAG (tests/e2e/fault_dag.py) at random
+The random-moments fault test kills runs of an eleven-DT DAG (tests/e2e/fault_dag.py; one keeps
+an internal table, which commits before its DT in each refresh) at random
 moments — dt alone, its process group, its spark-submit JVM, or everything it started — between
 random change batches, runs again with --wait, and checks every DT against its recompute, the
 history against the commit logs, and that no process of a killed run is left. Long mode:
@@ -185,6 +186,20 @@ def check_history(project, names) -> None:
             f"runs {a} and {b} wrote at the same time"
 
 
+def check_internal_tables(project, names) -> None:
+    """After a run that finished: each internal table is at the input versions its DT reflects,
+    and the DT records the internal table's version it was computed from."""
+    from dtcli.state import internal
+    from dtcli.state.delta_log import table_info
+
+    for name in names:
+        for role in internal.existing(project.warehouse, name):
+            dt_info = table_info(project.table_path(name), with_stats=False)
+            state = table_info(internal.path(project.warehouse, name, role), with_stats=False)
+            assert dt_info.frontier.state_versions == {role: state.version}, (name, dt_info.frontier, state.version)
+            assert state.frontier.source_versions == dt_info.frontier.source_versions, (name, state.frontier)
+
+
 def test_random_kills_never_leave_a_writer_behind(tmp_path, spark):
     rng = random.Random(SEED)
     print(f"\nDT_FAULT_SEED={SEED} DT_FAULT_KILLS={KILLS} DT_FAULT_CHECK_EVERY={CHECK_EVERY}")
@@ -209,6 +224,7 @@ def test_random_kills_never_leave_a_writer_behind(tmp_path, spark):
         assert again.returncode == 0, (point, mode, batch, again.stdout + again.stderr)
         assert pids_gone(tree, 120), f"point {point}: a process of the killed run is still running"
         check_history(project, names)
+        check_internal_tables(project, names)
         if point % CHECK_EVERY == 0 or point == KILLS:
             for name in names:
                 assert_matches_recompute(spark, project, name)

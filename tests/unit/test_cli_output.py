@@ -26,7 +26,9 @@ EXPLAIN_FIELDS = {"name", "refresh_mode", "refresh_mode_reason", "operators", "i
 def project(tmp_path):
     root = write_project(tmp_path / "p", {
         "big_orders": "{{ config(target_lag='10 minutes') }}\nSELECT order_id, amount FROM orders WHERE amount > 5",
-        "top_orders": "SELECT order_id FROM {{ ref('big_orders') }} ORDER BY amount DESC LIMIT 3",
+        # a LIMIT inside a subquery refreshes FULL (an outermost one is an incremental top-N)
+        "top_orders": "SELECT order_id FROM (SELECT order_id, amount FROM {{ ref('big_orders') }} "
+                      "ORDER BY amount DESC LIMIT 3) AS t",
     }, config="sources:\n  orders: {path: data/orders}\n  plain: {path: data/plain}\n")
     table = pa.table({"order_id": pa.array([1, 2], pa.int64()), "amount": pa.array([5, 7], pa.int64())})
     write_deltalake(str(root / "data" / "orders"), table, configuration={"delta.enableChangeDataFeed": "true"})

@@ -18,6 +18,10 @@ QUERIES = {
     "window": "SELECT id, v, RANK() OVER (PARTITION BY id ORDER BY v) AS r FROM a",
     "union": "SELECT id, v FROM a UNION ALL SELECT id, v FROM b",
     "limit": "SELECT id FROM a ORDER BY id LIMIT 1",
+    "top_grouped": "SELECT id, SUM(v) AS s FROM a GROUP BY id ORDER BY s DESC LIMIT 2",
+    "top_hidden": "SELECT id FROM a ORDER BY v DESC LIMIT 2 OFFSET 1",
+    "top_distinct_hidden": "SELECT DISTINCT id FROM a ORDER BY v LIMIT 2",
+    "inner_limit": "SELECT id FROM (SELECT id FROM a ORDER BY id LIMIT 1) AS s",
     "nondeterministic": "SELECT id, rand() AS r FROM a",
     "scalar_agg": "SELECT COUNT(*) AS n FROM a",
     "except": "SELECT id, v FROM a EXCEPT SELECT id, v FROM b",
@@ -45,3 +49,27 @@ def test_the_mode_is_incremental_exactly_when_every_operator_is(project, name):
     assert operators
     every = all(op["incremental"] for op in operators)
     assert every == (doc["refresh_mode"] != "FULL"), (doc["refresh_mode"], doc["refresh_mode_reason"], operators)
+
+
+def test_explain_lists_the_internal_tables_a_dt_keeps(project):
+    """A top-N over an aggregate keeps the rows under it (not created before its first run);
+    one over a filter of one input keeps none."""
+    doc = json.loads(dt("explain", "top_grouped", "-p", str(project), "--format", "json").out)
+    (table,) = doc["internal_tables"]
+    assert table["role"] == "top_n_rows" and table["maintained"] and table["version"] is None
+    assert table["path"] == str(project / "warehouse" / "_dt" / "internal" / "top_grouped" / "top_n_rows")
+    assert json.loads(dt("explain", "limit", "-p", str(project), "--format", "json").out)["internal_tables"] == []
+    shown = json.loads(dt("show", "dynamic", "tables", "-p", str(project), "--internal", "--format", "json").out)
+    assert {r["name"]: [t["role"] for t in r["internal_tables"]] for r in shown}["top_grouped"] == ["top_n_rows"]
+    assert "internal_tables" not in json.loads(dt("show", "dynamic", "tables", "-p", str(project),
+                                                  "--format", "json").out)[0]
+
+
+def test_explain_shows_how_a_top_n_is_split(project):
+    doc = json.loads(dt("explain", "top_hidden", "-p", str(project), "--format", "json").out)
+    top = doc["top_n"]
+    assert (top["limit"], top["offset"], top["hidden_sort_columns"]) == (2, 1, 1)
+    assert "__dt_s0" in top["inner_sql"] and "LIMIT" not in top["inner_sql"]
+    assert top["recomputed_from"] == "its input" and doc["rewritten_sql"] is None
+    printed = dt("explain", "top_grouped", "-p", str(project))
+    assert printed.code == 0 and "top-N: the rows 1..2" in printed.out and "internal tables" in printed.out

@@ -114,7 +114,6 @@ def test_cte_inlining_respects_scopes():
      "more than one outer join"),
     ("SELECT g, SUM(v) FROM t GROUP BY ROLLUP (g)", "ROLLUP"),
     ("SELECT DISTINCT SUM(v) FROM t GROUP BY g", "DISTINCT over an aggregation"),
-    ("SELECT RANK() OVER (ORDER BY v) FROM t", "without PARTITION BY"),
     ("SELECT x FROM t LIMIT 3", "LIMIT"),
     ("SELECT x FROM t WHERE x IN (SELECT y FROM t)", "subquery outside FROM"),
     ("SELECT x FROM other", "not one of its inputs"),
@@ -227,3 +226,40 @@ def test_pivot_and_tablesample_on_a_table_are_refreshed_full():
     for sql in ("SELECT * FROM a PIVOT (SUM(v) FOR g IN ('x', 'y'))",
                 "SELECT * FROM a TABLESAMPLE (10 PERCENT)"):
         assert "cannot be refreshed incrementally" in unsupported_reason(sql, ["a"])
+
+
+def test_windows_without_partition_by_are_one_partition():
+    """No PARTITION BY: the block is one key, recomputed whole (nested: at both versions); the
+    outermost block is replaced whole (Keyed with no key columns) or kept from its own rows,
+    rewriting from the first changed position when every window allows it."""
+    plus, minus, keys = compile_("SELECT s.k, s.r FROM (SELECT k, RANK() OVER (ORDER BY v) AS r FROM t) AS s",
+                                 ["t"])
+    assert keys == [] and "__dt_i0_new" in plus and "__dt_i0_old" in minus
+    compiler, _ = compiler_(["t"])
+    keyed = compiler.keyed("SELECT k, v, RANK() OVER (ORDER BY v) AS r FROM t")
+    assert keyed.positions == [] and keyed.keys.rows == [()]
+    upkeep = compiler_(["t"])[0].own_rows("SELECT k, v, RANK() OVER (ORDER BY v DESC) AS r, "
+                                          "SUM(k) OVER (ORDER BY v DESC) AS s FROM t")
+    assert upkeep.keys == [] and upkeep.plain == [0, 1] and upkeep.order == [(1, True, False)]
+    for whole in ("SELECT k, v, NTILE(2) OVER (ORDER BY v) AS n FROM t",
+                  # the neighbour among tied rows: every row evaluated again
+                  "SELECT k, v, LAG(k) OVER (ORDER BY v) AS p FROM t",
+                  "SELECT k, v, SUM(k) OVER (ORDER BY v ROWS BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW) AS s FROM t",
+                  "SELECT k, v, SUM(k) OVER () AS s FROM t",
+                  "SELECT k, v, RANK() OVER (ORDER BY v) AS r, RANK() OVER (ORDER BY k) AS q FROM t"):
+        upkeep = compiler_(["t"])[0].own_rows(whole)
+        assert upkeep.keys == [] and upkeep.order is None, whole
+
+
+def test_order_by_without_limit_is_left_out_of_the_change_queries():
+    """FUZZ-FINDINGS seed 437: the outermost ORDER BY was copied into each UNION ALL branch of
+    the change query (`… ORDER BY c0 UNION ALL …`), which Spark does not parse."""
+    plus, minus, _ = compile_("SELECT t2.w AS c0 FROM t AS t1 INNER JOIN t AS t2 ON t1.w = t2.k ORDER BY c0",
+                              ["t"])
+    assert "UNION ALL" in plus and "ORDER BY" not in plus + minus
+    plus, _, _ = compile_("SELECT s.k FROM (SELECT k FROM t ORDER BY v) AS s JOIN u ON s.k = u.k "
+                          "ORDER BY s.k", ["t", "u"])
+    assert "ORDER BY" not in plus
+    # a window keeps its own ORDER BY
+    plus, _, _ = compile_("SELECT k, RANK() OVER (PARTITION BY g ORDER BY v) AS r FROM t ORDER BY r", ["t"])
+    assert plus.count("ORDER BY") == 1

@@ -91,6 +91,7 @@ def test_a_blocker_inside_a_branch_still_forces_full_on_its_own_row():
     assert all(op.incremental for op in analysis.operators if op.operator.startswith("EXCEPT"))
 
 
-def test_limit_over_a_set_operation_stays_full():
+def test_limit_over_a_set_operation_is_a_top_n_over_its_rewrite():
     analysis, _ = checked("SELECT k FROM a INTERSECT SELECT k FROM b ORDER BY k LIMIT 3")
-    assert not analysis.incremental and "LIMIT" in analysis.reason
+    assert analysis.incremental
+    assert [op.operator for op in analysis.operators if "LIMIT" in op.operator] == ["ORDER BY … LIMIT 3"]

@@ -7,14 +7,27 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from dtcli.engine.context import RefreshContext, RefreshResult
+from dtcli.model import CUSTOM_INCREMENTAL, TOP_N, RefreshStep
 
 Strategy = Callable[[RefreshContext], RefreshResult]
 
 
-def strategy_for(kind: str) -> Strategy:
-    from dtcli.engine.strategies import custom, full, incremental
+def kind_of(step: RefreshStep) -> str:
+    """The strategy a step runs: a custom table's statement does every refresh of it, creation
+    included; an incremental top-N keeps its internal state in every refresh, FULL included;
+    else the step's action."""
+    if step.refresh_mode == CUSTOM_INCREMENTAL:
+        return CUSTOM_INCREMENTAL
+    if step.options.top_n is not None:
+        return TOP_N
+    return step.action
 
-    table: dict[str, Strategy] = {**full.STRATEGIES, **incremental.STRATEGIES, **custom.STRATEGIES}
+
+def strategy_for(kind: str) -> Strategy:
+    from dtcli.engine.strategies import custom, full, incremental, top_n
+
+    table: dict[str, Strategy] = {**full.STRATEGIES, **incremental.STRATEGIES, **custom.STRATEGIES,
+                                  **top_n.STRATEGIES}
     try:
         return table[kind]
     except KeyError:

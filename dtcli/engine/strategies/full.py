@@ -15,10 +15,12 @@ from dtcli.engine.deletion_vectors import table_property
 from dtcli.model import FULL, REINITIALIZE
 
 
-def full_refresh(ctx: RefreshContext) -> RefreshResult:
+def full_refresh(ctx: RefreshContext, rows=None) -> RefreshResult:
+    """`rows`: the DT's new rows when the caller computed them (a top-N from its internal
+    table), else the query is run as written."""
     step, spark = ctx.step, ctx.spark
     options = step.options
-    df = shaped(spark.sql(step.sql), options.columns)
+    df = rows if rows is not None else shaped(spark.sql(step.sql), options.columns)
     if options.names:                 # unaliased outputs: named as dt derived them (Spark's names)
         df = df.toDF(*options.names)
     if options.backfill:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import itertools
 import re
+from collections.abc import Callable
 from functools import partial
 
 from sqlglot import exp
@@ -55,23 +56,33 @@ _VIEW_NAME = re.compile(r"__dt_i\d+_(?:new|old|plus|minus|both|weighted)\b")
 
 
 def incremental_refresh(ctx: RefreshContext) -> RefreshResult:
+    return guarded(ctx, ChangeRefresh(ctx).run, _fallback)
+
+
+Fallback = Callable[[RefreshContext, str, str], RefreshResult]
+
+
+def guarded(ctx: RefreshContext, run: Callable[[], RefreshResult], fallback: Fallback) -> RefreshResult:
+    """Run an incremental refresh; when its changes cannot be read, `fallback` reinitializes;
+    when the change cannot be applied or the refresh fails, it recomputes FULL (a forced
+    `refresh_mode: incremental` fails instead): `fallback(ctx, action, reason)`."""
     try:
-        return _Refresh(ctx).run()
+        return run()
     except AuditFailed:         # the change was computed and breaks a test: nothing to recompute
         raise
     except ChangesUnavailable as err:
-        return _fallback(ctx, REINITIALIZE, str(err))
+        return fallback(ctx, REINITIALIZE, str(err))
     except (Unsupported, applier.Inconsistent) as err:
         _forced(ctx, err, str(err))
-        return _fallback(ctx, FULL, f"incremental refresh not possible, refreshed FULL: {err}")
+        return fallback(ctx, FULL, f"incremental refresh not possible, refreshed FULL: {err}")
     except Exception as err:
         found = applier.inconsistent(err)      # raised inside the job that computed the write
         if found is not None:
             _forced(ctx, err, str(found))
-            return _fallback(ctx, FULL, f"incremental refresh not possible, refreshed FULL: {found}")
+            return fallback(ctx, FULL, f"incremental refresh not possible, refreshed FULL: {found}")
         _forced(ctx, err, None)
         first = (str(err).strip().splitlines() or [type(err).__name__])[0][:300]
-        return _fallback(ctx, FULL, f"incremental refresh failed, refreshed FULL: {first}")
+        return fallback(ctx, FULL, f"incremental refresh failed, refreshed FULL: {first}")
 
 
 class ForcedIncrementalFailed(Exception):
@@ -112,7 +123,11 @@ def _fallback(ctx: RefreshContext, action: str, reason: str) -> RefreshResult:
     return result
 
 
-class _Refresh:
+class ChangeRefresh:
+    """One incremental refresh: the inputs' changes bound as views, the change compiled and
+    applied (`_run`; strategies over the change of a query under the DT's, as top_n.py's,
+    override it)."""
+
     def __init__(self, ctx: RefreshContext):
         self.ctx, self.spark, self.step = ctx, ctx.spark, ctx.step
         # with frozen_where: the active region at this refresh's data timestamp (Spark SQL)
@@ -159,7 +174,7 @@ class _Refresh:
             types = [f.dataType for f in target.schema.fields]
             predicate = key_predicates.match_keys([columns[p] for p in keyed.positions],
                                                   [types[p] for p in keyed.positions],
-                                                  keyed.keys.rows)
+                                                  keyed.keys.rows) if keyed.positions else "true"
             if predicate:                 # None: a NULL inside a multi-column key
                 return self._replace(keyed, predicate, columns)
         return self._rows_changed(compiler, query, columns)

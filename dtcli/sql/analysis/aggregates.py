@@ -8,7 +8,7 @@ from sqlglot.tokens import TokenType as T
 from dtcli.sql import functions as fn
 from dtcli.sql.analysis.nodes import group_keys, has_star, level_nodes, named_outputs, text_of
 from dtcli.sql.analysis.result import OperatorInfo
-from dtcli.sql.analysis.strategies import ADVICE, DISTINCT_ROWS, FULL, GROUPS, PARTITIONS
+from dtcli.sql.analysis.strategies import ADVICE, DISTINCT_ROWS, FULL, GROUPS, ONE_PARTITION, PARTITIONS
 
 
 class AggregateRules:
@@ -133,10 +133,9 @@ class AggregateRules:
             self.add(f"WINDOW {func} OVER (PARTITION BY {keys})", PARTITIONS, where)
         else:
             order = spec.args.get("order")
-            self.add(f"WINDOW {func} OVER ({text_of(order) if order else ''})", FULL, where, (
-                f"`{func}` has no PARTITION BY, so any change would recompute it over all "
-                "rows; add PARTITION BY on a key so only the partitions that changed are "
-                "recomputed",), f"window function {func} without PARTITION BY")
+            self.add(f"WINDOW {func} OVER ({text_of(order) if order else ''})", ONE_PARTITION, where, (
+                f"`{func}` has no PARTITION BY: every change re-evaluates it over all rows; add "
+                "PARTITION BY on a key so only the partitions that changed are recomputed",))
 
     # -- expressions -------------------------------------------------------------------------
 

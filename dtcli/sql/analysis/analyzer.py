@@ -29,6 +29,7 @@ from dtcli.sql.analysis.strategies import (
     UNION_ALL,
 )
 from dtcli.sql.incremental_rewrite import Unsupported, shapes
+from dtcli.sql.rules import top_n
 from dtcli.sql.rules._notes import COPY, REWRITE, Rewrite, note_of
 
 
@@ -191,16 +192,31 @@ class Analyzer(AggregateRules):
         self.query(node.expression)
 
     def modifiers(self, node: exp.Expression) -> None:
+        top = node.args.get("limit") or node.args.get("offset")
+        note = self.noted(top) if top is not None else None
+        if note is not None:        # a top-N the top_n rule split: one row for ORDER BY … LIMIT
+            self.add(note.construct, note.strategy, self.pos(node.args.get("order") or top, T.ORDER_BY,
+                                                             T.LIMIT, T.OFFSET), note.considerations)
         for arg, label, kw in (("order", "ORDER BY", T.ORDER_BY), ("sort", "SORT BY", T.SORT_BY),
                                ("distribute", "DISTRIBUTE BY", T.DISTRIBUTE_BY),
                                ("cluster", "CLUSTER BY", T.CLUSTER_BY)):
-            if node.args.get(arg):
+            if node.args.get(arg) and not (note is not None and arg == "order"):
                 self.add(label, NO_ORDER, self.pos(node.args[arg], kw),
                          (f"a table keeps no row order: sort in the query that reads it; here "
                           f"{label} only costs time",))
         for arg, label, kw in (("limit", "LIMIT", T.LIMIT), ("offset", "OFFSET", T.OFFSET)):
-            if node.args.get(arg):
-                self.add(label, FULL, self.pos(node.args[arg], kw), (ADVICE[label],), True)
+            if node.args.get(arg) and note is None:
+                self.limit(node, label, self.pos(node.args[arg], kw))
+
+    def limit(self, node: exp.Expression, label: str, where: tuple[int | None, int]) -> None:
+        """A LIMIT / OFFSET the top_n rule did not split: FULL, saying why (outermost) or what
+        to do (inside a subquery)."""
+        why = top_n.why_not(node) if node is self.root else None
+        if why is None:
+            self.add(label, FULL, where, (ADVICE["LIMIT inside" if node is not self.root else label],), True)
+            return
+        self.ops.append(OperatorInfo(label, FULL, (why,), where[0], False))
+        self.block(where, f"{label}{at_line(where[0])} cannot be refreshed incrementally: {why}")
 
     def select(self, sel: exp.Select) -> None:
         blocked = len(self.blockers)

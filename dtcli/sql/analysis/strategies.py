@@ -16,6 +16,11 @@ OUTER = "recompute the join keys touched by either side's changes"
 GROUPS = "recompute the groups whose keys changed"
 DISTINCT_ROWS = "recompute the distinct rows whose values changed"
 PARTITIONS = "recompute the partitions that changed"
+ONE_PARTITION = ("no PARTITION BY: the whole result is one partition, re-evaluated when its input "
+                 "changes: over the table's own rows when the outermost SELECT's windows read only its "
+                 "output columns (for ranks, row numbers and running aggregates over RANGE frames only the "
+                 "rows from the first changed position in the ORDER BY on are rewritten), else recomputed "
+                 "whole")
 SINGLE_ROW = "recompute the single row"
 FILTER_GROUPS = "filter the recomputed groups"
 FILTER_PARTITIONS = "filter the recomputed partitions"
@@ -31,6 +36,9 @@ ADVICE = {
     "LIMIT": "the rows a LIMIT keeps depend on the whole input: limit when reading the table, "
              "or keep the top N per key with row_number() OVER (PARTITION BY ...) <= N",
     "OFFSET": "the rows an OFFSET skips depend on the whole input: apply it when reading",
+    "LIMIT inside": "a LIMIT inside a subquery keeps rows that depend on the whole input of it: "
+                    "make that subquery a dynamic table of its own, where ORDER BY … LIMIT "
+                    "refreshes incrementally (top-N), and read that table",
     "TABLESAMPLE": "a sample differs on every evaluation: for a stable one, filter on a hash "
                    "of a key, e.g. xxhash64(id) % 100 < 5",
     "set operation": "dt refreshes UNION, INTERSECT and EXCEPT incrementally when it knows the "

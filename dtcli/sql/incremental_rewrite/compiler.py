@@ -37,6 +37,19 @@ from dtcli.sql.incremental_rewrite.relations import (
 from dtcli.sql.incremental_rewrite.shapes import OuterJoin, Shape
 
 
+def unordered(query: exp.Expression) -> exp.Expression:
+    """`query` without the ORDER BY (SORT / CLUSTER / DISTRIBUTE BY) of blocks that have no
+    LIMIT or OFFSET: a table keeps no row order, so they change no stored row, and copied into
+    the terms of a change query they would put an ORDER BY inside a UNION ALL branch, which
+    Spark does not parse. Window specifications keep theirs."""
+    for node in query.find_all(exp.Query):
+        if not node.args.get("limit") and not node.args.get("offset"):
+            for arg in ("order", "sort", "cluster", "distribute"):
+                if node.args.get(arg) is not None:
+                    node.set(arg, None)
+    return query
+
+
 class DeltaCompiler:
     """Compile a query into (plus, minus) queries over bound views; see the module docstring."""
 
@@ -56,7 +69,7 @@ class DeltaCompiler:
     # -- entry ----------------------------------------------------------------------------
 
     def compile(self, sql: str | exp.Query) -> tuple[exp.Query | None, exp.Query | None]:
-        query = inline_ctes(parse(sql))
+        query = unordered(inline_ctes(parse(sql)))
         self._check_tables(query)
         self.root = query
         plus = self.delta(query, PLUS)
@@ -67,8 +80,9 @@ class DeltaCompiler:
         """When the query's outermost block is keyed by some of its own output columns (GROUP
         BY keys, window partitions, DISTINCT rows, an outer join's key, all selected as they
         are), its change is "the rows of the affected keys, recomputed": no old-version
-        recompute and no row-by-row matching is needed. None otherwise."""
-        query = inline_ctes(parse(sql))
+        recompute and no row-by-row matching is needed. Windows without PARTITION BY make the
+        block one key, recomputed whole: positions [], the one key (). None otherwise."""
+        query = unordered(inline_ctes(parse(sql)))
         self._check_tables(query)
         self.root = query
         sel = query
@@ -83,6 +97,10 @@ class DeltaCompiler:
         shape = shapes.shape(sel)
         if not changed or shape is None:
             return None
+        if shape.keys == [] and any(isinstance(n, exp.Window) for n in scope_nodes(sel, ("expressions",))):
+            # windows without PARTITION BY: one partition, recomputed whole at the new version
+            # (a scalar aggregate's one row is netted against its old value instead)
+            return Keyed(self.version(sel, NEW), [], KeySet(f"{KEY_PREFIX}all", rows=[()]))
         exprs = shape.keys if shape.keys is not None else shape.join.key
         outputs = [e.unalias() for e in sel.expressions]
         if not exprs or any(isinstance(o, exp.Star) or (isinstance(o, exp.Column) and o.is_star)
@@ -99,7 +117,7 @@ class DeltaCompiler:
 
     def own_rows(self, sql: str | exp.Query) -> own_rows.AggregateUpkeep | own_rows.WindowUpkeep | None:
         """How the DT is maintained from its own rows (see own_rows.py), or None."""
-        query = inline_ctes(parse(sql))
+        query = unordered(inline_ctes(parse(sql)))
         self._check_tables(query)
         self.root = query
         return own_rows.aggregate_upkeep(self, query) or own_rows.window_upkeep(self, query)

@@ -68,8 +68,8 @@ def shape(sel: exp.Select) -> Shape | None:
         if windows:
             if not gkeys:
                 raise Unsupported("a window over a scalar aggregate is refreshed FULL", windows[0])
-            parts = window_partitions(sel, windows)
-            if not parts or not all(any(p == g for g in gkeys) for p in parts):
+            parts = window_partitions(sel, windows)     # []: the groups are one partition
+            if not all(any(p == g for g in gkeys) for p in parts):
                 raise Unsupported("a window whose PARTITION BY is not made of the GROUP BY "
                                   "keys is refreshed FULL", windows[0])
             keys = parts
@@ -78,9 +78,7 @@ def shape(sel: exp.Select) -> Shape | None:
     elif windows:
         if distinct is not None:
             raise Unsupported("DISTINCT over window functions is refreshed FULL", distinct)
-        keys = window_partitions(sel, windows)
-        if not keys:
-            raise Unsupported("windows without a common PARTITION BY key are refreshed FULL", windows[-1])
+        keys = window_partitions(sel, windows)      # []: the block is one partition
     elif distinct is not None:
         if any(isinstance(e, exp.Star) or (isinstance(e, exp.Column) and e.is_star)
                for e in sel.expressions):
@@ -114,6 +112,8 @@ def group_keys(sel: exp.Select, group: exp.Group) -> list[exp.Expression]:
     return keys
 
 def window_partitions(sel: exp.Select, windows: list[exp.Window]) -> list[exp.Expression]:
+    """The PARTITION BY keys every window shares; [] when a window has none (or they share
+    none): the whole block is then one partition, recomputed as one key (a scalar's)."""
     named = {w.name.lower(): w for w in sel.args.get("windows") or ()}
     common: list[exp.Expression] | None = None
     for win in windows:
@@ -123,7 +123,7 @@ def window_partitions(sel: exp.Select, windows: list[exp.Window]) -> list[exp.Ex
         if not parts and alias is not None and alias.name.lower() in named:
             parts = named[alias.name.lower()].args.get("partition_by") or []
         if not parts:
-            raise Unsupported("a window without PARTITION BY is refreshed FULL", win)
+            return []
         common = list(parts) if common is None else [p for p in common
                                                      if any(p == q for q in parts)]
     return [p.copy() for p in common or []]

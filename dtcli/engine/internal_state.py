@@ -1,0 +1,77 @@
+"""Refreshing a DT's internal table (state/internal.py) inside the DT's refresh, before the DT.
+
+An internal table is refreshed as a DT of its own query would be: the incremental strategy over
+the same pinned inputs, with a frontier of its own in its commits, or recomputed. A kill at any
+moment leaves it at its previous frontier or at the new one, and the DT's commit records the
+version of it the DT's rows were computed from (`Frontier.state_versions`). A DT whose internal
+table got ahead of it (killed between the two commits) reads the table's change from the
+version it recorded, which covers the commit it missed: nothing is lost or applied twice.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from dtcli.engine import audit
+from dtcli.engine.changes import ChangesUnavailable
+from dtcli.engine.context import RefreshContext
+from dtcli.model import FULL, INCREMENTAL, Frontier, InternalTable, RefreshStep, StepOptions
+from dtcli.state.delta_log import table_info
+
+
+@dataclass(frozen=True)
+class Refreshed:
+    version: int          # the internal table's version the DT's rows are now computed from
+    replaced: bool        # rebuilt in this refresh: its change feed across that is not read
+
+
+def name_of(ctx: RefreshContext, table: InternalTable) -> str:
+    return f"{ctx.step.name} (internal table {table.role})"
+
+
+def recompute(ctx: RefreshContext, table: InternalTable) -> Refreshed:
+    """Rebuild the internal table from the DT's inputs at the run's versions."""
+    from dtcli.engine.strategies.full import full_refresh
+
+    sub = _context(ctx, table, FULL, previous=None)
+    with audit.suspended():
+        return Refreshed(full_refresh(sub).table_version, True)
+
+
+def bring_up(ctx: RefreshContext, table: InternalTable, recorded: int | None) -> Refreshed:
+    """Apply the inputs' changes since the internal table's own frontier (`recorded`: the version
+    the DT last read). Raises ChangesUnavailable when the table cannot be trusted (missing,
+    made for another definition, older than the DT says): the caller rebuilds both."""
+    from dtcli.engine.strategies.incremental import incremental_refresh
+
+    info = table_info(table.path, with_stats=False)
+    what = name_of(ctx, table)
+    if info is None or info.frontier is None:
+        raise ChangesUnavailable(f"{what} is missing")
+    if info.frontier.definition_hash != ctx.step.definition_hash:
+        raise ChangesUnavailable(f"{what} was made for another definition")
+    if recorded is None or info.version < recorded:
+        raise ChangesUnavailable(f"{what} is not at the version the table records")
+    if info.frontier.source_versions == ctx.input_versions:
+        # already there: an earlier refresh committed it, then was stopped before the DT's commit
+        return Refreshed(info.version, False)
+    sub = _context(ctx, table, INCREMENTAL, previous=info.frontier)
+    with audit.suspended():
+        result = incremental_refresh(sub)
+    return Refreshed(result.table_version, result.fallback_action is not None)
+
+
+def _context(ctx: RefreshContext, table: InternalTable, action: str, previous: Frontier | None
+             ) -> RefreshContext:
+    """The internal table's refresh as a step of its own over the DT's pinned inputs."""
+    step, frontier = ctx.step, ctx.frontier
+    sub = RefreshStep(
+        name=name_of(ctx, table), path=table.path, action=action, trigger=step.trigger, sql=table.sql,
+        inputs=step.inputs, definition_hash=step.definition_hash, refresh_mode=step.refresh_mode,
+        previous=previous,
+        options=StepOptions(previous_rows=None, file=step.options.file, delta_sql=table.sql,
+                            read_columns=step.options.read_columns, change_rows=step.options.change_rows,
+                            input_rows=step.options.input_rows))
+    own = Frontier(dict(ctx.input_versions), step.definition_hash, frontier.data_timestamp,
+                   frontier.run_id, action, step.refresh_mode)
+    return RefreshContext(ctx.spark, ctx.plan, sub, ctx.input_versions, own)

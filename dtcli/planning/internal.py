@@ -1,0 +1,53 @@
+"""Which internal tables a DT keeps, and what each holds (pure: from the checked project).
+
+An internal table is kept where maintaining a query is cheap only with an intermediate result
+at hand (state/internal.py says where they live and how they commit). Today: the rows under an
+incremental top-N whose inner query is more than a filter of one input (sql/rules/top_n.py).
+A DT that refreshes FULL keeps none.
+"""
+
+from __future__ import annotations
+
+from dtcli.model import InternalTable, TopNSpec
+from dtcli.planning.checked import Checked
+from dtcli.sql.rules import top_n
+from dtcli.state import internal
+
+TOP_N_ROWS = "top_n_rows"      # the rows of the query under a top-N, with its hidden sort columns
+
+
+def top_n_spec(checked: Checked, name: str) -> TopNSpec | None:
+    """How an incremental top-N DT is refreshed (None: it is no top-N, or it refreshes FULL)."""
+    if not checked.modes[name].incremental or not checked.qualified.bound(name):
+        return None
+    split = top_n.split(checked.qualified[name])
+    if split is None:
+        return None
+    rows = InternalTable(TOP_N_ROWS, internal.path(checked.project.warehouse, name, TOP_N_ROWS),
+                         split.inner.sql(dialect="spark"))
+    return split.to_spec(rows)
+
+
+def tables(checked: Checked, name: str) -> list[InternalTable]:
+    """The internal tables the DT keeps, as its refreshes maintain them."""
+    spec = top_n_spec(checked, name)
+    return [spec.state] if spec is not None and spec.state is not None else []
+
+
+HOLDS = {TOP_N_ROWS: "the rows of the query under its ORDER BY … LIMIT (its sort keys too): the top "
+                     "rows are recomputed from them when a change removes one"}
+
+
+def listed(checked: Checked, name: str) -> list[dict]:
+    """What `dt explain` (and `dt show dynamic tables --internal`) say of a DT's internal tables:
+    each one its refreshes maintain, as its log has it (no version yet: not created), and any
+    left on disk by an earlier definition (removed at the DT's next recompute, or by `dt drop`)."""
+    warehouse = checked.project.warehouse
+    kept = {t.role: t for t in tables(checked, name)}
+    out = []
+    for role in sorted(set(kept) | set(internal.existing(warehouse, name))):
+        where = kept[role].path if role in kept else internal.path(warehouse, name, role)
+        out.append({**internal.state_of(name, role, where).to_dict(), "maintained": role in kept,
+                    "holds": HOLDS.get(role, role) if role in kept
+                    else "(an earlier definition's: no longer maintained)"})
+    return out
