@@ -6,7 +6,8 @@ STAMP  := $(VENV)/.installed-stamp
 JARS   := $(BIN)/python -m dtcli.engine.jars provision
 # two workers: one pytest process keeps two cores about two-thirds busy (one JVM's driver thread,
 # subprocesses, sleeps); two fill them. Longest modules first: tests/conftest.py
-PYTEST_ARGS ?= -n 2 --dist loadfile --no-loadscope-reorder
+# --durations: every run (CI's too) names its slowest tests, so the suite's time has a record.
+PYTEST_ARGS ?= -n 2 --dist loadfile --no-loadscope-reorder --durations=30
 
 .PHONY: setup jars browser demo test lint unit bench clean
 

@@ -89,7 +89,7 @@ def explain(checked: Checked, name: str) -> dict:
     from dtcli.state import history, reconcile
 
     reconcile.settle(checked.project, checked.snapshot.tables)
-    return _explain(checked, name, history.read(checked.project.warehouse))
+    return _explain(checked, name, history.recent(checked.project.warehouse))
 
 
 def write_run_results(checked: Checked, result: RunResult, *, command: str, args: dict,

@@ -45,7 +45,7 @@ def plan_run(checked: Checked, names: list[str] | None = None, *, trigger: str =
     `dt run --all`); `plan_scheduled` is the lag-aware pass of a plain `dt run`."""
     selected = selectors.select(checked.project, checked.graph, names)
     on_demand.check_created(checked, selected)
-    past = history.read(checked.project.warehouse)
+    past = history.recent(checked.project.warehouse)
     plan = _critical_path_first(build_plan(checked, selected, trigger, full_refresh=full_refresh, history=past),
                                 refresh_times.measured(past))
     stamps = scheduler.data_timestamps(checked.snapshot, past)
@@ -71,7 +71,7 @@ def plan_scheduled(checked: Checked, names: list[str] | None = None, *, all_tabl
     project = checked.project
     candidates = selectors.select(project, checked.graph, names)
     states = scheduling.current(project.warehouse)
-    past = history.read(project.warehouse)
+    past = history.recent(project.warehouse)
     stamps = scheduler.data_timestamps(checked.snapshot, past)
     timings = refresh_times.measured(past)
     decision = scheduler.decide(checked, stamps, states, candidates,
@@ -199,7 +199,7 @@ def _auto_suspend(checked: Checked, on_event: Events) -> list[dict[str, Any]]:
     are then held back too, see scheduler.blocked)."""
     project, graph = checked.project, checked.graph
     events = scheduling.read_events(project.warehouse)
-    streaks = scheduler.failure_streaks(history.read(project.warehouse), scheduling.resumed_at(events))
+    streaks = scheduler.failure_streaks(history.recent(project.warehouse), scheduling.resumed_at(events))
     new = scheduler.auto_suspensions(streaks, scheduling.current(project.warehouse, events), _now())
     scheduling.append(project.warehouse, new)
     out = []

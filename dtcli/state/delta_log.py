@@ -47,14 +47,18 @@ def open_table(path: str):
 
 def read_rows(table, where: str | None = None) -> list[dict[str, Any]]:
     """Every row of a small Delta table (dt's own metadata tables) as dicts, or those matching
-    the SQL condition `where` (the query engine skips the files whose statistics exclude it).
+    the SQL condition `where` (the query engine skips the files whose statistics exclude it)."""
+    return query_rows(table, "SELECT * FROM t" + (f" WHERE {where}" if where else ""))
+
+
+def query_rows(table, sql: str) -> list[dict[str, Any]]:
+    """The rows of a query over a small Delta table (named `t` in `sql`) as dicts.
 
     Through deltalake's query engine, and column by column from its Arrow result: neither
     `to_pyarrow_table()` (which imports pyarrow.dataset) nor pyarrow itself (which imports
     numpy, 0.3 s of a JVM-free command's second) is needed to read a few thousand rows."""
     from deltalake import QueryBuilder
 
-    sql = "SELECT * FROM t" + (f" WHERE {where}" if where else "")
     result = QueryBuilder().register("t", table).execute(sql).read_all()
     columns = [result.column(k).to_pylist() for k in range(result.num_columns)]
     return [dict(zip(result.column_names, values)) for values in zip(*columns)]

@@ -137,12 +137,18 @@ def missing(project: Project, tables: dict[str, TableInfo | None],
 def reconcile(project: Project, tables: dict[str, TableInfo | None],
               past: list[RefreshRecord] | None = None) -> list[RefreshRecord]:
     """Append the missing rows; call under the warehouse lock. Returns what was appended."""
-    past = history.read(project.warehouse) if past is None else past
+    past = recorded_history(project) if past is None else past
     new, dead = missing(project, tables, past)
     history.append(project.warehouse, new)
     for run_id in dead:
         mark_recorded(project, run_id)
     return new
+
+
+def recorded_history(project: Project) -> list[RefreshRecord]:
+    """What `missing` reads of the history: each DT's newest rows (its newest table version and
+    success among them) and every row of the runs not marked recorded."""
+    return history.recent(project.warehouse, run_ids=[p.run_id for p in _unrecorded_plans(project)])
 
 
 def committed_in_run(name: str, path: str, run_id: str, trigger: str = SCHEDULED) -> RefreshRecord | None:
@@ -201,7 +207,7 @@ def settle(project: Project, tables: dict[str, TableInfo | None]) -> None:
     from dtcli.errors import LockTimeout
     from dtcli.state.lock import warehouse_lock
 
-    new, dead = missing(project, tables, history.read(project.warehouse))
+    new, dead = missing(project, tables, recorded_history(project))
     if not new and not dead:
         return
     try:
