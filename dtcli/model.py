@@ -464,7 +464,8 @@ class RefreshRecord:
     target_lag_sec: int | None = None      # the effective target lag when it refreshed
     completion_target: str | None = None   # previous data timestamp + target lag
     # how an INCREMENTAL refresh applied its change (own_rows_aggregate, own_rows_window,
-    # keys_recomputed, slice_replaced, rows_appended, rows_merged, no_row_changed)
+    # single_row_recomputed, keys_recomputed, slice_replaced, rows_appended, rows_merged,
+    # no_row_changed)
     refresh_strategy: str | None = None
     # what the refresh's data tests and expectations found (dtcli.data_tests.CheckResult as dicts)
     data_tests: list[dict[str, Any]] | None = None

@@ -55,7 +55,9 @@ SHAPES = {
         SELECT k, g, v, RANK() OVER (PARTITION BY g ORDER BY v) AS r,
                SUM(v) OVER (PARTITION BY g ORDER BY v) AS running
         FROM a""",
+    # one row, recomputed from the inputs (engine/query_shape.py)
     "scalar": "SELECT COUNT(*) AS n, SUM(v) AS s, MAX(k) AS mk FROM a",
+    "scalar_in_place": "SELECT COUNT(*) AS n, SUM(b.k) AS s, MIN(a.g) AS mg FROM a JOIN b ON a.k = b.k",
     # sums over never-NULL columns: groups adjusted from the DT's own rows (own_rows.py)
     "summed": """
         SELECT eg, COUNT(*) AS n, SUM(ev) AS s, SUM(ek * 2 - ev) AS t, COUNT(eg) AS ng
@@ -74,6 +76,8 @@ SHAPES = {
               GROUP BY k) AS c_orders
         GROUP BY c_count""",
 }
+# shapes whose one row is recomputed from the inputs at their new versions
+ONE_ROW = ("scalar", "scalar_in_place")
 # shapes maintained from the DT's own rows, and how
 FROM_OWN_ROWS = {"summed": "own_rows_aggregate", "summed_join": "own_rows_aggregate",
                  "ranked_join": "own_rows_window", "windowed": "own_rows_window"}
@@ -171,6 +175,8 @@ class RefreshMachine(RuleBasedStateMachine):
                 if name in FROM_OWN_ROWS:     # the fast path was taken, not a recompute
                     assert record.refresh_strategy in (FROM_OWN_ROWS[name], "no_row_changed"), \
                         f"{name}: {record.refresh_strategy}"
+                if name in ONE_ROW:
+                    assert record.refresh_strategy == "single_row_recomputed", f"{name}: {record.refresh_strategy}"
         self.check_all()
         again = self.env.refresh()
         assert {r.refresh_action for r in again.values()} == {NO_DATA}

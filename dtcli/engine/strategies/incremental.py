@@ -27,6 +27,7 @@ from dtcli.engine.changes import WEIGHT, ChangeSet, ChangesUnavailable, quote, r
 from dtcli.engine.checkpoints import release
 from dtcli.engine.context import RefreshContext, RefreshResult
 from dtcli.engine.materialize import LOCAL_ROWS, kept
+from dtcli.engine.query_shape import SINGLE_ROW_RECOMPUTED, holds_one_row
 from dtcli.engine.table_state import Prefetch
 from dtcli.model import FULL, INCREMENTAL, REINITIALIZE
 from dtcli.sql.incremental_rewrite import (
@@ -152,6 +153,8 @@ class ChangeRefresh:
 
     def _run(self) -> RefreshResult:
         step, spark = self.step, self.spark
+        if not self.active and holds_one_row(step.options.delta_sql or step.sql):
+            return self._one_row()
         bindings = self._bind()
         if not bindings.changed:
             return self._nothing()
@@ -268,6 +271,15 @@ class ChangeRefresh:
         how = OWN_ROWS_AGGREGATE if isinstance(upkeep, AggregateUpkeep) else OWN_ROWS_WINDOW
         return RefreshResult(inserted=done.inserted, deleted=done.deleted, table_version=done.version,
                              strategy=how)
+
+    def _one_row(self) -> RefreshResult:
+        """A scalar aggregate's row recomputed from the inputs at their new versions (the views
+        the run bound) and written over the one the DT holds (query_shape.py)."""
+        columns = self.spark.read.format("delta").load(self.step.path).columns
+        rows = self._as_table(self.spark.sql(self.step.sql), columns)
+        done = applier.replace(self.spark, self.step.path, "true", rows, self.ctx.frontier)
+        return RefreshResult(inserted=done.inserted, deleted=done.deleted, table_version=done.version,
+                             strategy=SINGLE_ROW_RECOMPUTED)
 
     def _rows_changed(self, compiler: DeltaCompiler, query: str, columns: list[str]) -> RefreshResult:
         """The general case: the rows the DT gains and loses, netted per distinct row, applied."""
