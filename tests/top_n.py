@@ -43,6 +43,13 @@ def _outputs(query: exp.Query) -> list[exp.Expression]:
     return list(query.expressions) if isinstance(query, exp.Select) else []
 
 
+def _over_outputs(key: exp.Expression, names: list[str]) -> bool:
+    """Whether sort key `key` is computed from the query's output columns: it reads some, all of
+    them outputs, and aggregates nothing (`ORDER BY COUNT(*)` reads the input's rows)."""
+    columns = list(key.find_all(exp.Column))
+    return bool(columns) and all(not c.table and c.name in names for c in columns) and key.find(exp.AggFunc) is None
+
+
 def split(sql: str, dialect: str = "spark") -> TopN | None:
     """The top-N of `sql`, or None when its outermost query has no LIMIT (LIMIT without ORDER
     BY is a top-N whose rows all tie: any n of them are right)."""
@@ -65,7 +72,7 @@ def split(sql: str, dialect: str = "spark") -> TopN | None:
             position = names.index(key.name)
         elif key.sql(dialect=dialect) in texts:
             position = texts.index(key.sql(dialect=dialect))
-        elif all(not c.table and c.name in names for c in key.find_all(exp.Column)):
+        elif _over_outputs(key, names):
             # an expression over the outputs (Spark resolves its columns to them first): computed
             # over the query's rows, after any key appended to its SELECT list
             position = -1 - len(over_outputs)

@@ -51,9 +51,10 @@ PENDING = {
     "nested_subquery", "several_outer_joins",
     # (sq-setops' constructs have landed: set operations, grouping sets and unselected GROUP BY
     # keys in 745d3c1, outer-join ON forms in 4a81ed1, unnamed outputs in 48cb94a)
-    # sq-topn: top-N (its sort keys not selected or over the outputs; LIMIT alone), windows
-    # without PARTITION BY
-    "top_n", "top_n_expression", "top_n_unselected", "limit_only", "global_window",
+    # sq-topn's have landed in eb3b41e (top-N, its sort keys not selected or over the outputs,
+    # LIMIT alone; windows without PARTITION BY) but for a top-N over a set operation sorted by an
+    # expression over its outputs (FULL by its rule's choice; FUZZ-FINDINGS.md, seed 186)
+    "top_n_setop_expression",
 }
 
 # how often each construct is drawn (per block or per predicate; see where each is used)
@@ -83,6 +84,7 @@ class _Sel:
     features: frozenset = frozenset()
     named: bool = True                    # every output has an alias (c0..cn)
     sortable: list[str] = field(default_factory=list)   # expressions not selected a sort key may be
+    setop: bool = False                   # a set operation (UNION / EXCEPT / INTERSECT)
 
 
 class Gen:
@@ -481,7 +483,7 @@ class Gen:
         rsql = right.sql if types == rt[:len(types)] and len(rt) == len(types) else self._retype(right, types)
         name = {"UNION ALL": "union"}.get(op, op.lower().replace(" ", "_"))
         return _Sel(f"{lsql} {op} {rsql}", [(f"c{i}", t) for i, t in enumerate(types)],
-                    f"{name}({left.shape},{right.shape})")
+                    f"{name}({left.shape},{right.shape})", setop=True)
 
     def _top_n(self, sel: _Sel) -> _Sel:
         """`sel` under ORDER BY … LIMIT n (or, rarely, ORDER BY alone, or LIMIT alone): keys by
@@ -503,6 +505,8 @@ class Gen:
                 key = {"int": f"c{i} + 1", "float": f"-c{i}", "str": f"COALESCE(c{i}, 'm')"}.get(
                     ty, f"CASE WHEN c{i} IS NULL THEN 0 ELSE 1 END")
                 self.uses("top_n_expression")
+                if sel.setop:
+                    self.uses("top_n_setop_expression")
             else:                                         # not selected (TPC-DS q84's, q92's kind)
                 key = self.rng.choice(sel.sortable)
                 self.uses("top_n_unselected")
