@@ -124,6 +124,7 @@ def main(argv: list[str]) -> int:
     argv, flags = owner_options(argv)
     if argv and argv[0] == "--serve":      # the warm application of `dt run --watch`
         from dtcli.engine.serve import PlanInbox, connect, serve
+        from dtcli.engine.table_state import warm_after_pass
 
         address, idle, app_name = argv[1:4]
         inbox = PlanInbox(connect(address))     # first: dt waits for us before sending a plan
@@ -142,6 +143,8 @@ def main(argv: list[str]) -> int:
                 return run_plan(spark, plan, lambda: gone() or should_stop(), watch.check)
             finally:
                 watch.renew = lambda: True
+                if not (gone() or should_stop()):
+                    warm_after_pass(spark, [step.path for step in plan.spark_steps])
 
         code = serve(inbox, float(idle), emit, one)
         spark.stop()

@@ -42,6 +42,17 @@ class Prefetch:
                 pass        # the refresh reads the table itself and reports what fails
 
 
+def warm_after_pass(spark, paths: list[str]) -> Prefetch:
+    """In the warm application (`dt run --watch`), once a pass is over: the state of the DTs it
+    committed, built while the application waits for the next pass. Delta keeps a table's state
+    in the JVM until its log moves; a DT's log moves only when dt commits to it, so its next
+    refresh (the next pass) finds the state ready instead of rebuilding it first (three jobs,
+    see refresh_profile.py). Sources move between passes: theirs are built when a pass reads them.
+    The thread is not waited for: a refresh that needs a table being loaded waits for Delta's
+    lock on that snapshot, the others go on."""
+    return Prefetch(spark, [(path, None) for path in dict.fromkeys(paths)])
+
+
 def load(spark, path: str, version: int | None = None) -> None:
     """Plan a scan of the table with a filter Delta skips files by: planning builds the state
     and parses the files' statistics, as the refresh's own filtered scans need them, and runs
