@@ -17,6 +17,8 @@ from dtcli.lazy import LazyFields
 
 # Refresh actions and triggers, as Snowflake names them.
 NO_DATA, INCREMENTAL, FULL, REINITIALIZE = "NO_DATA", "INCREMENTAL", "FULL", "REINITIALIZE"
+# The action of a `dt test` step: the table's data tests run over it as it is; nothing is written.
+TEST = "TEST"
 # A resolved refresh mode besides INCREMENTAL and FULL: each refresh picks the cheaper of the two.
 ADAPTIVE = "ADAPTIVE"
 # The strategy kind every refresh of an incremental top-N runs (engine/strategies/top_n.py).

@@ -163,6 +163,11 @@ def shop_project(root: Path) -> Path:
                 record("valid_orders", "REINITIALIZE", vo - timedelta(minutes=30), 5.2, inserted=20, deleted=19,
                        trigger="MANUAL"),
                 record("valid_orders", "INCREMENTAL", vo, 2.4, inserted=1)]
+    # what the refreshes' data tests found (the site shows the last results and the counts over time)
+    check = {"name": "not_null_valid_orders_order_id", "unique_id": "test.shop.not_null_valid_orders_order_id.0",
+             "kind": "test", "test": "not_null", "table": "valid_orders", "action": "warn", "column": "order_id"}
+    records[-4].data_tests = [{**check, "status": "warn", "failures": 2, "message": "2 rows", "samples": []}]
+    records[-1].data_tests = [{**check, "status": "pass", "failures": 0, "message": None, "samples": []}]
     bf = stamps["broken_feed"]
     records += [record("broken_feed", "INCREMENTAL", bf, 2.0, inserted=3),
                 record("broken_feed", "INCREMENTAL", hours_ago(0.1), 1.7, state="FAILED",

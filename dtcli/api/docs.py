@@ -159,7 +159,24 @@ def _table(checked: Checked, name: str, row: dict[str, Any], explained: dict[str
         "status": row,
         "explain": explained,
         "refresh_history": [_history_row(r) for r in records],
+        "data_tests": _test_results(records),
     }
+
+
+def _test_results(records: list[RefreshRecord]) -> dict[str, Any]:
+    """What the DT's refreshes found with its data tests and expectations: the last audited
+    refresh's results, and each check's count per refresh over the kept history (oldest first)."""
+    audited = [r for r in records if r.data_tests]          # newest first
+    if not audited:
+        return {"last": [], "last_at": None, "over_time": {}}
+    keys = ("name", "kind", "test", "status", "failures", "message", "action")
+    over: dict[str, list[dict[str, Any]]] = {}
+    for record in reversed(audited):
+        for test in record.data_tests:
+            over.setdefault(test["name"], []).append({"at": record.refresh_end_time, "status": test.get("status"),
+                                                      "failures": test.get("failures")})
+    return {"last": [{k: t.get(k) for k in keys} for t in audited[0].data_tests],
+            "last_at": audited[0].refresh_end_time, "over_time": over}
 
 
 def _compiled(checked: Checked, name: str) -> str | None:

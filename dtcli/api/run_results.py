@@ -77,16 +77,11 @@ def test_summary(records) -> dict[str, int]:
 def document(project: Project, result, *, command: str, args: dict[str, Any],
              started_at: datetime, finished_at: datetime | None = None) -> dict[str, Any]:
     """The run's results as one JSON-serialisable document (`result`: an api RunResult)."""
-    from dtcli import __version__
-
     finished_at = finished_at or datetime.now(timezone.utc)
     plan, decision = result.plan, result.decision
     records = list(result.records)
     return {
-        "metadata": {"dt_version": __version__, "schema_version": SCHEMA_VERSION,
-                     "generated_at": finished_at.isoformat(), "invocation_id": plan.run_id,
-                     "command": command, "project": project.name, "project_version": project.version,
-                     "target": project.target},
+        "metadata": _metadata(project, command, plan.run_id, finished_at),
         "run_id": plan.run_id,
         "data_timestamp": plan.data_timestamp,
         "success": result.success,
@@ -103,6 +98,44 @@ def document(project: Project, result, *, command: str, args: dict[str, Any],
         "suspended": list(result.suspended),
         "spark_log": result.log_path,
     }
+
+
+def _metadata(project: Project, command: str, run_id: str, finished_at: datetime) -> dict[str, Any]:
+    from dtcli import __version__
+
+    return {"dt_version": __version__, "schema_version": SCHEMA_VERSION, "generated_at": finished_at.isoformat(),
+            "invocation_id": run_id, "command": command, "project": project.name,
+            "project_version": project.version, "target": project.target}
+
+
+def tested_entries(records) -> list[dict[str, Any]]:
+    """`dt test`'s results, one per test as dbt's run_results has them (with the table's
+    timing); a table whose tests did not run at all is one `error` result."""
+    out = []
+    for record in records:
+        timing = [{"name": "execute", "started_at": record.refresh_start_time,
+                   "completed_at": record.refresh_end_time}]
+        if not record.data_tests:
+            out.append({"unique_id": None, "name": record.name, "status": "error", "failures": None,
+                        "message": record.state_message, "table": record.name, "timing": timing})
+        for test in record.data_tests or ():
+            out.append({**test_entry(test), "timing": timing})
+    return out
+
+
+def test_document(project: Project, result, *, command: str, args: dict[str, Any],
+                  started_at: datetime, finished_at: datetime | None = None) -> dict[str, Any]:
+    """`dt test`'s results as one document (`result`: an api TestResult)."""
+    finished_at = finished_at or datetime.now(timezone.utc)
+    results = tested_entries(result.records)
+    counts: dict[str, int] = {}
+    for entry in results:
+        counts[entry["status"]] = counts.get(entry["status"], 0) + 1
+    return {"metadata": _metadata(project, command, result.plan.run_id, finished_at),
+            "run_id": result.plan.run_id, "success": not result.failed and not result.interrupted,
+            "interrupted": result.interrupted, "elapsed_time": round((finished_at - started_at).total_seconds(), 3),
+            "args": args, "results": results, "summary": {"data_tests": dict(sorted(counts.items()))},
+            "not_created": list(result.not_created), "spark_log": result.log_path}
 
 
 def write(project: Project, doc: dict[str, Any]) -> Path:

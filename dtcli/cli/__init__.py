@@ -14,7 +14,7 @@ from dtcli.cli.app import _state, app
 from dtcli.errors import DtError
 
 # each module registers its commands on `app` when imported, in the order `dt --help` lists them
-for _commands in ("project_commands", "run_commands", "lifecycle_commands", "show_commands", "import_commands",
+for _commands in ("project_commands", "run_commands", "test_commands", "lifecycle_commands", "show_commands", "import_commands",
                   "docs_commands"):
     importlib.import_module(f"dtcli.cli.{_commands}")
 

@@ -101,7 +101,24 @@ def rows(spark, path: str | None, new_rows, replaced: str | None):
         return new_rows
     kept_rows = None if replaced is None else \
         spark.read.format("delta").load(path).filter(f"NOT coalesce(({replaced}), false)")
-    return _screened(auditor, new_rows, kept_rows)
+    return _screened(auditor, new_rows, kept_rows, _columns_of(replaced))
+
+
+def _columns_of(predicate: str | None) -> frozenset[str] | None:
+    """The columns a predicate over one row reads (None: not known, or it reads more than
+    the row)."""
+    if predicate is None:
+        return None
+    import sqlglot
+    from sqlglot import exp
+
+    try:
+        tree = sqlglot.parse_one(predicate, read="spark")
+    except Exception:
+        return None
+    if tree is None or any(isinstance(n, (exp.Query, exp.Subquery)) for n in tree.walk()):
+        return None
+    return frozenset(c.name.lower() for c in tree.find_all(exp.Column))
 
 
 def statement(spark, sql: str, columns: list[dict], targeted: str, path: str, views: list[str]) -> str:
@@ -124,7 +141,7 @@ def statement(spark, sql: str, columns: list[dict], targeted: str, path: str, vi
     return f"INSERT INTO delta.{quote(path)} SELECT * FROM {view}"
 
 
-def _screened(auditor: Auditor, new_rows, kept_rows):
+def _screened(auditor: Auditor, new_rows, kept_rows, replaced_by: frozenset[str] | None = None):
     from pyspark.sql import functions as F
 
     weighted = new_rows.withColumn(WEIGHT, F.lit(1).cast("long"))
@@ -133,5 +150,5 @@ def _screened(auditor: Auditor, new_rows, kept_rows):
     else:                         # a recompute writes every row: kept on the executors
         written, local = checkpointed(weighted), None
     auditor.held.append(written)
-    screened, _ = auditor.screen(Pending(written, kept_rows, local))
+    screened, _ = auditor.screen(Pending(written, kept_rows, local, replaced_by))
     return screened.drop(WEIGHT)

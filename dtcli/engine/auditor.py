@@ -56,6 +56,9 @@ class Pending:
     written: object
     kept: object | None
     local: list | None = None
+    # the columns the predicate of the replaced rows reads (a slice replacement): an old row
+    # whose key holds them all had that key's values, so it was replaced, not kept
+    replaced_by: frozenset[str] | None = None
 
 
 class Auditor:
@@ -82,7 +85,7 @@ class Auditor:
         from pyspark.sql import functions as F
 
         written, local = self._drop(pending)
-        pending = Pending(written, pending.kept, local)
+        pending = Pending(written, pending.kept, local, pending.replaced_by)
         checks = [c for c in self.checks if c.action != KEEP_OUT]
         for check in [c for c in checks if c.proven]:
             self._result(check, PASS, 0, message=f"proven by the query: {check.proven}")
@@ -103,29 +106,31 @@ class Auditor:
                         if found else []
                 else:
                     found, samples = _EVALUATE[check.shape](self, check, pending)
-            except AuditFailed:
-                raise
-            except Exception as exc:           # the check itself broke: the refresh fails with it
+            except Exception as exc:   # the check itself broke: an error-severity one fails the refresh
                 from dtcli.engine.spark_errors import error_message
 
-                self._result(check, ERROR_STATUS, 0, message=error_message(exc)[:300])
-                if check.action == STOP:
-                    raise AuditFailed(f"data test {check.name} could not run: {error_message(exc)[:300]}",
-                                      self.outcome) from exc
+                self._result(check, ERROR_STATUS, 0,
+                             message=f"{check.name} could not run: {error_message(exc)[:300]}")
                 continue
             status = PASS if not found else (FAILED_STATUS if check.action == STOP else WARN_STATUS)
             self._result(check, status, found, samples)
-        failed = [r for r in self.results.values() if r.status == FAILED_STATUS]
-        if failed:
-            raise AuditFailed("; ".join(_said(r) for r in failed) + "; nothing was committed", self.outcome)
+        stopped = self.stopped()
+        if stopped:
+            raise AuditFailed("; ".join(said(r) for r in stopped) + "; nothing was committed", self.outcome)
         return written, local
+
+    def stopped(self) -> list[CheckResult]:
+        """The results that stop a refresh: failed checks, and error-severity ones that could
+        not run."""
+        return [r for r in self.results.values()
+                if r.status == FAILED_STATUS or (r.status == ERROR_STATUS and r.action == STOP)]
 
     def _result(self, check: Check, status: str, failures: int, samples: list | None = None,
                 message: str | None = None) -> None:
         result = CheckResult(name=check.name, unique_id=check.unique_id, kind=check.kind, test=check.test,
                              table=self.step.name, status=status, failures=int(failures),
                              action=check.action, samples=samples or [], column=check.column)
-        result.message = message or (_said(result) if failures else None)
+        result.message = message or (said(result) if failures else None)
         self.results[check.name] = result
 
     def _drop(self, pending: Pending) -> tuple[object, list | None]:
@@ -188,7 +193,8 @@ class Auditor:
         written = pending.written.filter(check.where) if check.where else pending.written
         delta = written.groupBy(*key).agg(F.sum(WEIGHT).alias("__dt_delta"),
                                           F.max(F.col(WEIGHT)).alias("__dt_top"))
-        if pending.kept is None:        # every row is written: count them
+        within = pending.replaced_by is not None and pending.replaced_by <= {c.lower() for c in cols}
+        if pending.kept is None or within:      # no kept row can share a written key: count the written
             dups = delta.select(*key, F.col("__dt_delta").alias("rows")).filter(F.col("rows") > 1)
             count = dups.count()
             return count, (_samples(dups) if count else [])
@@ -239,8 +245,8 @@ class Auditor:
         made: list[str] = []
         try:
             for name, path in (check.reads or {}).items():
-                if path == "":
-                    view = _pending_table(pending)
+                if path == "":          # every row written (a recompute, `dt test`): the table as it will be
+                    view = pending.written.drop(WEIGHT) if pending.kept is None else _pending_table(pending)
                 elif self._bound(name):
                     continue
                 else:
@@ -312,7 +318,9 @@ def _jsonable(row: dict) -> dict:
     return {k: value(v) for k, v in row.items()}
 
 
-def _said(result: CheckResult) -> str:
+def said(result: CheckResult) -> str:
+    if result.status == ERROR_STATUS:
+        return result.message or f"{result.name} could not run"
     what = "expectation" if result.kind == "expectation" else "data test"
     rows = f"{result.failures} row{'s' if result.failures != 1 else ''}"
     shown = ", ".join(json.dumps(s, default=str, separators=(",", ":")) for s in result.samples[:3])

@@ -23,6 +23,7 @@ from dtcli.model import (
     REINITIALIZE,
     SKIPPED,
     SUCCEEDED,
+    TEST,
     UPSTREAM_FAILED,
     Frontier,
     Plan,
@@ -153,7 +154,7 @@ def execute_plan(spark, plan: Plan, emit: events.Events = lambda event: None,
     def finish(step: RefreshStep, record: RefreshRecord) -> None:
         if record.state != SUCCEEDED:
             run.failed.add(step.name)
-        if write_history:
+        if write_history and step.action != TEST:     # `dt test` reports; it refreshes nothing
             before_write()      # the driver exits here if its JVM (holding the lock) is gone
             history.append(plan.warehouse, [record])
         run.records[step.name] = record
@@ -245,6 +246,8 @@ class _Run:
         versions: dict[str, int] = {}
         spark.sparkContext.setJobGroup(job_group(plan.run_id, step.name), f"dt refresh {step.name}")
         try:
+            if step.action == TEST:
+                return self._test(spark, step, start)
             with self.lock:
                 produced = dict(self.produced)
             versions = bind_inputs(spark, step, produced)
@@ -284,3 +287,14 @@ class _Run:
         finally:
             unbind_inputs(spark, step)
             spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
+
+    def _test(self, spark, step: RefreshStep, start: str) -> RefreshRecord:
+        """A `dt test` step: the table's data tests over all of it (engine/table_tests.py)."""
+        from dtcli.data_tests import TEST_FAILED
+        from dtcli.engine.table_tests import test_table
+
+        results, failed = test_table(spark, step)
+        record = _record(self.plan, step, FAILED if failed else SUCCEEDED, start, message=failed,
+                         code=TEST_FAILED if failed else None, query_id=self.query_id)
+        record.data_tests = [r.to_dict() for r in results]
+        return record

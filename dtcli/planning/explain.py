@@ -90,8 +90,25 @@ def explain(checked: Checked, name: str, history: list[RefreshRecord] = ()) -> d
         "depth": graph.depth(key),
         # CREATE DYNAMIC TABLE properties with no meaning in dt (WAREHOUSE, retention, tags, ...)
         "ignored_properties": [dict(p) for p in table.ignored],
+        "data_tests": _checks(checked, key),
         "warnings": warnings,
     }
+
+
+_READS = {"row": "the rows each refresh writes", "key": "the keys each refresh writes, against the DT's rows of them",
+          "link": "the values each refresh writes, against {to}", "query": "the whole DT, at every refresh"}
+
+
+def _checks(checked: Checked, name: str) -> list[dict[str, Any]]:
+    """The DT's data tests and expectations, what a failure does and what a refresh reads to
+    check them (docs/configuration.md, Data tests and expectations)."""
+    from dtcli.planning.plan import audit_spec
+
+    spec = audit_spec(checked, name)
+    return [{"name": c.name, "kind": c.kind, "test": c.test, "column": c.column or ", ".join(c.columns or []),
+             "on_failure": {"fail": "fails the refresh", "warn": "counted", "drop": "rows kept out"}[c.action],
+             "reads": f"nothing: {c.proven}" if c.proven else _READS[c.shape].format(to=(c.to or {}).get("name"))}
+            for c in (spec.checks if spec else [])]
 
 
 def _rewritten(checked: Checked, name: str) -> dict[str, Any]:

@@ -43,6 +43,9 @@ def print_explain(data: dict[str, Any]) -> None:
     if data.get("internal_tables"):
         print_table(data["internal_tables"], ("role", "version", "rows", "holds", "path"),
                     title="internal tables (kept and dropped with it, under the warehouse's _dt/)")
+    if data.get("data_tests"):
+        print_table(data["data_tests"], ("name", "test", "column", "on_failure", "reads"),
+                    title="data tests and expectations, checked before each commit")
     if data.get("column_lineage"):
         print_lineage(data["column_lineage"])
     if data["custom"]:

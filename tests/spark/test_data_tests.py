@@ -36,8 +36,9 @@ CHECKED = {
     "no_negative_amounts": 1,
     "has_key": 1,
 }
+# refresh_mode incremental where the test asserts an INCREMENTAL refresh: ADAPTIVE picks by measured times
 YML = {
-    "o_checked": "columns:\n"
+    "o_checked": "refresh_mode: incremental\ncolumns:\n"
                  "  - name: order_id\n    data_tests: [not_null, unique]\n"
                  "  - name: status\n    data_tests:\n      - accepted_values: {values: [placed, shipped]}\n"
                  "  - name: customer_id\n    data_tests:\n"
@@ -45,11 +46,12 @@ YML = {
                  "data_tests:\n  - dbt_utils.expression_is_true: {expression: 'amount >= 0'}\n"
                  "expectations:\n  has_key: {expect: order_id IS NOT NULL, on_violation: fail}\n",
     "o_full": "refresh_mode: full\ncolumns:\n  - name: order_id\n    data_tests: [unique]\n",
-    "o_kept": "columns:\n  - name: order_id\n    data_tests: [{not_null: {config: {severity: warn}}}]\n"
+    "o_kept": "refresh_mode: incremental\ncolumns:\n  - name: order_id\n    data_tests: [{not_null: {config: {severity: warn}}}]\n"
               "expectations:\n  non_negative: amount >= 0\n  small: {expect: amount < 1000, on_violation: drop}\n",
     "c_insert": "columns: [{name: order_id, type: bigint}, {name: amount, type: bigint, data_tests: [not_null]}]\n"
                 "expectations:\n  small: {expect: amount < 1000, on_violation: drop}\n",
     "c_merge": "columns:\n  - {name: order_id, type: bigint}\n  - {name: amount, type: bigint, data_tests: [unique]}\n",
+    "per_status": "refresh_mode: incremental\n",
 }
 TABLES = {
     **{name: ORDERS for name in ["o_checked", "o_full", "o_kept"]},
@@ -165,3 +167,69 @@ def test_a_refresh_whose_rows_break_a_check_commits_nothing(spark, tmp_path):
     # second amount 30
     assert fixed["c_merge"].state_code == TEST_FAILED
     assert table_version(project.table_path("c_merge")) == versions["c_merge"]
+
+
+BUILD_SOURCES = ("sources:\n  orders_src:\n    path: data/orders\n    columns:\n"
+                 "      - name: status\n        data_tests: [{accepted_values: {values: [placed, shipped]}}]\n"
+                 "  customers_src:\n    path: data/customers\n"
+                 "    columns: [{name: customer_id, data_tests: [{not_null: {config: {severity: warn}}}]}]\n")
+BUILD_TABLES = {"orders": ORDERS, "customers": TABLES["customers"],
+                "per_status": "SELECT status, COUNT(*) AS n FROM {{ ref('orders') }} GROUP BY status"}
+BUILD_YML = {"orders": "columns:\n  - name: order_id\n    data_tests: [not_null, unique]\n",
+             "per_status": "columns:\n  - name: status\n    data_tests: [unique]\n"}
+
+
+def test_dt_test_runs_every_test_over_whole_tables_and_dt_build_holds_back_what_a_failed_source_test_feeds(
+        spark, tmp_path):
+    from dtcli.api import run_results
+    from dtcli.api.testing import build, test
+
+    root = write_project(tmp_path / "b", BUILD_TABLES, config=BUILD_SOURCES, table_yml=BUILD_YML)
+    (root / "tests").mkdir()
+    (root / "tests" / "no_negative.sql").write_text("SELECT * FROM {{ ref('orders') }} WHERE amount < 0\n")
+    (root / "tests" / "big_source_amounts.sql").write_text("SELECT * FROM orders_src WHERE amount > 1000\n")
+    source = str(root / "data" / "orders")
+    write_deltalake(source, _orders(GOOD), configuration=CDF)
+    write_deltalake(str(root / "data" / "customers"),
+                    pa.table({"customer_id": pa.array([7, None], pa.int64()), "name": ["ann", "bob"]}),
+                    configuration=CDF)
+    launcher = in_process(spark)
+
+    built = build(api.check(root, with_stats=True), launcher=launcher)    # creates the DTs, then tests them
+    assert not built.failed and not built.held
+    assert {r.name: r.state for r in built.run.records} == dict.fromkeys(BUILD_TABLES, SUCCEEDED)
+    assert {t["name"]: (t["status"], t["failures"]) for t in built.sources.results} == {
+        "accepted_values_orders_src_status__placed__shipped": ("pass", 0),
+        "big_source_amounts": ("pass", 0), "not_null_customers_src_customer_id": ("warn", 1)}
+    assert {t["name"]: t["status"] for t in built.tables.results} == {
+        "not_null_orders_order_id": "pass", "unique_orders_order_id": "pass", "no_negative": "pass",
+        "unique_per_status_status": "pass"}
+    assert [t["message"] for t in built.tables.results if t["name"] == "unique_per_status_status"] == \
+        ["proven by the query: the query groups by status: one row per key"]
+    orders = api.load(root).table_path("orders")
+    version = table_version(orders)
+
+    write_deltalake(source, _orders([(4, 7, "lost", 7), (5, 8, "placed", -1)]), mode="append", configuration=CDF)
+    tested = test(api.check(root, with_stats=True), launcher=launcher)       # the tables as they are
+    assert tested.failed
+    found = {t["name"]: (t["status"], t["failures"]) for t in tested.results}
+    assert found["accepted_values_orders_src_status__placed__shipped"] == ("fail", 1)
+    assert found["no_negative"] == ("pass", 0)          # orders was not refreshed: it holds no negative amount
+    doc = run_results.test_document(api.load(root), tested, command="test", args={}, started_at=_now())
+    assert not doc["success"] and doc["summary"]["data_tests"] == {"fail": 1, "pass": 5, "warn": 1}
+    assert {r["unique_id"].split(".")[2] for r in doc["results"]} >= {"no_negative", "unique_orders_order_id"}
+
+    built = build(api.check(root, with_stats=True), launcher=launcher)
+    assert built.failed and set(built.held) == {"orders", "per_status"}
+    states = {r.name: r.state for r in built.run.records}       # customers: refreshed if due (lag)
+    assert {n: states[n] for n in ("orders", "per_status")} == dict.fromkeys(("orders", "per_status"), UPSTREAM_FAILED)
+    assert states.get("customers", SUCCEEDED) == SUCCEEDED
+    assert "accepted_values_orders_src_status__placed__shipped failed: 1 row" in \
+        next(r.state_message for r in built.run.records if r.name == "orders")
+    assert table_version(orders) == version
+
+
+def _now():
+    from datetime import datetime, timezone
+
+    return datetime.now(timezone.utc)

@@ -191,3 +191,36 @@ def test_validate_needs_no_jvm(tmp_path):
     root = _project(tmp_path, GOOD)
     done = dt_process("validate", "-p", str(root), env=no_java_env())
     assert done.returncode == 0, done.stdout + done.stderr
+
+
+def test_dt_test_plans_one_step_per_tested_table_without_expectations(tmp_path):
+    from dtcli.model import TEST
+    from dtcli.planning.test_plan import build_test_plan
+
+    root = _project(tmp_path, GOOD, tests={"no_big": "SELECT * FROM {{ ref('orders') }} WHERE amount > 100\n",
+                                           "src_keys": "SELECT * FROM raw_customers WHERE customer_id IS NULL\n"})
+    (root / "dt_project.yml").write_text((root / "dt_project.yml").read_text().replace(
+        "raw_customers: {path: data/raw_customers}",
+        "raw_customers:\n    path: data/raw_customers\n    columns: [{name: customer_id, data_tests: [unique]}]"))
+    checked = api.check(root)
+    planned = build_test_plan(checked)
+    assert [s.name for s in planned.plan.steps] == ["raw_customers"]
+    assert planned.not_created == ["orders"]        # no DT created yet: nothing to test
+    assert [(s.name, s.action, [c.name for c in s.options.audit.checks]) for s in
+            build_test_plan(checked, ["raw_customers"]).plan.steps] == \
+        [("raw_customers", TEST, ["unique_raw_customers_customer_id", "src_keys"])]
+    assert build_test_plan(checked, ["customers"]).plan.steps == []      # a DT without tests
+
+
+def test_explain_lists_the_checks_with_what_a_failure_does_and_what_a_refresh_reads(tmp_path):
+    root = _project(tmp_path, GOOD)
+    found = {c["name"]: c for c in api.explain(api.check(root), "orders")["data_tests"]}
+    assert (found["not_null_orders_order_id"]["on_failure"], found["not_null_orders_order_id"]["reads"]) == \
+        ("fails the refresh", "the rows each refresh writes")
+    assert found["unique_orders_order_id"]["reads"].startswith("the keys each refresh writes")
+    assert found["relationships_orders_customer_id__customer_id__customers"]["reads"] == \
+        "the values each refresh writes, against customers"
+    assert (found["small"]["kind"], found["small"]["on_failure"]) == ("expectation", "rows kept out")
+    assert api.explain(api.check(root), "customers")["data_tests"] == []
+    shown = dt("explain", "orders", "-p", str(root))
+    assert shown.code == 0 and "checked before each commit" in shown.out and "rows kept out" in shown.out, shown.err

@@ -263,3 +263,13 @@ def test_generate_writes_the_lineage_as_openlineage_job_events_and_sends_them(sh
     revenue = next(e for e in events if e["job"]["name"] == "customer_revenue")
     fields = revenue["outputs"][0]["facets"]["columnLineage"]["fields"]
     assert [(f["name"].rsplit("/", 1)[1], f["field"]) for f in fields["revenue"]["inputFields"]] == [("valid_orders", "amount")]
+
+
+def test_a_dt_page_shows_its_last_test_results_and_their_counts_over_time(shop):
+    tests = _doc(shop)["dynamic_tables"]["valid_orders"]["data_tests"]
+    assert [(t["name"], t["status"], t["failures"]) for t in tests["last"]] == \
+        [("not_null_valid_orders_order_id", "pass", 0)]
+    assert [p["failures"] for p in tests["over_time"]["not_null_valid_orders_order_id"]] == [2, 0]
+    page = (shop / "target" / "docs" / "tables" / "valid_orders.html").read_text()
+    assert 'id="data-tests"' in page and 'class="count status-warn"' in page
+    assert _doc(shop)["dynamic_tables"]["customer_rank"]["data_tests"]["last"] == []

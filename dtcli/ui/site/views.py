@@ -104,6 +104,8 @@ def table_view(doc: dict[str, Any], table: dict[str, Any], now: datetime,
                          for c in (lineage or {}).get("columns", [])],
         "lineage_every_row": lineage_text(lineage["dataset"], "INDIRECT") if lineage else "",
         "history": listed, "history_total": len(rows),
+        "tests": table.get("data_tests") or {"last": [], "over_time": {}},
+        "tests_at": timestamp((table.get("data_tests") or {}).get("last_at")),
         "lag_text": duration(table["lag"]["current_seconds"]) if table["lag"]["current_seconds"] is not None else "",
     }
 
