@@ -121,8 +121,12 @@ def test_snowflake_dialect_explain_names_lines_of_the_users_file(project):
     (project / "tables" / "top_orders.sql").unlink()
     (project / "tables" / "picked.sql").write_text(
         "SELECT order_id, IFF(amount > 6, 'big', 'small') AS size\nFROM orders\n"
-        "WHERE order_id IN (SELECT order_id FROM plain)\n")
+        "WHERE order_id IN (SELECT order_id FROM orders)\n"
+        "  AND amount > (SELECT MAX(o.amount) FROM orders AS o WHERE o.order_id < orders.order_id)\n")
     data = dt("explain", "picked", "-p", str(project), "--format", "json").json()
-    assert data["refresh_mode_reason"] == "IN subquery at line 3 cannot be refreshed incrementally"
-    assert {op["operator"]: op["line"] for op in data["operators"]}["WHERE"] == 3
+    # the IN subquery becomes a semi join (its row at its line); a scalar subquery correlated by
+    # a non-equality stays as written
+    assert data["refresh_mode_reason"] == "scalar subquery at line 4 cannot be refreshed incrementally"
+    lines = {op["operator"].split(" → ")[0]: op["line"] for op in data["operators"]}
+    assert lines["IN subquery"] == 3 and lines["scalar subquery"] == 4
     assert data["columns"] == [{"name": "order_id", "type": "BIGINT"}, {"name": "size", "type": "STRING"}]

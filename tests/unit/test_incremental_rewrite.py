@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+from sqlglot import exp
 
 from dtcli.sql.incremental_rewrite import (
     Bindings,
@@ -111,7 +112,7 @@ def test_cte_inlining_respects_scopes():
 @pytest.mark.parametrize("sql, words", [
     ("SELECT x FROM t UNION SELECT x FROM t", "UNION (distinct)"),
     ("SELECT * FROM t AS a LEFT JOIN t AS b ON a.k = b.k LEFT JOIN t AS c ON a.k = c.k",
-     "more than one outer join"),
+     "more than one outer, semi or anti join"),
     ("SELECT g, SUM(v) FROM t GROUP BY ROLLUP (g)", "ROLLUP"),
     ("SELECT DISTINCT SUM(v) FROM t GROUP BY g", "DISTINCT over an aggregation"),
     ("SELECT x FROM t LIMIT 3", "LIMIT"),
@@ -263,3 +264,40 @@ def test_order_by_without_limit_is_left_out_of_the_change_queries():
     # a window keeps its own ORDER BY
     plus, _, _ = compile_("SELECT k, RANK() OVER (PARTITION BY g ORDER BY v) AS r FROM t ORDER BY r", ["t"])
     assert plus.count("ORDER BY") == 1
+
+
+# -- semi / anti joins and one-row items -----------------------------------------------------
+
+def test_a_semi_join_is_keyed_by_its_left_side_and_its_keys_prune_the_right_side_too():
+    sql = ("SELECT a.k, a.v FROM t AS a CROSS JOIN w AS c LEFT SEMI JOIN u AS b "
+           "ON b.k = a.k AND b.x <> a.v WHERE c.j = a.j AND c.z > 1")
+    plus, minus, keys = compile_(sql, ["t", "u", "w"])
+    # left changes: the items before the join with the WHERE conjuncts on them alone (no cross
+    # product of a change with every row of the other items); right changes: their key
+    assert keys == ["SELECT a.k AS __dt_c0 FROM __dt_i0_both AS a CROSS JOIN __dt_i2_old AS c WHERE "
+                    "c.j = a.j AND c.z > 1 UNION ALL SELECT a.k AS __dt_c0 FROM __dt_i0_new AS a "
+                    "CROSS JOIN __dt_i2_both AS c WHERE c.j = a.j AND c.z > 1 "
+                    "UNION ALL SELECT b.k AS __dt_c0 FROM __dt_i1_both AS b"]
+    assert "LEFT SEMI JOIN __dt_i1_new AS b ON b.k = a.k AND b.x <> a.v WHERE" in plus
+    assert "LEFT SEMI JOIN __dt_i1_old AS b" in minus
+    compiler = DeltaCompiler(Bindings.for_inputs(["t", "u"], {"u"}), lambda q: KeySet(
+        "__dt_k1", filters=[lambda e: exp.In(this=e, expressions=[exp.Literal.number(3)])]))
+    plus, _ = compiler.compile("SELECT a.k FROM t AS a LEFT ANTI JOIN u AS b ON a.k = b.k")
+    assert "LEFT ANTI JOIN __dt_i1_new AS b ON (a.k = b.k) AND (b.k IN (3))" in plus.sql(dialect="spark")
+
+
+def test_a_one_row_item_whose_row_did_not_change_makes_no_term():
+    sql = "SELECT a.k FROM t AS a CROSS JOIN (SELECT MAX(b.w) AS m FROM u AS b) AS s WHERE a.v > s.m"
+    asked = []
+
+    def materialize(query):
+        asked.append(query.sql(dialect="spark"))
+        same = "EXCEPT ALL" in asked[-1]
+        return KeySet(f"__dt_k{len(asked)}", rows=[(0,)] if same else None)
+    compiler = DeltaCompiler(Bindings.for_inputs(["t", "u"], {"u"}), materialize)
+    assert compiler.compile(sql) == (None, None)
+    assert len(asked) == 2      # its two rows, then whether they differ: once for both signs
+    # when they differ, the term joins the materialised rows instead of computing MAX twice
+    plus, minus, _ = compile_(sql, ["t", "u"], {"u"})
+    assert "CROSS JOIN (SELECT m FROM __dt_ktest1 WHERE __dt_sign = 1) AS s" in plus
+    assert "CROSS JOIN (SELECT m FROM __dt_ktest1 WHERE __dt_sign = -1) AS s" in minus

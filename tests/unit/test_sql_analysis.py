@@ -385,9 +385,13 @@ def test_window_without_partition_by_is_one_partition():
 
 
 @pytest.mark.parametrize("join", ["LEFT SEMI JOIN", "LEFT ANTI JOIN", "SEMI JOIN", "ANTI JOIN"])
-def test_semi_and_anti_joins_force_full(join):
-    a = assert_full(f"SELECT * FROM t {join} u ON t.a = u.a", "JOIN")
-    assert any(not o.incremental and "JOIN u" in o.operator for o in a.operators)
+def test_semi_and_anti_joins_recompute_the_left_rows_of_their_keys(join):
+    a = assert_incremental(f"SELECT * FROM t {join} u ON t.a = u.a")
+    kind = join.split()[-2]
+    row = next(o for o in a.operators if o.operator == f"LEFT {kind} JOIN u")
+    assert row.strategy == "recompute the left rows of the join keys either side's changes touch"
+    # without an equality between the sides there is no key: FULL, saying why
+    assert_full(f"SELECT * FROM t {join} u ON t.a < u.a", "without an equality")
 
 
 def test_pivot_recursive_cte_and_table_functions_force_full():
@@ -430,13 +434,13 @@ def test_group_by_keys_found_in_select(sql):
     ("SELECT a, b, sum(c) FROM t GROUP BY GROUPING SETS ((a, b), (a))", "GROUP BY GROUPING SETS",
      "GROUPING SETS / ROLLUP / CUBE"),
     ("SELECT a.k, b.w, c.v FROM a LEFT JOIN b ON a.k = b.k\nLEFT JOIN c ON a.k = c.k", "LEFT OUTER JOIN c",
-     "more than one outer join"),
+     "more than one outer, semi or anti join"),
     ("SELECT a.k, b.w FROM a FULL JOIN b ON a.k < b.k", "FULL OUTER JOIN b", "without an equality"),
     ("SELECT k, v FROM t QUALIFY v > 1", "QUALIFY", "QUALIFY without a window"),
     ("SELECT DISTINCT a, count(*) AS n FROM t GROUP BY a", "DISTINCT", "DISTINCT over an aggregation"),
     ("SELECT DISTINCT k, explode(xs) AS x FROM t", "explode(xs) in SELECT", "a generator in the SELECT list"),
     ("SELECT k, v FROM t UNION ALL SELECT a.k, a.v FROM a FULL JOIN b ON a.k = b.k FULL JOIN c ON a.k = c.k",
-     "FULL OUTER JOIN c", "more than one outer join"),
+     "FULL OUTER JOIN c", "more than one outer, semi or anti join"),
 ])
 def test_a_block_the_change_compiler_refuses_forces_full_on_the_construct_it_names(sql, row, fragment):
     """Every construct is known, but the compiler's rule for the block's shape refuses it: the

@@ -9,6 +9,7 @@ from dtcli.sql import functions as fn
 from dtcli.sql.analysis.nodes import group_keys, has_star, level_nodes, named_outputs, text_of
 from dtcli.sql.analysis.result import OperatorInfo
 from dtcli.sql.analysis.strategies import ADVICE, DISTINCT_ROWS, FULL, GROUPS, ONE_PARTITION, PARTITIONS
+from dtcli.sql.rules._notes import why_left
 
 
 class AggregateRules:
@@ -172,4 +173,8 @@ class AggregateRules:
             label, kw, advice = f"{parent.key.upper()} subquery", T.SELECT, "EXISTS"
         else:
             label, kw, advice = "scalar subquery", T.SELECT, "scalar"
-        self.add(label, FULL, self.pos(node, kw), (ADVICE[advice],), True)
+        why = why_left(node)
+        # left as written by dt's rewrite into joins (sql/rules/subqueries.py): its reason; a
+        # query dt could not bind to its inputs is not rewritten at all: how to write it
+        said = f"dt does not rewrite it into a join: {why}" if why else ADVICE[advice]
+        self.add(label, FULL, self.pos(node, kw), (said,), True)

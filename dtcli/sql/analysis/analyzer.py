@@ -25,6 +25,7 @@ from dtcli.sql.analysis.strategies import (
     OUTER,
     ROWS,
     ROWWISE,
+    SEMI_ANTI,
     SINGLE_ROW,
     UNION_ALL,
 )
@@ -274,7 +275,11 @@ class Analyzer(AggregateRules):
 
     def select_operators(self, sel: exp.Select) -> None:
         from_ = sel.args.get("from_") or sel.args.get("from")
-        if from_:
+        if from_ is not None and self.noted(from_.this) is not None:
+            # a derived table a rule made (nested keyed joins, a lifted aggregation)
+            self.rewritten_row(from_.this)
+            self.query(from_.this)
+        elif from_:
             self.relation(from_.this, "FROM", self.pos(from_, T.FROM))
         for join in sel.args.get("joins") or ():
             self.join(join)
@@ -376,14 +381,13 @@ class Analyzer(AggregateRules):
         side, kind = (join.side or "").upper(), (join.kind or "").upper()
         keys = join_keys(join)
         key_text = ", ".join(keys) or "the join key"
-        other = ".".join(p.name for p in rel.parts) if isinstance(rel, exp.Table) else "it"
         no_keys = ("the join has no equality condition, so every change is matched against "
                    "the whole other side; join on equal keys if you can",)
         if kind in ("SEMI", "ANTI"):
-            label = f"{side} {kind} JOIN".strip()
-            self.add(f"{label} {other}", FULL, where, (ADVICE["SEMI"],), True)
-            if isinstance(rel, exp.Subquery):
-                self.query(rel)
+            advice = (f"a change on either side recomputes the left rows of every join key it "
+                      f"touches; cluster the right side by {key_text} so those lookups prune "
+                      f"files",) if keys else no_keys
+            self.relation(rel, f"LEFT {kind} JOIN", where, SEMI_ANTI, advice)
         elif side:
             advice = (f"a change on either side recomputes every join key it touches; if one "
                       f"side changes far more often, cluster the other side by "

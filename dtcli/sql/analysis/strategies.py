@@ -13,6 +13,8 @@ DERIVED = "the subquery's changes feed the outer query"
 CONSTANT = "constant input: never changes"
 INNER = "ΔA ⋈ B_new + A_old ⋈ ΔB over pinned versions"
 OUTER = "recompute the join keys touched by either side's changes"
+SEMI_ANTI = "recompute the left rows of the join keys either side's changes touch"
+SINGLE_ROW_JOIN = "join the subquery's one row: a change of its value recomputes the rows it meets"
 GROUPS = "recompute the groups whose keys changed"
 DISTINCT_ROWS = "recompute the distinct rows whose values changed"
 PARTITIONS = "recompute the partitions that changed"
@@ -51,8 +53,6 @@ ADVICE = {
               "single value, or on the correlated key)",
     "LATERAL": "rewrite as a join on the correlated columns, grouping the subquery by them if "
                "it aggregates",
-    "SEMI": "write a SEMI JOIN as an INNER JOIN to the DISTINCT keys of the other side, and "
-            "an ANTI JOIN as a LEFT OUTER JOIN keeping the rows without a match",
     "PIVOT": "write it as a GROUP BY with one conditional aggregate per value, "
              "e.g. sum(CASE WHEN k = 'a' THEN v END)",
     "UNPIVOT": "write it as LATERAL VIEW stack(...), which refreshes row by row",

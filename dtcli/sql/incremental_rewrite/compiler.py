@@ -26,6 +26,7 @@ from dtcli.sql.incremental_rewrite.relations import (
     alias_of,
     and_,
     block_items,
+    conjuncts,
     is_table_ref,
     key_column,
     null_safe_all,
@@ -35,6 +36,7 @@ from dtcli.sql.incremental_rewrite.relations import (
     union_all,
 )
 from dtcli.sql.incremental_rewrite.shapes import OuterJoin, Shape
+from dtcli.sql.incremental_rewrite.single_row import SingleRows
 
 
 def unordered(query: exp.Expression) -> exp.Expression:
@@ -60,6 +62,7 @@ class DeltaCompiler:
         self.narrow = narrow
         self._keys: dict[int, KeySet] = {}
         self._dry = 0
+        self.single_rows = SingleRows(self)
 
     def _dry_keys(self, query: exp.Query) -> KeySet:
         query.sql(dialect="spark")   # the query must at least render
@@ -152,6 +155,13 @@ class DeltaCompiler:
         return exp.Table(this=exp.to_identifier(view), alias=alias)
 
     def changed(self, node: exp.Expression) -> bool:
+        """Whether `node` reads a changed input; a one-row FROM item whose row the change left
+        as it was counts as unchanged (single_row.py)."""
+        if isinstance(node, exp.Subquery) and self.single_rows.change(node) is None:
+            return False
+        return self.changed_inputs(node)
+
+    def changed_inputs(self, node: exp.Expression) -> bool:
         return any(is_table_ref(t) and t.name.lower() in self.b.changed
                    for t in node.find_all(exp.Table))
 
@@ -194,6 +204,9 @@ class DeltaCompiler:
         if isinstance(item, exp.Table) and is_table_ref(item):
             return self._view_table(item, self.b.views[item.name.lower()][how])
         if isinstance(item, exp.Subquery):
+            rows = self.single_rows.change(item) if how in (PLUS, MINUS, BOTH) else False
+            if rows:
+                return self.single_rows.relation(item, rows, how)
             if how == BOTH:
                 plus, minus = self.delta(item.this, PLUS), self.delta(item.this, MINUS)
                 body = union_all([q for q in (plus, minus) if q is not None])
@@ -361,8 +374,8 @@ class DeltaCompiler:
         right = join.index + 1
         for k in changed:
             if k < right:       # the left side, which is linear up to the outer join
-                parts.append(self.strip(self.term(sel, k, BOTH, items_upto=join.index),
-                                        [left for left, _ in join.pairs], keep_where=False))
+                parts.append(self.strip(self.left_term(sel, k, join),
+                                        [left for left, _ in join.pairs]))
             elif k == right:
                 item = block_items(sel)[right]
                 q = exp.select(*[exp.alias_(r.copy(), key_column(n)) for n, (_, r)
@@ -397,21 +410,53 @@ class DeltaCompiler:
                 parts.append(self.strip(rows, join.key, keep_where=False))
         return parts
 
+    def left_term(self, sel: exp.Select, index: int, join: OuterJoin) -> exp.Select:
+        """The change of the rows left of a keyed join that item `index`'s change makes: the
+        items up to the join, with the block's WHERE conjuncts on those items alone when the
+        join keeps or drops left rows as they are (LEFT, SEMI, ANTI: a left row failing them
+        yields no output row at either version, so its key needs no recompute); a RIGHT or FULL
+        join's unmatched right rows depend on every left row, so there WHERE is not applied."""
+        out = self.term(sel, index, BOTH, items_upto=join.index)
+        left = {(alias_of(i) or "").lower() for i in block_items(sel)[:join.index + 1]}
+        kept: list[exp.Expression] = []
+        where = sel.args.get("where")
+        if where is not None and join.kind in ("LEFT", "SEMI", "ANTI"):
+            kept = [c for c in conjuncts(where.this)
+                    if {col.table.lower() for col in c.find_all(exp.Column)} <= left
+                    and not any(isinstance(n, (exp.Query, exp.Subquery)) for n in c.walk())]
+        out.set("where", exp.Where(this=_and_all(kept)) if kept else None)
+        if self.narrow is not None and kept:
+            prefix = sel.copy()
+            prefix.set("joins", (prefix.args.get("joins") or [])[:join.index] or None)
+            prefix.set("laterals", None)
+            prefix.set("where", exp.Where(this=_and_all([c.copy() for c in kept])))
+            for cond in pushed_keys(prefix, index, self.narrow):
+                out.where(cond, copy=False)
+        return out
+
     def restriction(self, exprs: list[exp.Expression], keys: KeySet) -> exp.Expression:
         """Rows whose key expressions are null-safely among the affected keys."""
         k = exp.to_identifier("__dt_key")
         pairs = [(exp.column(key_column(n), k), e.copy()) for n, e in enumerate(exprs)]
-        exists = exp.Exists(this=exp.select(exp.Literal.number(1))
-                            .from_(exp.Table(this=exp.to_identifier(keys.view),
-                                             alias=exp.TableAlias(this=k)))
-                            .where(null_safe_all(pairs)))
-        cond: exp.Expression = exists
+        cond: exp.Expression = exp.Exists(this=exp.select(exp.Literal.number(1))
+                                           .from_(exp.Table(this=exp.to_identifier(keys.view),
+                                                            alias=exp.TableAlias(this=k)))
+                                           .where(null_safe_all(pairs)))
+        for pre in self.prefilters(exprs, keys):
+            cond = exp.And(this=exp.Paren(this=pre), expression=cond)
+        return cond
+
+    @staticmethod
+    def prefilters(exprs: list[exp.Expression], keys: KeySet) -> list[exp.Expression]:
+        """Per key expression, a prunable predicate "among this column's keys" (NULL included
+        when it is one), when the key set is small enough to be written out."""
+        out: list[exp.Expression] = []
         if keys.filters is not None:
             for e, make in zip(exprs, keys.filters):
                 pre = make(e.copy()) if make is not None else None
                 if pre is not None:
-                    cond = exp.And(this=exp.Paren(this=pre), expression=cond)
-            return cond
+                    out.append(pre)
+            return out
         for e, lits in zip(exprs, keys.literals or [None] * len(exprs)):
             if lits is None:
                 continue
@@ -422,10 +467,8 @@ class DeltaCompiler:
             if len(values) != len(lits):
                 isnull = exp.Is(this=e.copy(), expression=exp.Null())
                 pre = isnull if pre is None else exp.Or(this=pre, expression=isnull)
-            if pre is None:
-                pre = exp.false()
-            cond = exp.And(this=exp.Paren(this=pre), expression=cond)
-        return cond
+            out.append(pre if pre is not None else exp.false())
+        return out
 
     def restricted(self, sel: exp.Select, shape: Shape, keys: KeySet | None, which: str
                    ) -> exp.Select:
@@ -436,7 +479,23 @@ class DeltaCompiler:
         where = out.args.get("where")
         out.set("where", exp.Where(this=and_(where.this if where else None,
                                              self.restriction(exprs, keys))))
+        join = shape.join
+        if join is not None and shape.keys is None and join.kind in ("LEFT", "SEMI", "ANTI"):
+            # only right rows of the affected keys can match a left row of them: said in the
+            # join's ON as well, so that the right side's scan is pruned by the keys too (the
+            # condition holds for every pair the ON's equalities match)
+            on = out.args["joins"][join.index]
+            for pre in self.prefilters([right for _, right in join.pairs], keys):
+                on.set("on", and_(on.args.get("on"), pre))
         return out
+
+
+def _and_all(conds: list[exp.Expression]) -> exp.Expression:
+    out: exp.Expression | None = None
+    for c in conds:
+        c = exp.Paren(this=c.copy()) if isinstance(c, (exp.Or, exp.Xor)) else c.copy()
+        out = c if out is None else exp.And(this=out, expression=c)
+    return out
 
 
 @dataclass

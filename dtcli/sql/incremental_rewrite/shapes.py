@@ -1,5 +1,11 @@
 """How a SELECT block is keyed: linear (None), or recomputed per key — GROUP BY keys, window
-partitions, DISTINCT rows, or one outer join's key. Pure sqlglot; refusals raise Unsupported."""
+partitions, DISTINCT rows, or the key of its one outer, semi or anti join. Pure sqlglot;
+refusals raise Unsupported.
+
+A semi or anti join keeps or drops each left row by whether some right row of its key matches
+(the ON condition's equalities between the sides; other conjuncts of ON may compare anything):
+a left row's fate depends on the right rows of its own key only, so the block is recomputed for
+the keys either side's change touches, like a LEFT OUTER JOIN keyed by its preserved side."""
 
 from __future__ import annotations
 
@@ -25,6 +31,16 @@ class OuterJoin:
     # preserved side's columns
     pairs: list[tuple[exp.Expression, exp.Expression]]
     key: list[exp.Expression]                            # key of each output row
+    kind: str = "LEFT"                                   # LEFT | RIGHT | FULL | SEMI | ANTI
+
+
+def keyed_join_kind(join: exp.Join) -> str | None:
+    """SEMI / ANTI, LEFT / RIGHT / FULL for an outer join, None for an inner or cross join
+    (sqlglot gives `LEFT SEMI JOIN` the side LEFT: the kind decides)."""
+    kind = (join.args.get("kind") or "").upper()
+    if kind in ("SEMI", "ANTI"):
+        return kind
+    return join.side.upper() if join.side else None
 
 
 @dataclass
@@ -36,14 +52,14 @@ class Shape:
 def shape(sel: exp.Select) -> Shape | None:
     """How a non-linear block is keyed, or None for a linear block."""
     joins = sel.args.get("joins") or []
-    outer = [k for k, j in enumerate(joins) if j.side]
+    outer = [k for k, j in enumerate(joins) if keyed_join_kind(j)]
     for j in joins:
-        kind = (j.args.get("kind") or "").upper()
-        if kind in ("SEMI", "ANTI") or j.args.get("method"):
-            raise Unsupported(f"{kind or j.args.get('method')} JOIN is refreshed FULL", j)
+        if j.args.get("method"):
+            raise Unsupported(f"{j.args['method']} JOIN is refreshed FULL", j)
     if len(outer) > 1:
-        raise Unsupported("more than one outer join in one SELECT is refreshed FULL; "
-                          "split it into dynamic tables of one outer join each", joins[outer[1]])
+        raise Unsupported("more than one outer, semi or anti join in one SELECT is refreshed "
+                          "FULL; split it into dynamic tables of one such join each",
+                          joins[outer[1]])
     join = outer_join(sel, outer[0]) if outer else None
     group = sel.args.get("group")
     aggs = [n for n in scope_nodes(sel, ("expressions", "having", "order", "qualify"))
@@ -131,7 +147,9 @@ def window_partitions(sel: exp.Select, windows: list[exp.Window]) -> list[exp.Ex
 def outer_join(sel: exp.Select, index: int) -> OuterJoin:
     joins = sel.args["joins"]
     join = joins[index]
-    side = join.side.upper()
+    side = keyed_join_kind(join) or ""
+    semi = side in ("SEMI", "ANTI")
+    label = f"LEFT {side} JOIN" if semi else f"{side} OUTER JOIN"
     if join.args.get("kind") and join.args["kind"].upper() == "NATURAL":
         raise Unsupported("NATURAL JOIN is refreshed FULL", join)
     items = block_items(sel)
@@ -139,12 +157,13 @@ def outer_join(sel: exp.Select, index: int) -> OuterJoin:
     right = items[index + 1]
     right_alias = (alias_of(right) or "").lower()
     if "" in left_aliases or not right_alias:
-        raise Unsupported("an outer join between FROM items without names is refreshed FULL", join)
+        raise Unsupported(f"an {'semi or anti' if semi else 'outer'} join between FROM items "
+                          "without names is refreshed FULL", join)
     pairs: list[tuple[exp.Expression, exp.Expression]] = []
     using = join.args.get("using")
     if using:
         if index != 0:
-            raise Unsupported("an outer join with USING after other joins is refreshed FULL; "
+            raise Unsupported(f"{label} with USING after other joins is refreshed FULL; "
                               "write ON with qualified columns", join)
         left_alias = alias_of(items[0])
         for ident in using:
@@ -152,6 +171,8 @@ def outer_join(sel: exp.Select, index: int) -> OuterJoin:
             pairs.append((exp.column(name, left_alias), exp.column(name, alias_of(right))))
     else:
         for c in conjuncts(join.args.get("on")):
+            # <=> keys as = does: the affected keys are matched null-safely, so a NULL key
+            # recomputes the NULL rows of both sides
             if not isinstance(c, (exp.EQ, exp.NullSafeEQ)):
                 continue
 
@@ -171,14 +192,17 @@ def outer_join(sel: exp.Select, index: int) -> OuterJoin:
             elif (a, b) == ("R", "L"):
                 pairs.append((c.expression.copy(), c.this.copy()))
     if not pairs:
+        if semi:
+            raise Unsupported(f"{label} without an equality between qualified columns of both "
+                              "sides is refreshed FULL", join)
         return _theta_join(sel, index, side, left_aliases, right_alias)
-    if side == "LEFT":
+    if side in ("LEFT", "SEMI", "ANTI"):
         key = [left for left, _ in pairs]
     elif side == "RIGHT":
         key = [r for _, r in pairs]
     else:
         key = [exp.Coalesce(this=left.copy(), expressions=[right_.copy()]) for left, right_ in pairs]
-    return OuterJoin(index=index, pairs=pairs, key=key)
+    return OuterJoin(index=index, pairs=pairs, key=key, kind=side)
 
 
 def _theta_join(sel: exp.Select, index: int, side: str, left_aliases: set[str], right_alias: str
@@ -204,4 +228,4 @@ def _theta_join(sel: exp.Select, index: int, side: str, left_aliases: set[str], 
         raise Unsupported(f"{side} OUTER JOIN without an equality between columns of both sides, "
                           "whose preserved side's columns the query does not read, is refreshed "
                           "FULL", join)
-    return OuterJoin(index=index, pairs=[], key=key)
+    return OuterJoin(index=index, pairs=[], key=key, kind=side)

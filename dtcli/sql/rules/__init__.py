@@ -28,7 +28,7 @@ from sqlglot import exp
 
 # The rule modules use helpers of sql/analysis, which reads the notes: both import them from
 # `_notes`, never from this package (importing it first imports the rules).
-from dtcli.sql.rules import grouping_sets, set_operations, top_n
+from dtcli.sql.rules import grouping_sets, keyed_joins, set_operations, subqueries, top_n
 from dtcli.sql.rules._notes import COPY, REWRITE, Normalized, Notes, Rewrite, note_of
 
 __all__ = ["COPY", "REWRITE", "RULES", "Normalized", "Notes", "Rewrite", "Rule", "normalize", "note_of"]
@@ -38,7 +38,8 @@ Rule = Callable[[exp.Query, Notes], exp.Query]
 # The rules, in the order they run (each sees the output of the ones before it). top_n rewrites
 # nothing: it records how the outermost ORDER BY … LIMIT is split (last: over the query the
 # other rules made, which is what the change compiler compiles).
-RULES: tuple[Rule, ...] = (grouping_sets.rewrite, set_operations.rewrite, top_n.rewrite)
+RULES: tuple[Rule, ...] = (grouping_sets.rewrite, set_operations.rewrite, subqueries.rewrite,
+                          keyed_joins.rewrite, top_n.rewrite)
 
 
 def normalize(query: exp.Query) -> Normalized:

@@ -14,6 +14,8 @@ REWRITE = "dt_rewrite"
 # grouping set's branch): the index of the note. Explain lists no rows of its own for it; the
 # compiler's rule for its shape is still asked, and a refusal lands on the note's row.
 COPY = "dt_copy"
+# key of a construct's meta holding why a rule left it as written (the analyzer says it)
+LEFT_AS_IS = "dt_left_as_is"
 
 
 @dataclass(frozen=True)
@@ -53,3 +55,16 @@ def note_of(node: exp.Expression, rewrites: tuple[Rewrite, ...]) -> Rewrite | No
     """The note of the rewrite that created `node`, if a rule did."""
     index = node.meta.get(REWRITE) if node.meta else None
     return rewrites[index] if isinstance(index, int) and 0 <= index < len(rewrites) else None
+
+
+def left_as_is(node: exp.Expression, reason: str) -> None:
+    """Keep a construct as written, with the reason the analyzer gives for its FULL refresh."""
+    node.meta[LEFT_AS_IS] = reason
+
+
+def why_left(node: exp.Expression) -> str | None:
+    """Why a rule left `node` (or the query a subquery node wraps) as written, if one did."""
+    for n in (node, node.this if isinstance(node, exp.Subquery) else None):
+        if isinstance(n, exp.Expression) and n.meta and LEFT_AS_IS in n.meta:
+            return n.meta[LEFT_AS_IS]
+    return None

@@ -1,0 +1,158 @@
+"""Splitting a subquery into the rows it reads and the conditions that tie it to the query
+around it (its correlation), so that it can become a derived table joined ON those conditions.
+
+`SELECT ... FROM b WHERE b.k = a.k AND b.x > 0` inside a block reading `a`: the conjunct
+`b.k = a.k` names a column of the outer block (it is correlated), `b.x > 0` does not. The
+derived table is `SELECT b.k FROM b WHERE b.x > 0` (the columns the correlation needs), and the
+correlation, with `b.k` read from the derived table, becomes the join's ON condition. Exact for
+EXISTS-like uses (does some row satisfy every conjunct?) because a row of `b` satisfies the
+subquery's WHERE exactly when it passes the derived table's WHERE and the ON condition is TRUE.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from dtcli.sql import functions as fn
+from dtcli.sql.rules._blocks import (
+    and_all,
+    conjuncts,
+    is_grouped,
+    nested_queries,
+    output_names,
+    own_columns,
+    remap,
+    sources,
+    tables_of,
+)
+
+
+@dataclass
+class Correlation:
+    body: exp.Select                    # the subquery with only its uncorrelated WHERE conjuncts
+    correlated: list[exp.Expression]    # its WHERE conjuncts that name outer columns
+    inner: set[str]                     # the subquery's own sources (lowercased aliases)
+
+    @property
+    def is_correlated(self) -> bool:
+        return bool(self.correlated)
+
+    def equalities(self) -> list[tuple[exp.Expression, exp.Expression]] | None:
+        """(inner expression, outer expression) of each correlated conjunct when every one is
+        an equality between an expression of the subquery's columns and one of outer columns;
+        None otherwise."""
+        pairs = []
+        for cond in self.correlated:
+            if not isinstance(cond, exp.EQ):
+                return None
+            sides = [self.side(cond.this), self.side(cond.expression)]
+            if sides == ["inner", "outer"]:
+                pairs.append((cond.this, cond.expression))
+            elif sides == ["outer", "inner"]:
+                pairs.append((cond.expression, cond.this))
+            else:
+                return None
+        return pairs
+
+    def side(self, node: exp.Expression) -> str | None:
+        tables = tables_of(node)
+        if not tables or any(fn.is_nondeterministic(n) for n in node.walk()):
+            return None
+        if tables <= self.inner:
+            return "inner"
+        if not tables & self.inner:
+            return "outer"
+        return None
+
+
+def split(sub: exp.Select, outer: set[str]) -> Correlation | str:
+    """The subquery `sub` (not modified) split by correlation, or why it cannot be: its outer
+    columns must name sources of the block around it (`outer`) and appear only in top-level
+    conjuncts of its WHERE, and no subquery may be left inside it."""
+    inner = sources(sub)
+    if inner is None:
+        return "the subquery reads a FROM item without a name"
+    if any(nested_queries(e) for e in _expressions(sub)):
+        return "the subquery holds a subquery of its own that dt could not rewrite"
+    where = sub.args.get("where")
+    in_where = {id(c) for c in where.find_all(exp.Column)} if where is not None else set()
+    for col in own_columns(sub):
+        table = col.table.lower()
+        if not table:
+            return f"column {col.sql(dialect='spark')} names no source"
+        if table in inner:
+            continue
+        if table not in outer:
+            return (f"it refers to {col.sql(dialect='spark')}, a column of a query further out "
+                    "than the one it is written in")
+        if id(col) not in in_where:
+            return (f"its correlated column {col.sql(dialect='spark')} is used outside its WHERE "
+                    "clause")
+    conds = conjuncts(where.this) if where is not None else []
+    correlated = [c for c in conds if not tables_of(c) <= inner]
+    body = sub.copy()
+    kept = [c.copy() for c in conds if tables_of(c) <= inner]
+    cond = and_all(kept)
+    body.set("where", exp.Where(this=cond) if cond is not None else None)
+    return Correlation(body, [c.copy() for c in correlated], inner)
+
+
+def not_plain(sub: exp.Query, exists: bool) -> str | None:
+    """Why a correlated subquery cannot be a derived table joined on its correlation."""
+    if not isinstance(sub, exp.Select):
+        return "a correlated set operation is not rewritten"
+    limit = sub.args.get("limit")
+    if sub.args.get("offset") or (limit is not None and not (
+            exists and isinstance(limit.expression, exp.Literal) and limit.expression.is_int
+            and int(limit.expression.name) >= 1)):
+        return "a correlated subquery with LIMIT / OFFSET is not rewritten"
+    if is_grouped(sub) or sub.args.get("qualify") or any(
+            isinstance(n, exp.Window) for e in sub.expressions for n in e.walk()):
+        return ("a correlated subquery that aggregates, groups or uses windows is not rewritten "
+                "into a join (its groups would have to include the correlated columns)")
+    return None
+
+
+def _expressions(sel: exp.Select):
+    for key, value in sel.args.items():
+        if key in ("from", "from_", "with", "with_"):
+            continue
+        for v in (value if isinstance(value, list) else [value]):
+            if isinstance(v, exp.Join):
+                for part in (v.args.get("on"), *(v.args.get("using") or ())):
+                    if isinstance(part, exp.Expression):
+                        yield part
+            elif isinstance(v, exp.Expression):
+                yield v
+
+
+def project(corr: Correlation, alias: str, values: list[exp.Expression] = (),
+            value_names: list[str] = ()) -> tuple[exp.Select, list[exp.Expression], list[exp.Column]]:
+    """The derived table of a correlated subquery: its body projecting `values` (as
+    `value_names`) and the inner columns the correlation reads; the correlated conjuncts with
+    those columns read from the derived table `alias`; and the columns of `values` there."""
+    needed = [c for cond in corr.correlated for c in cond.find_all(exp.Column)
+              if c.table.lower() in corr.inner]
+    names = output_names(needed)
+    taken = {n.lower() for n in value_names}
+    for key, name in list(names.items()):
+        candidate, n = name, 1
+        while candidate.lower() in taken:
+            n += 1
+            candidate = f"{name}_{n}"
+        names[key] = candidate
+        taken.add(candidate.lower())
+    body = corr.body.copy()
+    body.set("expressions", [exp.alias_(v.copy(), name) for v, name in zip(values, value_names)] +
+             [exp.alias_(exp.column(col, table), name) for (table, col), name in names.items()])
+    # an EXISTS subquery's LIMIT n >= 1 does not change whether a row exists (not_plain)
+    for arg in ("distinct", "order", "sort", "cluster", "distribute", "limit"):
+        body.set(arg, None)
+    ons = [remap(c.copy(), corr.inner, alias, names) for c in corr.correlated]
+    return body, ons, [exp.column(name, alias) for name in value_names]
+
+
+def on_condition(conds: list[exp.Expression]) -> exp.Expression | None:
+    return and_all(conds)

@@ -1,0 +1,129 @@
+"""Lifting a grouped block into a derived table, for the expressions of its SELECT list and
+HAVING that read a subquery's value (see _scalar.py): a value joined from outside cannot be read
+under the GROUP BY, so the aggregation becomes `FROM (grouped block) AS __dt_gN` and those
+expressions are evaluated over its outputs, plus hidden columns for their parts that read no
+subquery."""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from dtcli.sql.analysis.nodes import first_start
+from dtcli.sql.analysis.strategies import DERIVED
+from dtcli.sql.rules._blocks import and_all, conjuncts, derived, has_aggregate, has_window, nested_queries
+from dtcli.sql.rules._notes import Rewrite, left_as_is, why_left
+
+RULE = "subqueries"
+
+
+def candidates(node: exp.Expression) -> list[exp.Expression]:
+    """Scalar subqueries and EXISTS tests in an expression (not those IN tests)."""
+    out = []
+    for q in nested_queries(node):
+        if why_left(q) is not None:
+            continue
+        parent = q.parent
+        if isinstance(parent, exp.In):
+            leave_value(q, "an IN subquery is rewritten only as a conjunct of WHERE; under OR or "
+                           "in the SELECT list it stays as written")
+            continue
+        if isinstance(parent, exp.Exists):
+            out.append(parent)
+        elif isinstance(q, exp.Subquery):
+            out.append(q)
+        else:
+            leave_value(q, "a subquery in this place is not rewritten")
+    return out
+
+
+def leave_value(node: exp.Expression, reason: str) -> None:
+    left_as_is(node.this if isinstance(node, exp.Exists) else node, reason)
+
+
+def lift(block) -> exp.Select | None:
+    """Turn the grouped block into `SELECT ... FROM (grouped block) AS __dt_gN`, whose SELECT
+    list and WHERE evaluate the expressions that read subqueries, over the grouped outputs and
+    hidden columns for the parts of those expressions without a subquery. The block node itself
+    becomes the outer SELECT (its place in the query stays); None when it cannot be done."""
+    sel = block.sel
+    if sel.args.get("distinct") or sel.args.get("qualify") or sel.args.get("windows") or any(
+            has_window(e) for e in sel.expressions):
+        return None
+    names = [e.alias_or_name for e in sel.expressions]
+    if any(not n or n == "*" for n in names) or len({n.lower() for n in names}) != len(names):
+        return None
+    order = sel.args.get("order")
+    movable = order is None or all(
+        isinstance(o.this, exp.Column) and not o.this.table and o.this.name.lower() in
+        {n.lower() for n in names} for o in order.expressions)
+    if (sel.args.get("limit") or sel.args.get("offset")) and not movable:
+        return None
+    g = block.fresh.name("__dt_g")
+    inner = exp.Select()
+    for arg in ("from_", "from", "joins", "where", "group", "with_", "with"):
+        if sel.args.get(arg) is not None:
+            inner.set(arg, sel.args[arg])
+    plain: list[tuple[exp.Expression, str]] = []
+    projected: list[exp.Expression] = []
+    hidden: list[exp.Expression] = []
+    for e, name in zip(sel.expressions, names):
+        if not candidates(e):
+            plain.append((e.unalias(), name))
+            projected.append(exp.alias_(e.unalias().copy(), name))
+
+    def column_for(part: exp.Expression) -> exp.Expression:
+        for expr, name in plain:
+            if expr == part:
+                return exp.column(name, g)
+        name = block.fresh.name("__dt_h")
+        hidden.append(exp.alias_(part.copy(), name))
+        return exp.column(name, g)
+
+    def outside(node: exp.Expression) -> exp.Expression:
+        if candidates(node) == [] and not isinstance(node, (exp.Subquery, exp.Exists)):
+            if isinstance(node, (exp.Literal, exp.Null, exp.Boolean)) or not (
+                    node.find(exp.Column) or has_aggregate(node)):
+                return node.copy()
+            return column_for(node)
+        if isinstance(node, (exp.Subquery, exp.Exists)):
+            return node
+        for key, child in list(node.args.items()):
+            if isinstance(child, exp.Expression):
+                node.set(key, outside(child))
+            elif isinstance(child, list):
+                node.set(key, [outside(c) if isinstance(c, exp.Expression) else c for c in child])
+        return node
+
+    outer_exprs = []
+    for e, name in zip(sel.expressions, names):
+        if candidates(e):
+            outer_exprs.append(exp.alias_(outside(e.unalias()), name))
+        else:
+            outer_exprs.append(exp.alias_(exp.column(name, g), name))
+    kept_having, outer_where = [], []
+    having = sel.args.get("having")
+    for cond in conjuncts(having.this) if having is not None else []:
+        (outer_where if candidates(cond) else kept_having).append(cond)
+    outer_where = [outside(c) for c in outer_where]
+    inner.set("expressions", projected + hidden)
+    if kept_having:
+        inner.set("having", exp.Having(this=and_all(kept_having)))
+    if order is not None and not movable:
+        inner.set("order", order)
+    for arg in ("from_", "from", "joins", "where", "group", "having", "with_", "with"):
+        if arg in sel.args:
+            sel.set(arg, None)
+    if order is not None and not movable:
+        sel.set("order", None)
+    sel.set("expressions", outer_exprs)
+    item = derived(inner, g)
+    sel.set("from_", exp.From(this=item))
+    block.notes.add(Rewrite(RULE, "aggregation read by a subquery's value", first_start(inner),
+                            DERIVED, ("a value joined from a subquery cannot be read under the "
+                                      "GROUP BY: the aggregation is a derived table, the "
+                                      "expressions reading the value are evaluated over it",),
+                            f"FROM (… GROUP BY …) AS {g}"), item)
+    cond = and_all(outer_where)
+    if cond is not None:
+        sel.set("where", exp.Where(this=cond))
+    return sel
