@@ -39,7 +39,8 @@ def spark(tmp_path_factory):
 # (ordered by seconds measured in a two-worker run); the rest after them, JVM-free tests last.
 LONGEST = ("tests/e2e/test_kill_safety.py", "tests/spark/test_frozen_regions.py",
            "tests/spark/test_custom_incremental.py", "tests/spark/test_backfill.py",
-           "tests/spark/test_incremental_harness.py", "tests/spark/test_tpch22.py", "tests/deploy/test_cluster_s3.py",
+           "tests/spark/test_incremental_harness.py", "tests/spark/test_tpch22.py",
+           "tests/spark/test_subqueries.py", "tests/deploy/test_cluster_s3.py",
            "tests/deploy/test_catalog_servers.py", "tests/e2e/test_source_by_name.py", "tests/fuzz/test_fuzz.py",
            "tests/spark/test_fuzz_replay.py", "tests/spark/test_fuzz_regressions.py",
            "tests/e2e/test_cli_run.py", "tests/e2e/test_watch_warm.py", "tests/spark/test_readers.py",

@@ -92,7 +92,7 @@ CASES = {
     "scalar_coalesce": "SELECT t1.k, t1.v FROM a AS t1 WHERE t1.v > "
                        "(SELECT COALESCE(SUM(t2.w), 0) FROM b AS t2 WHERE t2.k = t1.k)",
     "scalar_having": "SELECT t1.g, SUM(t1.v) AS s FROM a AS t1 GROUP BY t1.g "
-                     "HAVING SUM(t1.v) > (SELECT AVG(t2.w) FROM b AS t2)",
+                     "HAVING SUM(t1.v) > (SELECT AVG(t2.w) FROM b AS t2) ORDER BY s DESC",
     "scalar_grouped_select": "SELECT t1.g, COUNT(*) + (SELECT MAX(t2.w) FROM b AS t2) AS x "
                              "FROM a AS t1 GROUP BY t1.g",
     "scalar_in_aggregate": "SELECT t1.g, SUM(t1.v * (SELECT MIN(t2.w) FROM b AS t2)) AS x "
@@ -118,7 +118,7 @@ CASES = {
                 "(SELECT 1 FROM b AS t3 WHERE t3.k = t1.k)) AS t9 GROUP BY t9.g",
     "q15_like": "WITH r AS (SELECT t1.k AS k, SUM(t1.v) AS total FROM a AS t1 GROUP BY t1.k) "
                 "SELECT t2.k, t2.w, r.total FROM b AS t2, r WHERE t2.k = r.k AND r.total = "
-                "(SELECT MAX(r2.total) FROM r AS r2)",
+                "(SELECT MAX(r2.total) FROM r AS r2) ORDER BY t2.k",
     "q18_like": "SELECT t1.k, t2.w, SUM(t1.v) AS s FROM a AS t1, b AS t2 WHERE t1.k IN "
                 "(SELECT t3.k FROM a AS t3 GROUP BY t3.k HAVING SUM(t3.v) > 3) AND t1.k = t2.k "
                 "GROUP BY t1.k, t2.w",

@@ -50,6 +50,9 @@ TABLES = {
     "scalar_max": "SELECT a.k, a.v, (SELECT MAX(b.w) FROM b) AS m FROM a",
     "scalar_correlated": "SELECT a.k, a.v FROM a WHERE a.v < (SELECT MAX(b.w) FROM b WHERE b.k = a.k)",
     "scalar_count": "SELECT a.k, (SELECT COUNT(*) FROM b WHERE b.k = a.k) AS n FROM a",
+    # not one aggregate: its value and row count (several rows would fail, as the query does)
+    "scalar_distinct": "SELECT a.k, a.g FROM a WHERE a.g = (SELECT DISTINCT b.g FROM b WHERE b.g = 'y')",
+    "exists_or": "SELECT a.k, a.g FROM a WHERE a.v > 3 OR EXISTS (SELECT 1 FROM b WHERE b.k = a.k)",
     "scalar_having": "SELECT a.g, SUM(a.v) AS s FROM a GROUP BY a.g "
                      "HAVING SUM(a.v) > (SELECT AVG(b.w) FROM b)",
     # TPC-H Q21's shape: EXISTS and NOT EXISTS with a non-equality, under a GROUP BY

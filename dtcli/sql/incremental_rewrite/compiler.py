@@ -244,6 +244,9 @@ class DeltaCompiler:
         """The block with item `index` replaced by its change `how`, earlier items new, later
         items old; with `items_upto`, only the first items (and their joins) are kept."""
         out = sel.copy()
+        # terms are unioned into a multiset, which an ORDER BY (no LIMIT reaches here) does not
+        # change, and a branch of a UNION ALL cannot carry one
+        out.set("order", None)
         items = block_items(sel)
         for k, item in enumerate(items):
             if items_upto is not None and k > items_upto:
@@ -473,6 +476,7 @@ class DeltaCompiler:
     def restricted(self, sel: exp.Select, shape: Shape, keys: KeySet | None, which: str
                    ) -> exp.Select:
         out = self.version(sel, which)
+        out.set("order", None)      # as in term(): a union branch, and no LIMIT reaches here
         if keys is None:
             return out
         exprs = shape.keys if shape.keys is not None else shape.join.key

@@ -27,6 +27,7 @@ from dtcli.sql.rules._blocks import (
     sources,
     tables_of,
 )
+from dtcli.sql.rules._notes import why_left
 
 
 @dataclass
@@ -74,8 +75,11 @@ def split(sub: exp.Select, outer: set[str]) -> Correlation | str:
     inner = sources(sub)
     if inner is None:
         return "the subquery reads a FROM item without a name"
-    if any(nested_queries(e) for e in _expressions(sub)):
-        return "the subquery holds a subquery of its own that dt could not rewrite"
+    left = [q for e in _expressions(sub) for q in nested_queries(e)]
+    if left:
+        why = why_left(left[0])
+        return ("the subquery holds a subquery of its own that dt could not rewrite"
+                + (f" ({why})" if why else ""))
     where = sub.args.get("where")
     in_where = {id(c) for c in where.find_all(exp.Column)} if where is not None else set()
     for col in own_columns(sub):

@@ -53,11 +53,14 @@ def lift(block) -> exp.Select | None:
     if any(not n or n == "*" for n in names) or len({n.lower() for n in names}) != len(names):
         return None
     order = sel.args.get("order")
-    movable = order is None or all(
-        isinstance(o.this, exp.Column) and not o.this.table and o.this.name.lower() in
-        {n.lower() for n in names} for o in order.expressions)
-    if (sel.args.get("limit") or sel.args.get("offset")) and not movable:
+    limited = sel.args.get("limit") or sel.args.get("offset")
+    # ORDER BY stays with the aggregation it orders, as written; a LIMIT needs it outside, over
+    # the outputs it then must name
+    if limited and order is not None and not all(
+            isinstance(o.this, exp.Column) and not o.this.table and o.this.name.lower() in
+            {n.lower() for n in names} for o in order.expressions):
         return None
+    inside = order is not None and not limited
     g = block.fresh.name("__dt_g")
     inner = exp.Select()
     for arg in ("from_", "from", "joins", "where", "group", "with_", "with"):
@@ -108,12 +111,12 @@ def lift(block) -> exp.Select | None:
     inner.set("expressions", projected + hidden)
     if kept_having:
         inner.set("having", exp.Having(this=and_all(kept_having)))
-    if order is not None and not movable:
+    if inside:
         inner.set("order", order)
     for arg in ("from_", "from", "joins", "where", "group", "having", "with_", "with"):
         if arg in sel.args:
             sel.set(arg, None)
-    if order is not None and not movable:
+    if inside:
         sel.set("order", None)
     sel.set("expressions", outer_exprs)
     item = derived(inner, g)
