@@ -45,7 +45,15 @@ CASES = {
     "semi_over_derived": "SELECT t1.k, t1.g FROM a AS t1 LEFT SEMI JOIN "
                          "(SELECT t2.k AS k, COUNT(*) AS n FROM b AS t2 GROUP BY t2.k) AS t3 "
                          "ON t1.k = t3.k AND t3.n > 1",
+    # without an equality between the sides: keyed by the left side's columns
+    "semi_theta_grouped": "SELECT t1.g, COUNT(*) AS n FROM a AS t1 LEFT SEMI JOIN b AS t2 "
+                          "ON t2.w <= t1.v GROUP BY t1.g",
+    "anti_theta_star": "SELECT * FROM a AS t1 LEFT ANTI JOIN b AS t2 ON t2.w = t1.v + 1 OR t2.k < t1.k",
     # EXISTS / NOT EXISTS (sql/rules/subqueries.py)
+    "exists_theta": "SELECT t1.k, t1.v FROM a AS t1 WHERE EXISTS "
+                    "(SELECT 1 FROM b AS t2 WHERE t2.w < t1.v AND t2.g = 'x')",
+    "not_exists_theta": "SELECT t1.k, t1.g FROM a AS t1 WHERE t1.v > 0 AND NOT EXISTS "
+                        "(SELECT 1 FROM b AS t2 WHERE t2.w > t1.v OR t2.g = t1.g)",
     "exists": "SELECT t1.k, t1.v FROM a AS t1 WHERE EXISTS "
               "(SELECT 1 FROM b AS t2 WHERE t2.k = t1.k AND t2.w > 1)",
     "not_exists_residual": "SELECT t1.k, t1.v FROM a AS t1 WHERE t1.v IS NOT NULL AND NOT EXISTS "
@@ -79,6 +87,24 @@ CASES = {
                          "(SELECT t2.w FROM b AS t2 WHERE t2.k = t1.k)",
     "not_in_grouped": "SELECT t1.g, COUNT(*) AS n FROM a AS t1 WHERE t1.v NOT IN "
                       "(SELECT t2.w FROM b AS t2 WHERE t2.g = 'x') GROUP BY t1.g",
+    # IN / NOT IN under OR or in the SELECT list: a LEFT JOIN of the set's distinct values (and
+    # its emptiness and NULL flags where a NULL answer differs from FALSE)
+    "in_under_or": "SELECT t1.k, t1.g FROM a AS t1 WHERE t1.v > 3 OR t1.k IN "
+                   "(SELECT t2.k FROM b AS t2 WHERE t2.w > 0)",
+    "in_correlated_under_or": "SELECT t1.k, t1.g FROM a AS t1 WHERE t1.v IS NULL OR t1.v IN "
+                              "(SELECT t2.w FROM b AS t2 WHERE t2.g = t1.g)",
+    "not_in_under_or": "SELECT t1.k, t1.v FROM a AS t1 WHERE t1.g = 'x' OR t1.v NOT IN "
+                       "(SELECT t2.w FROM b AS t2)",
+    "in_select_nullable": "SELECT t1.k, t1.v IN (SELECT t2.w FROM b AS t2) AS f FROM a AS t1",
+    "not_in_select_correlated": "SELECT t1.k, t1.v NOT IN (SELECT t2.w FROM b AS t2 "
+                                "WHERE t2.k = t1.k) AS f FROM a AS t1",
+    "in_under_or_grouped": "SELECT t1.g, COUNT(*) AS n FROM a AS t1 WHERE t1.v > 2 OR t1.k IN "
+                           "(SELECT t2.k FROM b AS t2) GROUP BY t1.g",
+    # a correlation written in every branch of an OR (TPC-DS q41)
+    "scalar_or_factored": "SELECT t1.k, t1.v FROM a AS t1 WHERE (SELECT COUNT(*) FROM b AS t2 "
+                          "WHERE (t2.k = t1.k AND t2.w > 1) OR (t2.k = t1.k AND t2.g = 'x')) > 0",
+    "exists_or_factored": "SELECT t1.k FROM a AS t1 WHERE EXISTS (SELECT 1 FROM b AS t2 WHERE "
+                          "(t2.k = t1.k AND t2.w > 1) OR (t2.g = 'y' AND t2.k = t1.k))",
     # scalar subqueries
     "scalar_where": "SELECT t1.k, t1.v FROM a AS t1 WHERE t1.v > (SELECT AVG(t2.w) FROM b AS t2)",
     "scalar_select": "SELECT t1.k, (SELECT MAX(t2.w) FROM b AS t2 WHERE t2.g = 'x') AS m FROM a AS t1",

@@ -32,36 +32,39 @@ BATCHES = [
      "DELETE FROM {a} WHERE k IS NULL", "UPDATE {a} SET v = NULL WHERE k = 5"],
 ]
 
+# Few DTs, each holding several forms (a Spark refresh costs seconds per DT): every form of
+# sql/rules/subqueries.py and keyed_joins.py once; their semantics over many random histories
+# are tests/fuzz/test_subquery_cases.py's (DuckDB).
 TABLES = {
-    # user-written semi / anti joins
-    "semi_residual": "SELECT a.k, a.v FROM a LEFT SEMI JOIN b ON a.k = b.k AND b.w <> a.v",
-    "anti_grouped": "SELECT a.g, COUNT(*) AS n, SUM(a.v) AS s FROM a LEFT ANTI JOIN b ON a.k = b.k "
-                    "GROUP BY a.g",
-    # subqueries rewritten into joins (sql/rules/subqueries.py)
-    "exists": "SELECT a.k, a.v FROM a WHERE EXISTS (SELECT 1 FROM b WHERE b.k = a.k AND b.w > 1)",
-    "not_exists_residual": "SELECT a.k, a.v FROM a WHERE NOT EXISTS "
-                           "(SELECT 1 FROM b WHERE b.k = a.k AND b.w <> a.v)",
-    "exists_uncorrelated": "SELECT a.k, a.g FROM a WHERE a.v > 1 OR EXISTS (SELECT 1 FROM b WHERE b.w = 3)",
-    "in_tuple": "SELECT a.k, a.v FROM a WHERE (a.k, a.g) IN (SELECT b.k, b.g FROM b)",
-    "in_grouped": "SELECT a.k, a.v FROM a WHERE a.k IN (SELECT b.k FROM b GROUP BY b.k HAVING COUNT(*) > 1)",
-    "not_in": "SELECT a.k, a.v FROM a WHERE a.v NOT IN (SELECT b.w FROM b)",
-    "not_in_correlated": "SELECT a.k, a.v FROM a WHERE a.v NOT IN (SELECT b.w FROM b WHERE b.k = a.k)",
-    "scalar_where": "SELECT a.k, a.v FROM a WHERE a.v > (SELECT AVG(b.w) FROM b)",
-    "scalar_max": "SELECT a.k, a.v, (SELECT MAX(b.w) FROM b) AS m FROM a",
-    "scalar_correlated": "SELECT a.k, a.v FROM a WHERE a.v < (SELECT MAX(b.w) FROM b WHERE b.k = a.k)",
-    "scalar_count": "SELECT a.k, (SELECT COUNT(*) FROM b WHERE b.k = a.k) AS n FROM a",
-    # not one aggregate: its value and row count (several rows would fail, as the query does)
-    "scalar_distinct": "SELECT a.k, a.g FROM a WHERE a.g = (SELECT DISTINCT b.g FROM b WHERE b.g = 'y')",
-    "exists_or": "SELECT a.k, a.g FROM a WHERE a.v > 3 OR EXISTS (SELECT 1 FROM b WHERE b.k = a.k)",
-    "scalar_having": "SELECT a.g, SUM(a.v) AS s FROM a GROUP BY a.g "
-                     "HAVING SUM(a.v) > (SELECT AVG(b.w) FROM b)",
+    # user-written semi and anti joins, nested (keyed_joins), under a GROUP BY
+    "semi_anti": "SELECT a.g, COUNT(*) AS n, SUM(a.v) AS s FROM a LEFT SEMI JOIN b ON a.k = b.k "
+                 "AND b.w <> a.v LEFT ANTI JOIN b AS b2 ON a.g = b2.g AND b2.w > 5 GROUP BY a.g",
     # TPC-H Q21's shape: EXISTS and NOT EXISTS with a non-equality, under a GROUP BY
     "q21_like": "SELECT a.g, COUNT(*) AS n FROM a WHERE EXISTS "
                 "(SELECT 1 FROM b WHERE b.k = a.k AND b.g <> a.g) AND NOT EXISTS "
                 "(SELECT 1 FROM b AS b3 WHERE b3.k = a.k AND b3.g <> a.g AND b3.w > 2) GROUP BY a.g",
-    # several keyed joins in one SELECT (sql/rules/keyed_joins.py)
-    "two_left_joins": "SELECT a.k, b.w, a2.v AS v2 FROM a LEFT JOIN b ON a.k = b.k "
-                      "LEFT JOIN a AS a2 ON b.w = a2.v",
+    "not_in": "SELECT a.k, a.v FROM a WHERE a.v NOT IN (SELECT b.w FROM b)",
+    # every value form on every row: scalar (one row, per correlated key), NOT IN / IN with
+    # their NULL answers, a correlated EXISTS
+    "values": "SELECT a.k, a.v, (SELECT MAX(b.w) FROM b) AS m, "
+              "(SELECT COUNT(*) FROM b WHERE b.k = a.k) AS n, "
+              "a.v NOT IN (SELECT b.w FROM b WHERE b.k = a.k) AS nin, "
+              "a.v IN (SELECT b.w FROM b) AS i, EXISTS (SELECT 1 FROM b WHERE b.k = a.k) AS e FROM a",
+    "scalar_where": "SELECT a.k, a.v FROM a WHERE a.v < (SELECT MAX(b.w) FROM b WHERE b.k = a.k) "
+                    "AND a.v > (SELECT AVG(b.w) - 10 FROM b)",
+    "or_forms": "SELECT a.k, a.g FROM a WHERE a.v > 3 OR EXISTS (SELECT 1 FROM b WHERE b.w = 3) "
+                "OR a.k IN (SELECT b.k FROM b GROUP BY b.k HAVING COUNT(*) > 1) "
+                "OR EXISTS (SELECT 1 FROM b WHERE b.k = a.k AND b.g = 'z')",
+    # correlated by a non-equality only: keyed by the left side's columns
+    "exists_theta": "SELECT a.k, a.v FROM a WHERE EXISTS (SELECT 1 FROM b WHERE b.w < a.v) "
+                    "AND NOT EXISTS (SELECT 1 FROM b AS b2 WHERE b2.k = a.k AND b2.w = a.v)",
+    # not one aggregate (several rows would fail, as the query does); a value in HAVING
+    "grouped_having": "SELECT a.g, SUM(a.v) AS s FROM a WHERE a.g <> "
+                      "(SELECT DISTINCT b.g FROM b WHERE b.g = 'y') GROUP BY a.g "
+                      "HAVING SUM(a.v) > (SELECT AVG(b.w) FROM b)",
+    # three keyed joins in one SELECT (sql/rules/keyed_joins.py)
+    "joins_nested": "SELECT a.k, b.w, a2.v AS v2 FROM a LEFT JOIN b ON a.k = b.k "
+                    "LEFT JOIN a AS a2 ON b.w = a2.v WHERE (a.k, a.g) IN (SELECT b3.k, b3.g FROM b AS b3)",
 }
 
 

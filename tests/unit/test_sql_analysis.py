@@ -390,8 +390,12 @@ def test_semi_and_anti_joins_recompute_the_left_rows_of_their_keys(join):
     kind = join.split()[-2]
     row = next(o for o in a.operators if o.operator == f"LEFT {kind} JOIN u")
     assert row.strategy == "recompute the left rows of the join keys either side's changes touch"
-    # without an equality between the sides there is no key: FULL, saying why
-    assert_full(f"SELECT * FROM t {join} u ON t.a < u.a", "without an equality")
+    # without an equality between the sides, keyed by the left side's columns it reads (as a
+    # LEFT OUTER JOIN is), with the advice; reading none of them, FULL, saying why
+    a = assert_incremental(f"SELECT * FROM t {join} u ON t.a < u.a")
+    row = next(o for o in a.operators if o.operator == f"LEFT {kind} JOIN u")
+    assert "no equality" in row.considerations[0]
+    assert_full(f"SELECT * FROM t {join} u ON u.a > 1", "without an equality")
 
 
 def test_pivot_recursive_cte_and_table_functions_force_full():

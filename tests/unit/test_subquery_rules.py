@@ -7,6 +7,7 @@ import pytest
 
 from dtcli.model import Column
 from dtcli.sql.analysis import analyze
+from dtcli.sql.incremental_rewrite import unsupported_reason
 from dtcli.sql.parse import parse_sql, the_query
 from dtcli.sql.resolve import resolve
 
@@ -39,17 +40,36 @@ def test_a_rewritten_subquery_is_a_row_at_its_line_saying_how_it_refreshes():
      "correlation is made of equalities"),
     ("SELECT a.k FROM a WHERE (a.k, a.g) NOT IN (SELECT b.k, b.g FROM b)",
      "NOT IN over several columns"),
-    ("SELECT a.k FROM a WHERE a.v > 1 OR a.k IN (SELECT b.k FROM b)",
-     "an IN subquery is rewritten only as a conjunct of WHERE"),
+    ("SELECT a.k FROM a WHERE a.v > 1 OR a.k IN (SELECT b.k FROM b WHERE b.w < a.v)",
+     "a correlated IN under OR or in the SELECT list is rewritten when its correlation is made "
+     "of equalities"),
+    ("SELECT a.k, (a.k, a.g) IN (SELECT b.k, b.g FROM b) AS f FROM a",
+     "an IN subquery over several columns is rewritten only as a conjunct of WHERE"),
     ("SELECT a.k FROM a WHERE EXISTS (SELECT 1 FROM b WHERE b.k = a.k AND EXISTS "
      "(SELECT 1 FROM b AS c WHERE c.g = a.g))",
      "a column of a query further out"),
 ])
 def test_a_subquery_left_as_written_is_full_with_the_rules_reason(sql, reason):
-    analysis, _ = explain(sql)
+    analysis, resolved = explain(sql)
     assert not analysis.incremental
     said = [c for op in analysis.operators if not op.incremental for c in op.considerations]
     assert any(reason in c for c in said), said
+    # and the change compiler refuses it too: explain and the refresh agree
+    assert unsupported_reason(resolved.query, list(INPUTS))
+
+
+@pytest.mark.parametrize("sql", [
+    # a block recomputed whole (a global aggregate) never visits the derived table's block
+    "SELECT COUNT(*) AS n FROM (SELECT a.k FROM a WHERE a.v > (SELECT MAX(b.w) FROM b "
+    "WHERE b.k < a.k)) AS t",
+    "SELECT t.k FROM (SELECT a.k FROM a WHERE a.v > 1 OR a.k IN (SELECT b.k FROM b "
+    "WHERE b.w < a.v)) AS t",
+])
+def test_the_compiler_refuses_a_subquery_left_in_a_derived_table(sql):
+    analysis, resolved = explain(sql)
+    assert not analysis.incremental
+    assert unsupported_reason(resolved.query, list(INPUTS)) == (
+        "a subquery outside FROM cannot be refreshed incrementally")
 
 
 def test_two_outer_joins_are_nested_into_one_keyed_join_per_block():
@@ -60,3 +80,27 @@ def test_two_outer_joins_are_nested_into_one_keyed_join_per_block():
     assert text.startswith("SELECT __dt_j1.k AS k, __dt_j1.w AS w, c.v AS v FROM (SELECT a.k AS k, "
                            "b.w AS w FROM a AS a LEFT JOIN b AS b ON a.k = b.k) AS __dt_j1 LEFT JOIN")
     assert any(op.operator.startswith("LEFT OUTER JOIN (nested)") for op in analysis.operators)
+
+
+def test_an_in_under_or_is_a_left_join_of_the_sets_values_with_its_flags_where_nulls_matter():
+    analysis, resolved = explain("SELECT a.k FROM a WHERE a.v > 1\n  OR a.k IN (SELECT b.k FROM b)")
+    assert analysis.incremental, analysis.blockers
+    row = next(op for op in analysis.operators if op.operator.startswith("IN subquery"))
+    assert row.line == 2 and row.incremental and "LEFT JOIN (its distinct values)" in row.operator
+    assert row.strategy == "recompute the join keys touched by either side's changes"
+    # only TRUE keeps a row in WHERE: no flags
+    assert "__dt_empty" not in resolved.query.sql(dialect="spark")
+    # a value in the SELECT list is NULL where SQL says so: the set's flags are joined too
+    analysis, resolved = explain("SELECT a.k, a.v NOT IN (SELECT b.w FROM b) AS f FROM a")
+    assert analysis.incremental, analysis.blockers
+    row = next(op for op in analysis.operators if op.operator.startswith("NOT IN subquery"))
+    assert any("NULL answer differs from FALSE" in c for c in row.considerations)
+    assert "__dt_empty" in resolved.query.sql(dialect="spark")
+
+
+def test_a_correlation_in_every_branch_of_an_or_is_one_equality():
+    analysis, resolved = explain("SELECT a.k FROM a WHERE (SELECT COUNT(*) FROM b WHERE "
+                                 "(b.k = a.k AND b.w > 1) OR (b.k = a.k AND b.g = 'x')) > 0")
+    assert analysis.incremental, analysis.blockers
+    text = resolved.query.sql(dialect="spark")
+    assert "WHERE (b.w > 1 OR b.g = 'x') GROUP BY b.k) AS __dt_sq1 ON __dt_sq1.k = a.k" in text, text

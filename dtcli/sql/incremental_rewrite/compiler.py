@@ -126,12 +126,24 @@ class DeltaCompiler:
         return own_rows.aggregate_upkeep(self, query) or own_rows.window_upkeep(self, query)
 
     def _check_tables(self, query: exp.Expression) -> None:
+        self._check_subqueries(query)
         for table in query.find_all(exp.Table):
             if not is_table_ref(table):
                 continue
             if table.db or table.name.lower() not in self.b.views:
                 raise Unsupported(f"the query reads {table.sql(dialect='spark')}, which is not "
                                   "one of its inputs")
+
+    @staticmethod
+    def _check_subqueries(query: exp.Expression) -> None:
+        """A subquery expression the rules (sql/rules/subqueries.py) left as written, in any block
+        of the query: refused whether or not a term would visit its block (a block recomputed
+        whole, e.g. under a global aggregate, never does), as the analyzer refuses it, so that
+        explain and the refresh agree. The rules turn every one they can make exact into a join."""
+        for sel in query.find_all(exp.Select):
+            for node in scope_nodes(sel):
+                if isinstance(node, (exp.Query, exp.Subquery)):
+                    raise Unsupported("a subquery outside FROM cannot be refreshed incrementally")
 
     # -- versions ---------------------------------------------------------------------------
 
@@ -395,7 +407,7 @@ class DeltaCompiler:
         the preserved side new: a preserved row not there changed itself)."""
         parts: list[exp.Query] = []
         right = join.index + 1
-        preserved_left = sel.args["joins"][join.index].side.upper() == "LEFT"
+        preserved_left = join.kind != "RIGHT"
         for k in changed:
             if k > right:       # inner joins after the outer join are linear in their items
                 parts.append(self.strip(self.term(sel, k, BOTH), join.key))

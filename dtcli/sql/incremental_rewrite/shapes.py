@@ -192,10 +192,7 @@ def outer_join(sel: exp.Select, index: int) -> OuterJoin:
             elif (a, b) == ("R", "L"):
                 pairs.append((c.expression.copy(), c.this.copy()))
     if not pairs:
-        if semi:
-            raise Unsupported(f"{label} without an equality between qualified columns of both "
-                              "sides is refreshed FULL", join)
-        return _theta_join(sel, index, side, left_aliases, right_alias)
+        return _theta_join(sel, index, side, label, left_aliases, right_alias)
     if side in ("LEFT", "SEMI", "ANTI"):
         key = [left for left, _ in pairs]
     elif side == "RIGHT":
@@ -205,27 +202,28 @@ def outer_join(sel: exp.Select, index: int) -> OuterJoin:
     return OuterJoin(index=index, pairs=pairs, key=key, kind=side)
 
 
-def _theta_join(sel: exp.Select, index: int, side: str, left_aliases: set[str], right_alias: str
-                ) -> OuterJoin:
-    """An outer join whose ON pairs no expression of one side with one of the other (`ON a.x <
-    b.y`, an OR, a condition on one side only): keyed by the preserved side's columns the block
-    reads. Every result row comes from one preserved row, whose key it carries; the rows of the
-    other side it matches depend on the ON, which reads key columns only (any other column of
-    that side is left out of both); so a preserved row's change touches its key, and a change of
-    the other side the keys of the preserved rows its rows satisfy the ON with (found by joining
+def _theta_join(sel: exp.Select, index: int, side: str, label: str, left_aliases: set[str],
+                right_alias: str) -> OuterJoin:
+    """An outer, semi or anti join whose ON pairs no expression of one side with one of the
+    other (`ON a.x < b.y`, an OR, a condition on one side only; an EXISTS correlated by `<`):
+    keyed by the preserved side's columns the block reads (the left side's for SEMI / ANTI).
+    Every result row comes from one preserved row, whose key it carries; the rows of the other
+    side it matches depend on the ON, which reads key columns only (any other column of that
+    side is left out of both); so a preserved row's change touches its key, and a change of the
+    other side the keys of the preserved rows its rows satisfy the ON with (found by joining
     them, compiler.py). Recomputing those keys is exact, under a `*` too."""
     join = sel.args["joins"][index]
     if side == "FULL":
         raise Unsupported("FULL OUTER JOIN without an equality between columns of both sides is "
                           "refreshed FULL: neither side's rows key its result", join)
-    preserved = left_aliases if side == "LEFT" else {right_alias}
+    preserved = {right_alias} if side == "RIGHT" else left_aliases
     key: list[exp.Expression] = []
     for node in scope_nodes(sel):
         if isinstance(node, exp.Column) and not node.is_star and node.table.lower() in preserved \
                 and node not in key:
             key.append(node.copy())
     if not key:
-        raise Unsupported(f"{side} OUTER JOIN without an equality between columns of both sides, "
+        raise Unsupported(f"{label} without an equality between columns of both sides, "
                           "whose preserved side's columns the query does not read, is refreshed "
                           "FULL", join)
     return OuterJoin(index=index, pairs=[], key=key, kind=side)

@@ -94,13 +94,48 @@ def split(sub: exp.Select, outer: set[str]) -> Correlation | str:
         if id(col) not in in_where:
             return (f"its correlated column {col.sql(dialect='spark')} is used outside its WHERE "
                     "clause")
-    conds = conjuncts(where.this) if where is not None else []
+    conds = [f for c in (conjuncts(where.this) if where is not None else []) for f in factored(c)]
     correlated = [c for c in conds if not tables_of(c) <= inner]
     body = sub.copy()
     kept = [c.copy() for c in conds if tables_of(c) <= inner]
     cond = and_all(kept)
     body.set("where", exp.Where(this=cond) if cond is not None else None)
     return Correlation(body, [c.copy() for c in correlated], inner)
+
+
+def disjuncts(node: exp.Expression) -> list[exp.Expression]:
+    node = node.unnest()
+    if isinstance(node, exp.Or):
+        return disjuncts(node.this) + disjuncts(node.expression)
+    return [node]
+
+
+def factored(cond: exp.Expression) -> list[exp.Expression]:
+    """`cond` as conjuncts, with the conjuncts common to every branch of an OR taken out of it:
+    `(a.k = b.k AND x) OR (a.k = b.k AND y)` is `a.k = b.k` and `x OR y` (AND distributes over
+    OR in SQL's three-valued logic too), so a correlation written in each branch of an OR (TPC-DS
+    q41) is a conjunct of its own. Unchanged when no conjunct is common to every branch.
+
+    >>> import sqlglot
+    >>> [c.sql() for c in factored(sqlglot.parse_one("(b.k = a.k AND b.x = 1) OR (b.k = a.k AND b.y = 2)"))]
+    ['b.k = a.k', 'b.x = 1 OR b.y = 2']
+    >>> [c.sql() for c in factored(sqlglot.parse_one("(b.k = a.k AND b.x = 1) OR b.k = a.k"))]
+    ['b.k = a.k']
+    >>> [c.sql() for c in factored(sqlglot.parse_one("b.k = a.k OR b.x = 1"))]
+    ['b.k = a.k OR b.x = 1']
+    """
+    branches = [conjuncts(d) for d in disjuncts(cond)]
+    if len(branches) < 2:
+        return [cond]
+    common = [c for c in branches[0] if all(any(c == o for o in b) for b in branches[1:])]
+    if not common:
+        return [cond]
+    rests = [[c for c in b if not any(c == m for m in common)] for b in branches]
+    if any(not r for r in rests):       # a branch that is only the common part: TRUE OR ... is TRUE
+        return [c.copy() for c in common]
+    rest = exp.or_(*[exp.paren(and_all([c.copy() for c in r]), copy=False) if len(r) > 1
+                     else r[0].copy() for r in rests], copy=False)
+    return [c.copy() for c in common] + [rest]
 
 
 def not_plain(sub: exp.Query, exists: bool) -> str | None:

@@ -17,15 +17,17 @@ RULE = "subqueries"
 
 
 def candidates(node: exp.Expression) -> list[exp.Expression]:
-    """Scalar subqueries and EXISTS tests in an expression (not those IN tests)."""
+    """Scalar subqueries, EXISTS and IN tests in an expression."""
     out = []
     for q in nested_queries(node):
         if why_left(q) is not None:
             continue
         parent = q.parent
         if isinstance(parent, exp.In):
-            leave_value(q, "an IN subquery is rewritten only as a conjunct of WHERE; under OR or "
-                           "in the SELECT list it stays as written")
+            if parent.args.get("query") is q:
+                out.append(parent)      # under OR, in the SELECT list (_scalar._in_value)
+            else:
+                leave_value(q, "a subquery in a list of IN values is not rewritten")
             continue
         if isinstance(parent, exp.Exists):
             out.append(parent)
@@ -37,6 +39,8 @@ def candidates(node: exp.Expression) -> list[exp.Expression]:
 
 
 def leave_value(node: exp.Expression, reason: str) -> None:
+    if isinstance(node, exp.In):
+        node = node.args["query"]
     left_as_is(node.this if isinstance(node, exp.Exists) else node, reason)
 
 

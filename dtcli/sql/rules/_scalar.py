@@ -49,6 +49,7 @@ from dtcli.sql.rules._blocks import (
     has_aggregate,
     has_window,
     is_grouped,
+    nested_queries,
     output_names,
     short,
 )
@@ -102,7 +103,9 @@ def values(block) -> None:
 
 
 def _query(node: exp.Expression) -> exp.Query:
-    """The query of a scalar subquery or EXISTS node."""
+    """The query of a scalar subquery, EXISTS or IN node."""
+    if isinstance(node, exp.In):
+        node = node.args["query"]
     return node.this if isinstance(node, (exp.Subquery, exp.Exists)) else node
 
 
@@ -132,6 +135,8 @@ def value(block, node: exp.Expression, conjunct: exp.Expression | None) -> bool:
         return False
     if isinstance(node, exp.Exists):
         return _exists_mark(block, node, corr) if corr.is_correlated else _exists_flag(block, node)
+    if isinstance(node, exp.In):
+        return _in_value(block, node, query, corr, conjunct)
     if _not_scalar_aggregate(query):
         return _at_most_one_row(block, node, query, corr, conjunct)
     if not corr.is_correlated:
@@ -222,6 +227,79 @@ def _exists_mark(block, node: exp.Exists, corr: Correlation) -> bool:
     block.notes.add(Rewrite(RULE, f"{'NOT ' if negated else ''}EXISTS subquery", first_start(original),
                             OUTER, (), f"LEFT JOIN (its distinct correlated keys) ON {short(on)}"),
                     join)
+    return True
+
+
+def _in_value(block, node: exp.In, query: exp.Query, corr: Correlation,
+              conjunct: exp.Expression | None) -> bool:
+    """`x IN (subquery)` outside WHERE's conjuncts (under OR, in the SELECT list): a LEFT JOIN
+    of the subquery's distinct values (with its correlated keys) ON x = value, IN being TRUE
+    where one matched. Where only TRUE counts (a WHERE conjunct through AND / OR) that is all;
+    elsewhere SQL's NULL rules need the set's emptiness and NULL flags as NOT IN does: no match
+    is FALSE on an empty set, NULL when x is NULL or the set holds a NULL, FALSE otherwise."""
+    x = node.this
+    if isinstance(x, exp.Tuple) or len(query.selects) != 1:
+        leave_value(node, "an IN subquery over several columns is rewritten only as a conjunct "
+                          "of WHERE")
+        return False
+    if nested_queries(x):
+        leave_value(node, "the value it is compared with holds a subquery")
+        return False
+    alias = block.fresh.name("__dt_sq")
+    if corr.is_correlated:
+        why = not_plain(query, exists=False)
+        pairs = corr.equalities()
+        if why or pairs is None:
+            leave_value(node, why or "a correlated IN under OR or in the SELECT list is rewritten "
+                                     "when its correlation is made of equalities")
+            return False
+        body, on = grouped_by(corr, pairs + [(query.selects[0].unalias(), x)], alias, [])
+        found = exp.column(body.expressions[len(pairs)].alias_or_name, alias)
+    else:
+        item, values = as_derived(query, "__dt_s")
+        body = exp.select(exp.alias_(values[0], "__dt_v")).from_(item).group_by(values[0].copy())
+        found = exp.column("__dt_v", alias)
+        on = exp.EQ(this=x.copy(), expression=found.copy())
+    join = exp.Join(this=derived(body, alias), side="LEFT", on=on)
+    block.sel.append("joins", join)
+    matched = exp.Not(this=exp.Is(this=found, expression=exp.Null()))
+    created: list[exp.Expression] = [join]
+    if conjunct is not None and _truth_only(node, conjunct):
+        replacement: exp.Expression = exp.Paren(this=matched)
+    else:
+        flags = block.set_flags(corr, query)
+        if flags is None:       # left with the reason (subqueries._Block.set_flags)
+            block.sel.args["joins"].remove(join)
+            return False
+        flag_join, empty, nulls = flags
+        block.sel.append("joins", flag_join)
+        created.append(flag_join)
+        replacement = exp.Case(ifs=[
+            exp.If(this=matched, true=exp.true()),
+            exp.If(this=empty, true=exp.false()),
+            exp.If(this=exp.or_(exp.Is(this=x.copy(), expression=exp.Null()), nulls),
+                   true=exp.Null())], default=exp.false())
+    original = node.copy()
+    node.replace(replacement)
+    negated = isinstance(replacement.parent, exp.Not)
+    block.notes.add(Rewrite(RULE, f"{'NOT ' if negated else ''}IN subquery", first_start(original),
+                            OUTER, () if len(created) == 1 else (
+                                "where a NULL answer differs from FALSE, the set's emptiness and "
+                                "NULLs are joined too: a change of those recomputes the rows "
+                                "they meet",),
+                            f"LEFT JOIN (its distinct values) ON {short(on)}"), *created)
+    return True
+
+
+def _truth_only(node: exp.Expression, conjunct: exp.Expression) -> bool:
+    """Whether only `node` being TRUE matters to the WHERE conjunct holding it: the path up
+    passes through AND / OR alone, under which a NULL and a FALSE operand give results that are
+    alike not TRUE."""
+    n = node
+    while n is not conjunct:
+        n = n.parent
+        if n is None or not isinstance(n, (exp.And, exp.Or, exp.Paren)):
+            return False
     return True
 
 

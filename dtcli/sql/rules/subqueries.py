@@ -70,7 +70,6 @@ from dtcli.sql.rules._blocks import (
     conjuncts,
     derived,
     nested_queries,
-    query_body,
     set_where,
     short,
     sources,
@@ -207,7 +206,7 @@ class _Block:
             join = append_join(self.sel, item, side="LEFT", kind="SEMI", on=on)
             self.note(label, cond, SEMI_ANTI, f"LEFT SEMI JOIN ON {short(on)}", join)
             return True
-        flags = self.not_in_flags(corr, query, left[0], values[0])
+        flags = self.not_in_flags(corr, query, left[0])
         if flags is None:
             return False
         join = append_join(self.sel, item, side="LEFT", kind="ANTI", on=on)
@@ -226,43 +225,50 @@ class _Block:
                        flag_join)
         return True
 
-    def not_in_flags(self, corr: Correlation, query: exp.Query, x: exp.Expression,
-                     value: exp.Column) -> tuple[exp.Join, exp.Expression] | None:
-        """The join of NOT IN's set flags and the condition on them that keeps a row."""
+    def not_in_flags(self, corr: Correlation, query: exp.Query, x: exp.Expression
+                     ) -> tuple[exp.Join, exp.Expression] | None:
+        """The join of NOT IN's set flags and the condition on them that keeps a row: the set
+        is empty, or x is not NULL and the set holds no NULL."""
+        flags = self.set_flags(corr, query)
+        if flags is None:
+            return None
+        join, empty, nulls = flags
+        keep = exp.Paren(this=exp.Or(
+            this=empty,
+            expression=exp.Paren(this=exp.And(
+                this=exp.Not(this=exp.Is(this=x.copy(), expression=exp.Null())),
+                expression=exp.Not(this=nulls if isinstance(nulls, exp.Column)
+                                   else exp.Paren(this=nulls))))))
+        return join, keep
+
+    def set_flags(self, corr: Correlation, query: exp.Query
+                  ) -> tuple[exp.Join, exp.Expression, exp.Expression] | None:
+        """The join of an IN subquery's set flags (one row, or per correlated key), and the
+        conditions on it that the set is empty and that it holds a NULL; None (left as
+        written, with the reason) when the correlation is not made of equalities."""
         alias = self.fresh.name("__dt_sq")
         if not corr.is_correlated:
-            inner = exp.column(value.name, "__dt_s")
+            item, values = as_derived(query, "__dt_s")
             body = exp.select(
                 exp.alias_(exp.EQ(this=exp.Count(this=exp.Star()), expression=exp.Literal.number(0)),
                            "__dt_empty"),
-                exp.alias_(exp.GT(this=exp.Count(this=exp.Star()), expression=exp.Count(this=inner)),
+                exp.alias_(exp.GT(this=exp.Count(this=exp.Star()), expression=exp.Count(this=values[0])),
                            "__dt_nulls"),
-            ).from_(derived(query_body(query), "__dt_s"))
+            ).from_(item)
             join = exp.Join(this=derived(body, alias), kind="CROSS")
-            keep = exp.Paren(this=exp.Or(
-                this=exp.column("__dt_empty", alias),
-                expression=exp.Paren(this=exp.And(
-                    this=exp.Not(this=exp.Is(this=x.copy(), expression=exp.Null())),
-                    expression=exp.Not(this=exp.column("__dt_nulls", alias))))))
-            return join, keep
+            return join, exp.column("__dt_empty", alias), exp.column("__dt_nulls", alias)
         pairs = corr.equalities()
         if pairs is None:
-            leave(query, "a correlated NOT IN is rewritten only when its correlation is made of "
-                         "equalities")
+            leave(query, "a correlated NOT IN (or IN where its NULLs matter) is rewritten only "
+                         "when its correlation is made of equalities")
             return None
-        inner_value = query.selects[0].unalias()
-        grouped = _scalar.grouped_by(corr, pairs, alias, [
+        body, on = _scalar.grouped_by(corr, pairs, alias, [
             exp.alias_(exp.Count(this=exp.Star()), "__dt_n"),
-            exp.alias_(exp.Count(this=inner_value.copy()), "__dt_nv")])
-        body, on = grouped
+            exp.alias_(exp.Count(this=query.selects[0].unalias().copy()), "__dt_nv")])
         join = exp.Join(this=derived(body, alias), side="LEFT", on=on)
         n, nv = exp.column("__dt_n", alias), exp.column("__dt_nv", alias)
-        keep = exp.Paren(this=exp.Or(
-            this=exp.Is(this=n, expression=exp.Null()),
-            expression=exp.Paren(this=exp.And(
-                this=exp.Not(this=exp.Is(this=x.copy(), expression=exp.Null())),
-                expression=exp.EQ(this=n.copy(), expression=nv)))))
-        return join, keep
+        return (join, exp.Is(this=n, expression=exp.Null()),
+                exp.GT(this=n.copy(), expression=nv))
 
     # -- shared -------------------------------------------------------------------------------
 
