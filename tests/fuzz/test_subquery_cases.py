@@ -69,6 +69,14 @@ CASES = {
     "exists_correlated_or": "SELECT t1.k, t1.g FROM a AS t1 WHERE t1.v > 3 OR EXISTS "
                             "(SELECT 1 FROM b AS t2 WHERE t2.k = t1.k AND t2.w > 0) OR NOT EXISTS "
                             "(SELECT 1 FROM b AS t3 WHERE t3.g = t1.g)",
+    # correlated by more than equalities, under OR or in SELECT: a lookup of the outer values
+    "exists_residual_under_or": "SELECT t1.k, t1.g FROM a AS t1 WHERE t1.v > 3 OR EXISTS "
+                                "(SELECT 1 FROM b AS t2 WHERE t2.k = t1.k AND t2.g <> t1.g)",
+    "not_exists_theta_select": "SELECT t1.k, NOT EXISTS (SELECT 1 FROM b AS t2 WHERE t2.w < t1.v) "
+                               "AS e FROM a AS t1",
+    "exists_residual_join_or": "SELECT t1.k, t3.w FROM a AS t1 JOIN b AS t3 ON t1.k = t3.k WHERE "
+                               "t3.w > 2 OR NOT EXISTS (SELECT 1 FROM b AS t2 WHERE t2.k = t1.k "
+                               "AND t2.w <> t1.v)",
     "exists_in_select": "SELECT t1.k, EXISTS (SELECT 1 FROM b AS t2 WHERE t2.k = t1.k) AS e FROM a AS t1",
     "exists_and_not_exists_grouped": "SELECT t1.g, COUNT(*) AS n FROM a AS t1 WHERE EXISTS "
                                      "(SELECT 1 FROM b AS t2 WHERE t2.k = t1.k AND t2.g <> t1.g) "
@@ -100,6 +108,17 @@ CASES = {
                                 "WHERE t2.k = t1.k) AS f FROM a AS t1",
     "in_under_or_grouped": "SELECT t1.g, COUNT(*) AS n FROM a AS t1 WHERE t1.v > 2 OR t1.k IN "
                            "(SELECT t2.k FROM b AS t2) GROUP BY t1.g",
+    # a correlated subquery with GROUP BY: its groups per correlated key (_correlation.ungrouped)
+    "in_correlated_grouped": "SELECT t1.k, t1.g FROM a AS t1 WHERE t1.k IN (SELECT t2.k FROM b AS t2 "
+                             "WHERE t2.g = t1.g GROUP BY t2.k HAVING COUNT(*) > 1)",
+    "not_in_correlated_grouped": "SELECT t1.k, t1.v FROM a AS t1 WHERE t1.k NOT IN (SELECT t2.k FROM "
+                                 "b AS t2 WHERE t2.g = t1.g GROUP BY t2.k HAVING COUNT(*) > 1)",
+    "exists_grouped": "SELECT t1.k FROM a AS t1 WHERE EXISTS (SELECT t2.k FROM b AS t2 WHERE "
+                      "t2.k = t1.k GROUP BY t2.k, t2.g HAVING SUM(t2.w) > 3)",
+    "in_select_correlated_grouped": "SELECT t1.k, t1.v IN (SELECT MAX(t2.w) FROM b AS t2 WHERE "
+                                    "t2.k = t1.k GROUP BY t2.g) AS f FROM a AS t1",
+    "scalar_correlated_grouped": "SELECT t1.k, (SELECT SUM(t2.w) FROM b AS t2 WHERE t2.k = t1.k "
+                                 "GROUP BY t2.k) AS s FROM a AS t1",
     # a correlation written in every branch of an OR (TPC-DS q41)
     "scalar_or_factored": "SELECT t1.k, t1.v FROM a AS t1 WHERE (SELECT COUNT(*) FROM b AS t2 "
                           "WHERE (t2.k = t1.k AND t2.w > 1) OR (t2.k = t1.k AND t2.g = 'x')) > 0",

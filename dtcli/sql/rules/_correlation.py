@@ -100,7 +100,65 @@ def split(sub: exp.Select, outer: set[str]) -> Correlation | str:
     kept = [c.copy() for c in conds if tables_of(c) <= inner]
     cond = and_all(kept)
     body.set("where", exp.Where(this=cond) if cond is not None else None)
-    return Correlation(body, [c.copy() for c in correlated], inner)
+    corr = Correlation(body, [c.copy() for c in correlated], inner)
+    return ungrouped(corr) or corr
+
+
+GROUPED = "__dt_gs"
+
+
+def ungrouped(corr: Correlation) -> Correlation | None:
+    """A correlated subquery with a GROUP BY, correlated by equalities `inner column = outer`
+    alone, as one without: its groups are found per correlated key by adding the inner columns
+    to its GROUP BY (the rows `inner = outer` selects share those columns' values, so each of
+    their groups is one group of the wider GROUP BY: HAVING and the aggregates see the same
+    rows), in a derived table whose rows the correlation then selects. None when it does not
+    apply (no GROUP BY, another correlation, LIMIT / windows / QUALIFY: not_plain says why).
+
+    >>> import sqlglot
+    >>> c = split(sqlglot.parse_one("SELECT b.k FROM b AS b WHERE b.g = a.g AND b.w > 0 "
+    ...                             "GROUP BY b.k HAVING COUNT(*) > 1"), {"a"})
+    >>> print(c.body.sql(), "|", c.correlated[0].sql())
+    SELECT __dt_gs.k AS k FROM (SELECT b.k AS k, b.g AS __dt_c0 FROM b AS b WHERE b.w > 0
+    GROUP BY b.k, b.g HAVING COUNT(*) > 1) AS __dt_gs | __dt_gs.__dt_c0 = a.g
+    """
+    body = corr.body
+    group = body.args.get("group")
+    if not corr.is_correlated or group is None or any(
+            isinstance(g, (exp.Rollup, exp.Cube, exp.GroupingSets)) for g in group.expressions) \
+            or group.args.get("rollup") or group.args.get("cube") or group.args.get("grouping_sets") \
+            or body.args.get("limit") or body.args.get("offset") or body.args.get("qualify") \
+            or any(isinstance(n, exp.Window) for e in body.expressions for n in e.walk()):
+        return None
+    pairs = corr.equalities()
+    if pairs is None or not all(isinstance(inner, exp.Column) for inner, _ in pairs):
+        return None
+    keys: list[exp.Column] = []
+    for inner, _ in pairs:
+        if not any(inner == k for k in keys):
+            keys.append(inner)
+    names = [s.alias_or_name for s in body.expressions]
+    if any(not n or n == "*" for n in names) or len({n.lower() for n in names}) != len(names):
+        names = [f"__dt_o{k}" for k in range(len(names))]
+    key_names = [f"__dt_c{k}" for k in range(len(keys))]
+    grouped = body.copy()
+    for arg in ("order", "sort", "cluster", "distribute"):
+        grouped.set(arg, None)
+    grouped.set("expressions", [exp.alias_(e.unalias().copy(), n) for e, n in zip(body.expressions, names)]
+                + [exp.alias_(k.copy(), n) for k, n in zip(keys, key_names)])
+    extra = [k.copy() for k in keys if not any(k == g for g in group.expressions)]
+    grouped.set("group", exp.Group(expressions=[g.copy() for g in group.expressions] + extra))
+    outer = exp.select(*[exp.alias_(exp.column(n, GROUPED), s.alias_or_name or n)
+                         for s, n in zip(body.expressions, names)]).from_(
+        exp.Subquery(this=grouped, alias=exp.TableAlias(this=exp.to_identifier(GROUPED))))
+
+    def swap(node: exp.Expression) -> exp.Expression:
+        for k, n in zip(keys, key_names):
+            if node == k:
+                return exp.column(n, GROUPED)
+        return node
+    correlated = [c.copy().transform(swap) for c in corr.correlated]
+    return Correlation(outer, correlated, {GROUPED})
 
 
 def disjuncts(node: exp.Expression) -> list[exp.Expression]:

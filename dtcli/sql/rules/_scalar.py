@@ -49,11 +49,12 @@ from dtcli.sql.rules._blocks import (
     has_aggregate,
     has_window,
     is_grouped,
+    items,
     nested_queries,
     output_names,
     short,
 )
-from dtcli.sql.rules._correlation import Correlation, not_plain
+from dtcli.sql.rules._correlation import Correlation, not_plain, project
 from dtcli.sql.rules._lift import candidates, leave_value, lift
 from dtcli.sql.rules._notes import Rewrite
 
@@ -210,8 +211,10 @@ def _exists_flag(block, node: exp.Exists) -> bool:
 def _exists_mark(block, node: exp.Exists, corr: Correlation) -> bool:
     """A correlated EXISTS outside WHERE's conjuncts (under OR, in the SELECT list): a LEFT
     JOIN of the subquery's distinct correlated keys, EXISTS being whether one matched."""
-    why = not_plain(node.this, exists=True)
+    why = not_plain(corr.body, exists=True)
     pairs = corr.equalities()
+    if not why and pairs is None:
+        return _exists_lookup(block, node, corr)
     if why or pairs is None:
         leave_value(node, why or "a correlated EXISTS under OR or in the SELECT list is rewritten when "
                             "its correlation is made of equalities (a join to its distinct keys)")
@@ -227,6 +230,56 @@ def _exists_mark(block, node: exp.Exists, corr: Correlation) -> bool:
     block.notes.add(Rewrite(RULE, f"{'NOT ' if negated else ''}EXISTS subquery", first_start(original),
                             OUTER, (), f"LEFT JOIN (its distinct correlated keys) ON {short(on)}"),
                     join)
+    return True
+
+
+def _exists_lookup(block, node: exp.Exists, corr: Correlation) -> bool:
+    """A correlated EXISTS outside WHERE's conjuncts whose correlation is not only equalities
+    (TPC-H Q21's `<>` beside an equality): when every outer column it reads belongs to one FROM
+    item, the distinct values of those columns for which it holds, found by a semi join of that
+    item with the subquery's rows, LEFT JOINed null-safely on them: EXISTS is whether one
+    matched. The lookup holds each value once, so no row is repeated. Left as written when the
+    block has an outer join (a row it pads with NULLs has values no row of the item has)."""
+    outer_cols = [c for cond in corr.correlated for c in cond.find_all(exp.Column)
+                  if c.table.lower() not in corr.inner]
+    tables = {c.table.lower() for c in outer_cols}
+    sel = block.sel
+    found_item = [i for i in items(sel) if isinstance(i, (exp.Table, exp.Subquery))
+                  and (i.alias_or_name or "").lower() in tables]
+    padded = any(j.side and (j.args.get("kind") or "").upper() not in ("SEMI", "ANTI")
+                 for j in sel.args.get("joins") or ())
+    if len(tables) != 1 or len(found_item) != 1 or padded:
+        leave_value(node, "a correlated EXISTS under OR or in the SELECT list is rewritten when its "
+                          "correlation is made of equalities, or reads columns of one FROM item of "
+                          "a block without outer joins")
+        return False
+    item = found_item[0]
+    name = item.alias_or_name
+    columns: list[exp.Column] = []
+    for c in outer_cols:
+        if not any(c.name.lower() == k.name.lower() for k in columns):
+            columns.append(c)
+    sub_alias, look = block.fresh.name("__dt_sq"), block.fresh.name("__dt_sq")
+    body, ons, _ = project(corr, sub_alias)
+    if not body.expressions:
+        body.set("expressions", [exp.alias_(exp.Literal.number(1), "__dt_one")])
+    lookup = exp.select(*[exp.alias_(exp.column(c.name, name), f"__dt_k{k}") for k, c in enumerate(columns)],
+                        exp.alias_(exp.true(), "__dt_m")).from_(item.copy()).distinct()
+    lookup.append("joins", exp.Join(this=derived(body, sub_alias), side="LEFT", kind="SEMI",
+                                    on=and_all(ons)))
+    on = and_all([exp.NullSafeEQ(this=exp.column(c.name, name), expression=exp.column(f"__dt_k{k}", look))
+                  for k, c in enumerate(columns)])
+    join = exp.Join(this=derived(lookup, look), side="LEFT", on=on)
+    sel.append("joins", join)
+    original = node.copy()
+    node.replace(exp.Paren(this=exp.Not(this=exp.Is(this=exp.column("__dt_m", look),
+                                                      expression=exp.Null()))))
+    negated = isinstance(original.parent, exp.Not)
+    block.notes.add(Rewrite(RULE, f"{'NOT ' if negated else ''}EXISTS subquery", first_start(original),
+                            OUTER, ("its answer is looked up per distinct value of the outer "
+                                    "columns it reads: a change of either side recomputes the "
+                                    "rows of the values it touches",),
+                            f"LEFT JOIN (the values of {name} it holds for) ON {short(on)}"), join)
     return True
 
 
@@ -247,13 +300,13 @@ def _in_value(block, node: exp.In, query: exp.Query, corr: Correlation,
         return False
     alias = block.fresh.name("__dt_sq")
     if corr.is_correlated:
-        why = not_plain(query, exists=False)
+        why = not_plain(corr.body, exists=False)
         pairs = corr.equalities()
         if why or pairs is None:
             leave_value(node, why or "a correlated IN under OR or in the SELECT list is rewritten "
                                      "when its correlation is made of equalities")
             return False
-        body, on = grouped_by(corr, pairs + [(query.selects[0].unalias(), x)], alias, [])
+        body, on = grouped_by(corr, pairs + [(corr.body.selects[0].unalias(), x)], alias, [])
         found = exp.column(body.expressions[len(pairs)].alias_or_name, alias)
     else:
         item, values = as_derived(query, "__dt_s")
@@ -349,14 +402,14 @@ def _at_most_one_row(block, node: exp.Subquery, query: exp.Query, corr: Correlat
         join = exp.Join(this=derived(body, alias), kind="CROSS")
         how, strategy = "CROSS JOIN (its value and row count, one row)", SINGLE_ROW_JOIN
     else:
-        why = not_plain(query, exists=False)
+        why = not_plain(corr.body, exists=False)
         pairs = corr.equalities()
         if why or pairs is None or query.args.get("distinct"):
             leave_value(node, why or "a correlated scalar subquery that is not one aggregate is "
                                      "rewritten when its correlation is made of equalities and it "
                                      "has no DISTINCT")
             return False
-        value = exp.alias_(exp.Max(this=query.selects[0].unalias().copy()), "__dt_v")
+        value = exp.alias_(exp.Max(this=corr.body.selects[0].unalias().copy()), "__dt_v")
         body, on = grouped_by(corr, pairs, alias, [value, count])
         inner = conjunct is not None and _null_rejecting(node, conjunct)
         join = exp.Join(this=derived(body, alias), on=on, side=None if inner else "LEFT")

@@ -152,7 +152,7 @@ class _Block:
             return False
         if not corr.is_correlated:
             return False        # a one-row flag, anywhere (_scalar.values)
-        why = not_plain(sub, exists=True)
+        why = not_plain(corr.body, exists=True)
         if why:
             leave(sub, why)
             return False
@@ -189,12 +189,12 @@ class _Block:
             return False
         alias = self.fresh.name("__dt_sq")
         if corr.is_correlated:
-            why = not_plain(query, exists=False)
+            why = not_plain(corr.body, exists=False)
             if why:
                 leave(query, why)
                 return False
             names = [f"__dt_v{k}" for k in range(len(left))]
-            body, ons, values = project(corr, alias, [s.unalias() for s in query.selects], names)
+            body, ons, values = project(corr, alias, [s.unalias() for s in corr.body.selects], names)
             item = derived(body, alias)
         else:
             item, values = as_derived(query, alias)
@@ -264,7 +264,7 @@ class _Block:
             return None
         body, on = _scalar.grouped_by(corr, pairs, alias, [
             exp.alias_(exp.Count(this=exp.Star()), "__dt_n"),
-            exp.alias_(exp.Count(this=query.selects[0].unalias().copy()), "__dt_nv")])
+            exp.alias_(exp.Count(this=corr.body.selects[0].unalias().copy()), "__dt_nv")])
         join = exp.Join(this=derived(body, alias), side="LEFT", on=on)
         n, nv = exp.column("__dt_n", alias), exp.column("__dt_nv", alias)
         return (join, exp.Is(this=n, expression=exp.Null()),
