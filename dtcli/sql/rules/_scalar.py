@@ -137,7 +137,7 @@ def value(block, node: exp.Expression, conjunct: exp.Expression | None) -> bool:
     if isinstance(node, exp.Exists):
         return _exists_mark(block, node, corr) if corr.is_correlated else _exists_flag(block, node)
     if isinstance(node, exp.In):
-        return _in_value(block, node, query, corr, conjunct)
+        return _in_value(block, node, query, corr)
     if _not_scalar_aggregate(query):
         return _at_most_one_row(block, node, query, corr, conjunct)
     if not corr.is_correlated:
@@ -283,13 +283,14 @@ def _exists_lookup(block, node: exp.Exists, corr: Correlation) -> bool:
     return True
 
 
-def _in_value(block, node: exp.In, query: exp.Query, corr: Correlation,
-              conjunct: exp.Expression | None) -> bool:
+def _in_value(block, node: exp.In, query: exp.Query, corr: Correlation) -> bool:
     """`x IN (subquery)` outside WHERE's conjuncts (under OR, in the SELECT list): a LEFT JOIN
-    of the subquery's distinct values (with its correlated keys) ON x = value, IN being TRUE
-    where one matched. Where only TRUE counts (a WHERE conjunct through AND / OR) that is all;
-    elsewhere SQL's NULL rules need the set's emptiness and NULL flags as NOT IN does: no match
-    is FALSE on an empty set, NULL when x is NULL or the set holds a NULL, FALSE otherwise."""
+    of the subquery's distinct values (with its correlated keys) ON x = value. Spark evaluates
+    such a test as a join too (RewritePredicateSubquery's existence join), so its answer is
+    never NULL: IN is whether some value matched; NOT IN (the NOT right around it) whether none
+    matched null-awarely — no value equals x, x is not NULL and the set holds no NULL, or the
+    set is empty — for which the set's emptiness and NULL flags are joined as for a WHERE NOT IN.
+    Both are TRUE exactly where SQL's answer is TRUE."""
     x = node.this
     if isinstance(x, exp.Tuple) or len(query.selects) != 1:
         leave_value(node, "an IN subquery over several columns is rewritten only as a conjunct "
@@ -315,11 +316,13 @@ def _in_value(block, node: exp.In, query: exp.Query, corr: Correlation,
         on = exp.EQ(this=x.copy(), expression=found.copy())
     join = exp.Join(this=derived(body, alias), side="LEFT", on=on)
     block.sel.append("joins", join)
-    matched = exp.Not(this=exp.Is(this=found, expression=exp.Null()))
+    matched: exp.Expression = exp.Not(this=exp.Is(this=found, expression=exp.Null()))
     created: list[exp.Expression] = [join]
-    if conjunct is not None and _truth_only(node, conjunct):
-        replacement: exp.Expression = exp.Paren(this=matched)
-    else:
+    above = node.parent
+    while isinstance(above, exp.Paren):
+        above = above.parent
+    negated = isinstance(above, exp.Not)
+    if negated:
         flags = block.set_flags(corr, query)
         if flags is None:       # left with the reason (subqueries._Block.set_flags)
             block.sel.args["joins"].remove(join)
@@ -327,32 +330,16 @@ def _in_value(block, node: exp.In, query: exp.Query, corr: Correlation,
         flag_join, empty, nulls = flags
         block.sel.append("joins", flag_join)
         created.append(flag_join)
-        replacement = exp.Case(ifs=[
-            exp.If(this=matched, true=exp.true()),
-            exp.If(this=empty, true=exp.false()),
-            exp.If(this=exp.or_(exp.Is(this=x.copy(), expression=exp.Null()), nulls),
-                   true=exp.Null())], default=exp.false())
+        matched = exp.or_(matched, exp.and_(
+            exp.Not(this=empty), exp.paren(exp.or_(exp.Is(this=x.copy(), expression=exp.Null()),
+                                                  nulls, copy=False), copy=False), copy=False), copy=False)
     original = node.copy()
-    node.replace(replacement)
-    negated = isinstance(replacement.parent, exp.Not)
+    node.replace(exp.Paren(this=matched))
     block.notes.add(Rewrite(RULE, f"{'NOT ' if negated else ''}IN subquery", first_start(original),
-                            OUTER, () if len(created) == 1 else (
-                                "where a NULL answer differs from FALSE, the set's emptiness and "
-                                "NULLs are joined too: a change of those recomputes the rows "
-                                "they meet",),
+                            OUTER, () if not negated else (
+                                "NOT IN's answer also reads whether the set is empty or holds a "
+                                "NULL: a change of those recomputes the rows they meet",),
                             f"LEFT JOIN (its distinct values) ON {short(on)}"), *created)
-    return True
-
-
-def _truth_only(node: exp.Expression, conjunct: exp.Expression) -> bool:
-    """Whether only `node` being TRUE matters to the WHERE conjunct holding it: the path up
-    passes through AND / OR alone, under which a NULL and a FALSE operand give results that are
-    alike not TRUE."""
-    n = node
-    while n is not conjunct:
-        n = n.parent
-        if n is None or not isinstance(n, (exp.And, exp.Or, exp.Paren)):
-            return False
     return True
 
 
