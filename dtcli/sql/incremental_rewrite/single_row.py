@@ -43,7 +43,9 @@ class SingleRows:
             shape = shapes.shape(body)
         except Unsupported:
             return None
-        if shape is None or shape.keys != [] or shape.join is not None:
+        # keys [] is also a window without PARTITION BY (one partition of many rows)
+        if shape is None or shape.keys != [] or shape.join is not None or body.args.get("group") \
+                or body.args.get("qualify") or any(isinstance(n, exp.Window) for n in body.walk()):
             return None
         alias = item.args.get("alias")
         names = [c.name for c in alias.columns] if alias is not None and alias.columns else \
