@@ -51,10 +51,9 @@ PENDING = {
     "nested_subquery", "several_outer_joins",
     # (sq-setops' constructs have landed: set operations, grouping sets and unselected GROUP BY
     # keys in 745d3c1, outer-join ON forms in 4a81ed1, unnamed outputs in 48cb94a)
-    # sq-topn's have landed in eb3b41e (top-N, its sort keys not selected or over the outputs,
-    # LIMIT alone; windows without PARTITION BY) but for a top-N over a set operation sorted by an
-    # expression over its outputs (FULL by its rule's choice; FUZZ-FINDINGS.md, seed 186)
-    "top_n_setop_expression",
+    # (sq-topn's have landed in eb3b41e: top-N, its sort keys not selected or over the outputs,
+    # LIMIT alone; windows without PARTITION BY; a top-N over a set operation sorted by an
+    # expression over its outputs too since FUZZ-FINDINGS.md seed 186)
 }
 
 # how often each construct is drawn (per block or per predicate; see where each is used)

@@ -37,6 +37,8 @@ TABLES = {
     "ordinal": "SELECT g, MAX(v) AS top FROM a GROUP BY g ORDER BY 2 DESC, 1 LIMIT 2",
     # over a set operation's rewrite (sql/rules/set_operations.py)
     "setop": "SELECT k FROM a INTERSECT SELECT k FROM b ORDER BY k DESC LIMIT 2",
+    # a key over the outputs of a DISTINCT: computed over its rows (the inner query wraps it)
+    "distinct_expr": "SELECT DISTINCT g, v FROM a ORDER BY COALESCE(v, 0) DESC, g LIMIT 3",
     # no LIMIT: no top-N, the ORDER BY stores nothing (FUZZ-FINDINGS seed 437: it was copied into
     # each branch of the change query, which Spark did not parse)
     "order_only": "SELECT t2.w AS c0 FROM b AS t1 INNER JOIN b AS t2 ON t1.w = t2.w ORDER BY c0",
@@ -73,7 +75,7 @@ def _env(spark, tmp_path) -> Env:
 
 
 MAIN = ("top_groups", "low_rows", "hidden_grouped", "joined")
-OTHERS = ("hidden_rows", "offset", "any_rows", "ordinal", "setop", "order_only")
+OTHERS = ("hidden_rows", "offset", "any_rows", "ordinal", "setop", "distinct_expr", "order_only")
 
 
 def _run_batches(env: Env, names, batches) -> dict[str, set[str]]:

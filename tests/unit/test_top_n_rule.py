@@ -88,6 +88,27 @@ def test_what_cannot_be_split_stays_full_with_the_reason(sql, reason):
     assert not analysis.incremental and reason in analysis.reason
 
 
+@pytest.mark.parametrize("sql, inner", [
+    ("SELECT k, v FROM t UNION ALL SELECT k, 0 AS v FROM u ORDER BY k + 1 DESC, v LIMIT 2",
+     "SELECT `__dt_q`.`k` AS `k`, `__dt_q`.`v` AS `v`, `__dt_q`.`k` + 1 AS __dt_s0 FROM (SELECT t.k AS k, "
+     "t.v AS v FROM t AS t UNION ALL SELECT u.k AS k, 0 AS v FROM u AS u) AS __dt_q"),
+    ("SELECT DISTINCT g, v FROM t ORDER BY COALESCE(v, 0), g LIMIT 2",
+     "SELECT `__dt_q`.`g` AS `g`, `__dt_q`.`v` AS `v`, COALESCE(`__dt_q`.`v`, 0) AS __dt_s0 "
+     "FROM (SELECT DISTINCT t.g AS g, t.v AS v FROM t AS t) AS __dt_q"),
+])
+def test_a_key_over_the_outputs_of_a_set_operation_or_distinct_wraps_the_query(sql, inner):
+    """The fuzzer's `ORDER BY c0 + 1` (TPC-DS q47's kind) over a UNION or a DISTINCT: computed
+    over the query's rows, the change compiler refreshing the wrapped query."""
+    from dtcli.sql.incremental_rewrite import unsupported_reason
+
+    parsed, r = qualified(sql)
+    spec = top_n.split(r.query)
+    assert spec.inner.sql(dialect="spark") == inner and (spec.outputs, spec.hidden) == (2, 1)
+    assert spec.order[0].position == 2 and spec.state
+    assert unsupported_reason(spec.inner, ["t", "u"]) is None
+    assert analyze(parsed, r.query, r.rewrites).incremental
+
+
 def test_no_limit_is_no_top_n_and_order_by_is_ignored():
     parsed, r = qualified("SELECT k FROM t ORDER BY k")
     assert top_n.split(r.query) is None

@@ -15,8 +15,10 @@ itself (sort keys, n, offset), which the engine applies over the inner query's c
 
 An ORDER BY expression that is not an output column becomes a hidden column of the inner query
 (`__dt_s0`, ...), after its outputs: the DT holds only the outputs (DESIGN.md section 4), the
-internal table holds the hidden columns too. ORDER BY without LIMIT or OFFSET is no top-N: the
-stored rows have no order, explain says it is ignored.
+internal table holds the hidden columns too. A key over the outputs of a set operation or a
+SELECT DISTINCT cannot join their SELECT list: the inner query is then a SELECT over them
+(`__dt_q`) that computes it. ORDER BY without LIMIT or OFFSET is no top-N: the stored rows have
+no order, explain says it is ignored.
 
 `rewrite` records the split as a note and marks the LIMIT (or OFFSET) node with it, so that the
 analyzer labels the row of the construct the user wrote, and changes nothing in the query:
@@ -48,6 +50,8 @@ What cannot be split exactly is left as it is, with the reason (explain shows it
 
 >>> why_not(sqlglot.parse_one("SELECT DISTINCT t.a AS a FROM t AS t ORDER BY t.b LIMIT 2"))
 'SELECT DISTINCT ... ORDER BY an expression that is not selected (t.b) ... is refreshed FULL'
+>>> split(sqlglot.parse_one("SELECT DISTINCT t.a AS a FROM t AS t ORDER BY a + 1 LIMIT 2")).inner.sql()
+'SELECT "__dt_q"."a" AS "a", "__dt_q"."a" + 1 AS __dt_s0 FROM (SELECT DISTINCT t.a AS a FROM t AS t) AS __dt_q'
 >>> split(sqlglot.parse_one("SELECT t.a AS a FROM t AS t ORDER BY t.a")) is None
 True
 """
@@ -194,6 +198,9 @@ def _split(query: exp.Query) -> TopN | None:
     for ordered in (query.args.get("order").expressions if query.args.get("order") else []):
         expr = ordered.this
         position = _output_position(expr, outputs)
+        if position is None and _needs_wrap(inner, expr, outputs):
+            inner = _wrapped(inner, outputs)
+            outputs = _outputs(inner)
         if position is None:
             position = _hide(inner, expr, outputs, hidden)
         order.append(SortKey(position, bool(ordered.args.get("desc")), bool(ordered.args.get("nulls_first"))))
@@ -243,6 +250,32 @@ def _output_position(expr: exp.Expression, outputs: list[tuple[str, exp.Expressi
         if e == expr:
             return k
     return None
+
+
+WRAPPED = "__dt_q"        # the alias of the query under a top-N wrapped to compute its sort keys
+
+
+def _over_outputs(expr: exp.Expression, outputs) -> bool:
+    """Whether every column of `expr` names an output (qualify leaves alias references
+    unqualified), so it can be computed over the query's rows."""
+    names = {name.lower() for name, _ in outputs}
+    columns = list(expr.find_all(exp.Column))
+    return bool(columns) and all(not c.table and c.name.lower() in names for c in columns)
+
+
+def _needs_wrap(inner: exp.Query, expr: exp.Expression, outputs) -> bool:
+    """A sort key over the outputs of a set operation or a SELECT DISTINCT: it cannot be added
+    to their SELECT list (it would change the rows they keep), so the query is wrapped first."""
+    plain = isinstance(inner, exp.Select) and not inner.args.get("distinct")
+    return not plain and _over_outputs(expr, outputs) and \
+        len({name.lower() for name, _ in outputs}) == len(outputs)
+
+
+def _wrapped(inner: exp.Query, outputs) -> exp.Select:
+    """`SELECT q.c0 AS c0, ... FROM (inner) AS q`: a SELECT over the query's rows, to which
+    sort keys over its outputs are added as hidden columns."""
+    return exp.select(*[exp.alias_(exp.column(name, table=WRAPPED, quoted=True), name, quoted=True)
+                        for name, _ in outputs]).from_(inner.subquery(WRAPPED))
 
 
 def _hide(inner: exp.Query, expr: exp.Expression, outputs, hidden: list[exp.Expression]) -> int:
