@@ -66,6 +66,13 @@ def own_columns(sel: exp.Select):
             if isinstance(child, (exp.Query, exp.Subquery)) and child is not sel:
                 continue
             yield from walk(child)
+    for part in own_expressions(sel):
+        yield from walk(part)
+
+
+def own_expressions(sel: exp.Select):
+    """A SELECT's own expressions (its list, WHERE, GROUP BY, HAVING, ORDER BY, joins' ON /
+    USING), not its FROM or WITH."""
     for key, value in sel.args.items():
         if key in ("from", "from_", "with", "with_"):
             continue
@@ -73,9 +80,9 @@ def own_columns(sel: exp.Select):
             if isinstance(v, exp.Join):
                 for part in (v.args.get("on"), *(v.args.get("using") or ())):
                     if isinstance(part, exp.Expression):
-                        yield from walk(part)
+                        yield part
             elif isinstance(v, exp.Expression):
-                yield from walk(v)
+                yield v
 
 
 def nested_queries(node: exp.Expression) -> list[exp.Expression]:

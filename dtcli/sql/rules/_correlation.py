@@ -23,6 +23,7 @@ from dtcli.sql.rules._blocks import (
     nested_queries,
     output_names,
     own_columns,
+    own_expressions,
     remap,
     sources,
     tables_of,
@@ -75,7 +76,7 @@ def split(sub: exp.Select, outer: set[str]) -> Correlation | str:
     inner = sources(sub)
     if inner is None:
         return "the subquery reads a FROM item without a name"
-    left = [q for e in _expressions(sub) for q in nested_queries(e)]
+    left = [q for e in own_expressions(sub) for q in nested_queries(e)]
     if left:
         why = why_left(left[0])
         return ("the subquery holds a subquery of its own that dt could not rewrite"
@@ -211,18 +212,6 @@ def not_plain(sub: exp.Query, exists: bool) -> str | None:
                 "into a join (its groups would have to include the correlated columns)")
     return None
 
-
-def _expressions(sel: exp.Select):
-    for key, value in sel.args.items():
-        if key in ("from", "from_", "with", "with_"):
-            continue
-        for v in (value if isinstance(value, list) else [value]):
-            if isinstance(v, exp.Join):
-                for part in (v.args.get("on"), *(v.args.get("using") or ())):
-                    if isinstance(part, exp.Expression):
-                        yield part
-            elif isinstance(v, exp.Expression):
-                yield v
 
 
 def project(corr: Correlation, alias: str, values: list[exp.Expression] = (),
