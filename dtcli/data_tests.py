@@ -70,6 +70,9 @@ class Expectation:
     file: str | None = None
     line: int | None = None
 
+    def unique_id(self, project: str, table: str) -> str:
+        return f"expectation.{project}.{table}.{self.name}"
+
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
 

@@ -1,12 +1,12 @@
 """`dt test` and `dt build`: data tests over whole tables, and a run followed by them.
 
 `dt test` runs every data test of the selected DTs, sources and seeds over each table as it is
-now (planning/test_plan.py), in one Spark application, and writes nothing to the warehouse: its
-results go to target/run_results.json and the terminal. `dt build` is dbt's build in dt's terms:
-the tests of the sources and seeds the selection reads first, the DTs downstream of one whose
-error-severity test failed held back (UPSTREAM_FAILED, not refreshed); then the run, whose
-refreshes audit what they commit (engine/audit.py); then the tests of the DTs it refreshed or
-that it left as they were.
+now (planning/test_plan.py), in one Spark application, and writes no table: its results go to
+target/run_results.json, the terminal and `_dt/test_results` (state/test_results.py). `dt build`
+is dbt's build in dt's terms: the tests of the sources and seeds the selection reads first, the
+DTs downstream of one whose error-severity test failed held back (UPSTREAM_FAILED, not
+refreshed); then the run, whose refreshes audit what they commit (engine/audit.py); then the
+tests of the DTs it refreshed or that it left as they were.
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from dtcli.model import FAILED, FAILURE_STATES, SUCCEEDED, UPSTREAM_FAILED, Plan
 from dtcli.planning import selectors
 from dtcli.planning.checked import Checked
 from dtcli.planning.test_plan import build_test_plan
+from dtcli.state import test_results
 
 
 @dataclass
@@ -44,9 +45,10 @@ class TestResult:
 
 
 def test(checked: Checked, names: list[str] | None = None, *, on_event: Events = lambda e: None,
-         launcher: Callable[..., Any] = spark_submit) -> TestResult:
+         launcher: Callable[..., Any] = spark_submit, command: str = "test") -> TestResult:
     """Run the selected tables' data tests (`names`: selectors; a source's or seed's name selects
-    it; none: everything) over the tables as they are."""
+    it; none: everything) over the tables as they are. Their results are kept in the warehouse's
+    `_dt/test_results` (one commit, no JVM) for `dt show test-results`."""
     planned = build_test_plan(checked, names)
     result = TestResult(planned.plan, not_created=planned.not_created)
     if not planned.plan.steps:
@@ -65,6 +67,7 @@ def test(checked: Checked, names: list[str] | None = None, *, on_event: Events =
         stamp = datetime.now(timezone.utc).isoformat()
         result.records += [RefreshRecord.of_step(s, planned.plan.run_id, FAILED, stamp, message=why,
                                                  code="SPARK_APPLICATION_EXITED") for s in lost]
+    test_results.append(checked.project.warehouse, test_results.rows_of(result.records, command))
     return result
 
 
@@ -90,7 +93,7 @@ def build(checked: Checked, names: list[str] | None = None, *, all_tables: bool 
     selected = selectors.select(project, graph, names)
     upstream = graph.upstream_closure(selected)
     read = sorted({i for n in upstream for i in project.tables[n].inputs if i in project.sources})
-    sources = test(checked, read, on_event=on_event, launcher=launcher) if read else None
+    sources = test(checked, read, on_event=on_event, launcher=launcher, command="build") if read else None
     held: dict[str, str] = {}
     for record in (sources.records if sources else ()):
         if record.state in FAILURE_STATES:
@@ -110,7 +113,7 @@ def build(checked: Checked, names: list[str] | None = None, *, all_tables: bool 
     refreshed = {r.name: r.state for r in result.records}
     tested = [n for n in graph.ordered(set(rest)) if refreshed.get(n, SUCCEEDED) == SUCCEEDED]
     checked.snapshot.refresh(project, datetime.now(timezone.utc))      # the DTs the run created
-    tables = test(checked, tested, on_event=on_event, launcher=launcher) if tested else None
+    tables = test(checked, tested, on_event=on_event, launcher=launcher, command="build") if tested else None
     return BuildResult(sources, result, tables, held)
 
 

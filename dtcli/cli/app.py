@@ -14,7 +14,7 @@ app = typer.Typer(
          "Example: dt init shop && cd shop && dt seed && dt run && dt show dynamic tables",
     no_args_is_help=True, add_completion=False, pretty_exceptions_enable=False,
     rich_markup_mode=None)
-show_app = typer.Typer(help="Show dynamic tables, refresh history, rows or the DAG (no Spark).\n\n"
+show_app = typer.Typer(help="Show dynamic tables, refresh history, test results, rows or the DAG (no Spark).\n\n"
                             "Example: dt show dynamic tables --format json", no_args_is_help=True)
 app.add_typer(show_app, name="show")
 import_app = typer.Typer(help="Turn another tool's definitions into table files (no Spark).\n\n"

@@ -1,4 +1,5 @@
-"""The read-only commands (no Spark): show dynamic tables, refresh-history, rows, graph; explain."""
+"""The read-only commands (no Spark): show dynamic tables, refresh-history, test-results, rows, graph;
+explain."""
 
 from __future__ import annotations
 
@@ -69,6 +70,32 @@ def show_history(name: Annotated[Optional[str], typer.Argument(help="Only this t
         print_json(rows)
     else:
         print_fitted(wide_columns(rows) if wide else history_columns(checked.now), rows, wide=wide)
+
+
+
+@show_app.command("test-results")
+def show_test_results(name: Annotated[Optional[str], typer.Argument(help="Only this DT, source or seed.")] = None,
+                      project_dir: ProjectDir = Path("."), target: Target = None, format: Format = "table",
+                      wide: Wide = False, no_cache: NoCache = False) -> None:
+    """The last result of each data test and expectation, per table: status (pass, fail, warn,
+    error; none when it never ran), failing rows, when, and what ran it (a refresh, which checks
+    the rows it is about to commit, or dt test / dt build, over the whole table). Lists the
+    checks the project defines now. No Spark.
+
+    Example: dt show test-results orders --format json
+    """
+    from dtcli import api
+    from dtcli.api.test_results import show_test_results as last_results
+    from dtcli.api.watch import clock_from_env
+    from dtcli.ui.output import print_fitted, print_json
+    from dtcli.ui.show_view import test_result_columns, wide_columns
+
+    checked = api.check(project_dir, target, now=clock_from_env().now(), use_cache=not no_cache)
+    rows = last_results(checked, name)
+    if check_format(format) == "json":
+        print_json(rows)
+    else:
+        print_fitted(wide_columns(rows) if wide else test_result_columns(checked.now), rows, wide=wide)
 
 
 

@@ -20,9 +20,10 @@ def test(project_dir: ProjectDir = Path("."), target: Target = None, select: Sel
 
     Every test in the tables' YAML (not_null, unique, accepted_values, relationships,
     expression_is_true, unique_combination_of_columns) and every singular test in tests/*.sql
-    runs over the whole table, in DAG order, in one Spark application; nothing is written to
-    the warehouse. Each test prints PASS, FAIL (with the failing row count and a few rows),
-    WARN (severity: warn) or ERROR; target/run_results.json gets one result per test. A
+    runs over the whole table, in DAG order, in one Spark application; no table is written.
+    Each test prints PASS, FAIL (with the failing row count and a few rows), WARN (severity:
+    warn) or ERROR; target/run_results.json gets one result per test, and the warehouse's
+    _dt/test_results too (dt show test-results lists each test's last result). A
     refresh already runs the tests on what it writes before it commits (see dt run). Exit code
     1 when an error-severity test failed, 2 on bad input.
 

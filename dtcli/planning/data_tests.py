@@ -227,7 +227,7 @@ def _test_check(project: Project, test: DataTest, grouped: list[str] | None) -> 
 
 def _expectation_check(project: Project, name: str, expectation: Expectation) -> Check:
     action = {FAIL: STOP, DROP: KEEP_OUT}.get(expectation.on_violation, RECORD)
-    return Check(name=expectation.name, unique_id=f"expectation.{project.name}.{name}.{expectation.name}",
+    return Check(name=expectation.name, unique_id=expectation.unique_id(project.name, name),
                  kind="expectation", test="expectation", action=action, shape=ROW,
                  violation=f"NOT ({_spark(expectation.expect, project.dialect)})",
                  severity=ERROR if action == STOP else "warn", file=expectation.file, line=expectation.line)

@@ -26,6 +26,19 @@ class TestPlan:
     not_created: list[str] = field(default_factory=list)    # selected DTs with tests and no table yet
 
 
+def tests_by_table(checked: Checked) -> dict[str, TableChecks]:
+    """Each table's checks as `dt test` runs them: a DT's own, and the singular tests that read
+    only sources on the first source they read (no refresh runs those)."""
+    project = checked.project
+    checks = dict(checked.data_tests)
+    for test in project.singular_tests:
+        if test.inputs and not any(i in project.tables for i in test.inputs) and \
+                not any(i in project.disabled for i in test.inputs):
+            found = checks.get(test.inputs[0]) or TableChecks()      # a copy: checked's stays as it is
+            checks[test.inputs[0]] = TableChecks(found.tests, found.expectations, [*found.singular, test])
+    return checks
+
+
 def build_test_plan(checked: Checked, names: list[str] | None = None, *, run_id: str | None = None) -> TestPlan:
     """The TEST steps of the tables the selectors name (none: every DT, source and seed); a
     selector that names a source or seed exactly selects it."""
@@ -34,12 +47,7 @@ def build_test_plan(checked: Checked, names: list[str] | None = None, *, run_id:
     rest = [s for s in (names or []) if s not in sources]
     tables = selectors.select(project, checked.graph, rest) if rest or not names else set()
     chosen = tables | {s.lower() for s in sources} | (set(project.sources) if not names else set())
-    checks = dict(checked.data_tests)
-    for test in project.singular_tests:         # those that read only sources (none runs at a refresh)
-        if test.inputs and not any(i in project.tables for i in test.inputs) and \
-                not any(i in project.disabled for i in test.inputs):
-            found = checks.get(test.inputs[0]) or TableChecks()      # a copy: checked's stays as it is
-            checks[test.inputs[0]] = TableChecks(found.tests, found.expectations, [*found.singular, test])
+    checks = tests_by_table(checked)
     steps, not_created = [], []
     order = [*sorted(n for n in project.sources if n in chosen), *checked.graph.ordered(tables)]
     for name in order:

@@ -61,13 +61,14 @@ def append(warehouse: str, records: list[RefreshRecord]) -> None:
     # merge: a history written before a field existed gains the column (older rows: null)
     write_deltalake(storage.uri(path), table, mode="append", schema_mode="merge",
                     storage_options=storage.options(path))
-    _compact_now_and_then(path)
+    compact_now_and_then(path)
 
 
 COMPACT_EVERY = 50   # commits; each append adds a small file, and reads slow down with many
 
 
-def _compact_now_and_then(path: str) -> None:
+def compact_now_and_then(path: str) -> None:
+    """Compact dt's own append-only table now and then (history, test results)."""
     table = open_table(path)
     if table is not None and table.version() > 0 and table.version() % COMPACT_EVERY == 0:
         table.optimize.compact()
@@ -181,6 +182,35 @@ def _recent_sql(run_ids, since: str | None) -> str:
             max(CASE WHEN {done} THEN data_timestamp END) OVER (PARTITION BY name) AS __dt_top_stamp
           FROM t) AS ranked
         WHERE {' OR '.join(wanted)}"""
+
+
+# How many of a DT's newest audited refreshes `audited` reads: every refresh evaluates all of
+# its DT's checks, so the newest one has each check's result; a few more cover a check a
+# refresh could not evaluate (its table did not exist yet: skipped).
+AUDITED_PER_TABLE = 5
+
+
+def audited(warehouse: str, newest: int = AUDITED_PER_TABLE) -> list[RefreshRecord]:
+    """Each DT's newest refreshes that carry data test results, newest first (`dt show
+    test-results`); only those rows become Python objects, however long the history."""
+    table = open_table(history_path(warehouse))
+    if table is None:
+        return []
+    carries = "data_tests IS NOT NULL AND data_tests NOT IN ('null', '[]')"
+    sql = f"""
+        SELECT * FROM (
+          SELECT *, row_number() OVER (PARTITION BY name ORDER BY coalesce(refresh_end_time, '') DESC,
+                                       coalesce(refresh_start_time, '') DESC) AS __dt_newest
+          FROM t WHERE {carries}) AS ranked
+        WHERE __dt_newest <= {int(newest)}"""
+    try:
+        rows = query_rows(table, sql)
+    except Exception:       # a history written before data tests existed has no such column
+        return []
+    for row in rows:
+        row.pop("__dt_newest", None)
+    rows.sort(key=lambda r: (r["refresh_end_time"] or "", r["refresh_start_time"] or ""), reverse=True)
+    return [_record(r) for r in rows]
 
 
 def _record(row: dict[str, Any]) -> RefreshRecord:

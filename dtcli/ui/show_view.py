@@ -1,4 +1,4 @@
-"""What `dt show dynamic tables` and `dt show refresh-history` print in a terminal.
+"""What `dt show dynamic tables`, `refresh-history` and `test-results` print in a terminal.
 
 The JSON output keeps every field; the table shows what a person scans, short enough for the
 terminal: freshness as "2 min ago", counts with separators, the last refresh in one word.
@@ -129,6 +129,31 @@ def history_columns(now: datetime) -> list[Col]:
         # why a refresh failed or reinitialized matters more than its figures: kept early, cut to fit
         Col("message", lambda r: r.get("state_message") or r.get("reinit_reason") or "", priority=4,
             flexible=True, min_width=12),
+    ]
+
+
+TEST_STYLE = {"pass": "green", "fail": "red", "error": "red", "warn": "yellow", "skipped": "dim"}
+
+
+def test_result_columns(now: datetime) -> list[Col]:
+    """`dt show test-results`: one line per test or expectation."""
+    def found(row: dict[str, Any]) -> str:
+        n = row.get("failures")
+        if not n:
+            return ""
+        return f"{count(n)} kept out" if row.get("action") == "drop" else count(n)
+
+    return [
+        Col("table", lambda r: r["table"], priority=0),
+        Col("test", lambda r: r["name"], priority=1),
+        Col("kind", lambda r: r.get("test") or "", priority=6),
+        Col("on fail", lambda r: r.get("action") or "", priority=7),
+        Col("status", lambda r: (r.get("status") or "").upper() or "-", priority=2,
+            style=lambda r: TEST_STYLE.get(r.get("status") or "", "dim")),
+        Col("rows", found, priority=3, align="right"),
+        Col("when", lambda r: ago(r.get("at"), now), priority=4),
+        Col("by", lambda r: r.get("by") or "", priority=8),
+        Col("message", lambda r: r.get("message") or "", priority=5, flexible=True, min_width=12),
     ]
 
 

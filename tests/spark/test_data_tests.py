@@ -227,6 +227,11 @@ def test_dt_test_runs_every_test_over_whole_tables_and_dt_build_holds_back_what_
     assert "accepted_values_orders_src_status__placed__shipped failed: 1 row" in \
         next(r.state_message for r in built.run.records if r.name == "orders")
     assert table_version(orders) == version
+    from dtcli.api.test_results import show_test_results  # kept after run_results.json is replaced
+
+    last = {r["name"]: (r["status"], r["by"]) for r in show_test_results(api.check(root))}
+    assert last["accepted_values_orders_src_status__placed__shipped"] == ("fail", "dt build")
+    assert last["unique_orders_order_id"] == ("pass", "dt test")     # build held orders back: dt test's stands
 
 
 def _now():
