@@ -138,6 +138,22 @@ def test_document(project: Project, result, *, command: str, args: dict[str, Any
             "not_created": list(result.not_created), "spark_log": result.log_path}
 
 
+def unit_document(project: Project, results, *, args: dict[str, Any], started_at: datetime,
+                  finished_at: datetime | None = None) -> dict[str, Any]:
+    """`dt test --unit`'s results (api/unit_tests.py UnitResult), one per unit test, as dbt
+    reports unit tests (`unique_id` unit_test.<project>.<table>.<name>)."""
+    finished_at = finished_at or datetime.now(timezone.utc)
+    entries = [r.to_dict(project.name) for r in results]
+    counts: dict[str, int] = {}
+    for entry in entries:
+        counts[entry["status"]] = counts.get(entry["status"], 0) + 1
+    run_id = finished_at.strftime("unit-%Y%m%dT%H%M%S")
+    return {"metadata": _metadata(project, "test --unit", run_id, finished_at), "run_id": run_id,
+            "success": all(e["status"] == "pass" for e in entries), "interrupted": False,
+            "elapsed_time": round((finished_at - started_at).total_seconds(), 3), "args": args,
+            "results": entries, "summary": {"unit_tests": dict(sorted(counts.items()))}}
+
+
 def write(project: Project, doc: dict[str, Any]) -> Path:
     """Replace target/run_results.json with `doc` (write aside, then rename)."""
     path = project.target_dir / FILE_NAME

@@ -15,7 +15,8 @@ Select = Annotated[Optional[list[str]], typer.Option("--select", "-s", help="dbt
 
 @app.command()
 def test(project_dir: ProjectDir = Path("."), target: Target = None, select: Select = None,
-         format: RunFormat = "table", no_cache: NoCache = False) -> None:
+         format: RunFormat = "table", no_cache: NoCache = False,
+         unit: Annotated[bool, typer.Option("--unit", help="Run the DTs' unit_tests: (given rows, expected rows) instead, in a local Spark session, touching no warehouse.")] = False) -> None:
     """Run the data tests of the dynamic tables, sources and seeds over the tables as they are.
 
     Every test in the tables' YAML (not_null, unique, accepted_values, relationships,
@@ -27,6 +28,11 @@ def test(project_dir: ProjectDir = Path("."), target: Target = None, select: Sel
     refresh already runs the tests on what it writes before it commits (see dt run). Exit code
     1 when an error-severity test failed, 2 on bad input.
 
+    --unit runs the DTs' unit tests instead (unit_tests: in a table's YAML, dbt's syntax): each
+    DT created by dt's own engine from its given rows in a temporary folder, in one local Spark
+    session, and compared with its expected rows; with given_after, refreshed INCREMENTAL to the
+    next rows first. A failing case prints its expected rows against the actual ones.
+
     Example: dt test --select orders+
     """
     from dtcli import api
@@ -36,6 +42,9 @@ def test(project_dir: ProjectDir = Path("."), target: Target = None, select: Sel
     from dtcli.ui.test_view import print_tests
 
     fmt = check_format(format)
+    if unit:
+        _unit(project_dir, target, select, fmt, no_cache)
+        return
     checked = api.check(project_dir, target, check_sources=True, use_cache=not no_cache)
     started = _utcnow()
     result = run_tests(checked, select)
@@ -51,6 +60,29 @@ def test(project_dir: ProjectDir = Path("."), target: Target = None, select: Sel
         err_console.print(f"error: the Spark application did not start: {result.not_started}", highlight=False,
                           markup=False, soft_wrap=True)
     if result.failed:
+        raise typer.Exit(EXIT_REFRESH_FAILED)
+
+
+def _unit(project_dir: Path, target: str | None, select: list[str] | None, fmt: str, no_cache: bool) -> None:
+    """`dt test --unit`: the unit tests of the selected DTs (their config is checked first, with
+    the project's, before any JVM starts)."""
+    from dtcli import api
+    from dtcli.api import run_results
+    from dtcli.api.unit_tests import run_unit_tests
+    from dtcli.ui.output import console, err_console, print_json
+    from dtcli.ui.unit_test_view import print_unit_result, unit_summary
+
+    checked = api.check(project_dir, target, use_cache=not no_cache)
+    out = err_console if fmt == "json" else console
+    started = _utcnow()
+    results = run_unit_tests(checked, select, on_result=lambda r: print_unit_result(r, out=out))
+    out.print(unit_summary(results), highlight=False)
+    doc = run_results.unit_document(checked.project, results, args={"select": select or [], "unit": True},
+                                    started_at=started)
+    run_results.write(checked.project, doc)
+    if fmt == "json":
+        print_json(doc)
+    if not doc["success"]:
         raise typer.Exit(EXIT_REFRESH_FAILED)
 
 

@@ -32,3 +32,17 @@ def project_session(project, jars: list[str] | None = None):
     from dtcli.engine.spark_conf import catalog_conf
 
     return local_session(jars, {**project.spark_conf, **catalog_conf(project)})
+
+
+def scratch_session(project, scratch_dir: str):
+    """An in-process local session for `dt test --unit`: the project's Spark settings, but no
+    metastore of its own and nothing under the project's or the working folder (Spark's
+    warehouse folder is `scratch_dir`, removed after), so that unit tests touch no warehouse."""
+    conf = {k: v for k, v in project.spark_conf.items()
+            if not (k.startswith("spark.sql.catalog") or k.startswith("spark.hadoop.hive")
+                    or k in ("spark.sql.warehouse.dir", "spark.master"))}
+    conf.update({"spark.sql.catalogImplementation": "in-memory", "spark.sql.warehouse.dir": scratch_dir,
+                 "spark.ui.enabled": "false"})
+    session = local_session(list(project.jars) or None, conf)
+    session.sparkContext.setLogLevel("ERROR")
+    return session

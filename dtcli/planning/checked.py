@@ -25,11 +25,13 @@ from dtcli.planning.lag import LagResolution, parse_target_lag, resolve_lags
 from dtcli.planning.on_demand import is_on_demand
 from dtcli.planning.refresh_mode import ResolvedMode, change_compiler_reason, resolve_modes
 from dtcli.planning.snapshot import Snapshot
+from dtcli.planning.unit_tests import check_unit_tests
 from dtcli.sql.analysis import QueryAnalysis, analyze
 from dtcli.sql.frozen import FrozenPredicate
 from dtcli.sql.output_names import check_output_names
 from dtcli.sql.resolve import Resolved, resolve
 from dtcli.sql.types import to_sqlglot
+from dtcli.unit_tests import UnitTest
 
 
 @dataclass
@@ -49,6 +51,7 @@ class Checked:
     customs: dict[str, custom.CustomCheck] = field(default_factory=dict)  # REFRESH USING tables
     # DTs, sources and seeds -> their data tests and expectations (planning/data_tests.py)
     data_tests: dict[str, TableChecks] = field(default_factory=dict)
+    unit_tests: dict[str, list[UnitTest]] = field(default_factory=dict)   # DT -> its `unit_tests:`
 
     @property
     def now(self) -> datetime:
@@ -139,10 +142,11 @@ def check(project: Project, snapshot: Snapshot, *, use_cache: bool = True,
     qualified = Qualified(resolutions)
     modes = resolve_modes(project, Graph(graph.upstream, graph.downstream, order), cdf, analyses, qualified,
                           _cached_reasons(project, cache, keys, qualified))
+    units = check_unit_tests(project, schemas, order, modes)
     cache.save(prune=only is None)
     snapshot.keep()
     return Checked(project, graph, snapshot, resolution, schemas, qualified, analyses, modes, hashes,
-                   predicates, backfills, customs, tests)
+                   predicates, backfills, customs, tests, units)
 
 
 class Qualified(Mapping):

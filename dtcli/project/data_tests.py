@@ -37,7 +37,7 @@ _ARGS = {ACCEPTED_VALUES: {"values", "quote"}, RELATIONSHIPS: {"to", "field"},
          EXPRESSION_IS_TRUE: {"expression"}, UNIQUE_COMBINATION: {"combination_of_columns"}}
 _CONFIG = {"severity", "where", "name", "enabled", "tags", "meta"}
 _NAME_LIMIT = 63                               # dbt shortens longer generated names with a hash
-_REF = re.compile(r"""^\s*(ref|source)\s*\(\s*(.*?)\s*\)\s*$""", re.S)
+REF_CALL = re.compile(r"""^\s*(ref|source)\s*\(\s*(.*?)\s*\)\s*$""", re.S)
 _EXAMPLES = {
     ACCEPTED_VALUES: "accepted_values: {values: ['placed', 'shipped']}",
     RELATIONSHIPS: "relationships: {to: ref('customers'), field: customer_id}",
@@ -174,7 +174,7 @@ def relationship_target(value: Any, kind: str, where: dict, line: int | None) ->
     """`ref('customers')`, `source('raw', 'customers')` or a bare name: the table's name."""
     if not isinstance(value, str) or not value.strip():
         raise _fail(f"{kind}: to must name a table", where, line, hint=f"e.g. {_EXAMPLES[RELATIONSHIPS]}")
-    match = _REF.match(value)
+    match = REF_CALL.match(value)
     if match is None:
         return value.strip().strip("`\"").lower()
     parts = [p.strip().strip("'\"") for p in match.group(2).split(",") if p.strip()]

@@ -15,13 +15,14 @@ from dtcli.model import Located
 from dtcli.planning.lag import parse_target_lag
 from dtcli.project.data_tests import TEST_KEYS, parse_expectations, parse_tests, split_columns
 from dtcli.project.table_values import backfill, columns, constraints, start_at
+from dtcli.project.unit_tests import parse_unit_tests
 from dtcli.project.yamlio import LineDict, expect_mapping
 
 TABLE_KEYS = {
     "target_lag", "refresh_mode", "initialize", "frozen_where", "immutable_where", "backfill",
     "start_at", "columns", "constraints", "partition_by", "cluster_by", "comment", "tags",
     "enabled", "scheduler", "deletion_vectors", "sort_by_key", "max_rows_per_file",
-    "data_tests", "tests", "expectations",
+    "data_tests", "tests", "expectations", "unit_tests",
 }
 REFRESH_MODES = ("auto", "adaptive", "incremental", "full", "custom_incremental")
 INITIALIZE = ("on_create", "on_schedule")
@@ -157,6 +158,8 @@ def normalise(config: dict[str, Any], origin: dict[str, Located], file: str,
     if out.get("comment") is not None and not isinstance(out["comment"], str):
         raise ConfigError("comment must be a string", **where("comment"))
     _tests(out, name or Path(file).stem.lower(), where)
+    if out.get("unit_tests") is not None:
+        out["unit_tests"] = parse_unit_tests(out["unit_tests"], name or Path(file).stem.lower(), where("unit_tests"))
     if out.get("columns") is not None:
         out["columns"] = columns(out["columns"], where("columns"))
     if out.get("constraints") is not None:

@@ -238,3 +238,70 @@ def _now():
     from datetime import datetime, timezone
 
     return datetime.now(timezone.utc)
+
+
+UNIT_YML = """
+unit_tests:
+  - name: plain_pass
+    given:
+      - input: ref('orders')
+        rows: [{order_id: 1, status: placed, amount: 10}, {order_id: 2, status: placed, amount: 5}]
+    expect:
+      rows: [{status: placed, n: 2, total: 15}]
+  - name: plain_fail
+    given:
+      - input: ref('orders')
+        format: csv
+        rows: |
+          order_id,status,amount
+          1,placed,10
+    expect:
+      rows: [{status: placed, total: 11}]
+  - name: after_pass
+    given:
+      - input: ref('orders')
+        rows: [{order_id: 1, status: placed, amount: 10}, {order_id: 2, status: placed, amount: 5}]
+    given_after:
+      - input: ref('orders')
+        rows: [{order_id: 1, status: placed, amount: 10}, {order_id: 2, status: shipped, amount: 5},
+               {order_id: 3, status: shipped, amount: 1}]
+    expect:
+      rows: [{status: placed, n: 1, total: 10}, {status: shipped, n: 2, total: 6}]
+"""
+
+
+def test_unit_tests_run_on_given_rows_and_through_the_incremental_refresh_touching_no_warehouse(spark, tmp_path):
+    import io
+    import re
+    import tempfile
+    from pathlib import Path
+
+    from rich.console import Console
+
+    from dtcli.api.unit_tests import run_unit_tests
+    from dtcli.ui.unit_test_view import print_unit_result
+
+    tables = {"orders": ORDERS,
+              "per_status": "SELECT status, COUNT(*) AS n, SUM(amount) AS total FROM {{ ref('orders') }} GROUP BY status"}
+    root = write_project(tmp_path / "u", tables, config="sources:\n  orders_src: {path: data/orders}\n",
+                         table_yml={"per_status": "refresh_mode: incremental\n" + UNIT_YML})
+    write_deltalake(str(root / "data" / "orders"), _orders(GOOD), configuration=CDF)    # its types only
+    scratch_before = set(Path(tempfile.gettempdir()).glob("dt-unit-*"))
+
+    results = {r.test.name: r for r in run_unit_tests(api.check(root), session=lambda project, folder: spark)}
+    # after_pass passes only if expect is compared after the INCREMENTAL refresh to the next rows
+    # (an order changes status, one is added): its given rows alone make {placed, 2, 15}
+    assert {n: r.status for n, r in results.items()} == {"plain_pass": "pass", "plain_fail": "fail",
+                                                         "after_pass": "pass"}, {n: r.message for n, r in results.items()}
+    assert {n: r.refresh_action for n, r in results.items()} == {"plain_pass": FULL, "plain_fail": FULL,
+                                                                 "after_pass": INCREMENTAL}
+    failed = results["plain_fail"]          # compared on the columns expect names
+    assert (failed.columns, failed.missing, failed.unexpected) == (["status", "total"], [("placed", 11)],
+                                                                  [("placed", 10)])
+    shown = io.StringIO()
+    print_unit_result(failed, out=Console(file=shown, width=100))
+    text = shown.getvalue()
+    assert "FAIL  plain_fail (per_status)" in text and "expected (-) against actual (+)" in text
+    assert re.search(r"-\s*│\s*placed\s*│\s*11\b", text) and re.search(r"\+\s*│\s*placed\s*│\s*10\b", text), text
+    assert not (root / "warehouse").exists()           # no warehouse written, no scratch folder left
+    assert set(Path(tempfile.gettempdir()).glob("dt-unit-*")) == scratch_before
