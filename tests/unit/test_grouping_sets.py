@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from dtcli.sql.incremental_rewrite import unsupported_reason
+from dtcli.sql.rules import top_n
 from tests.unit.test_set_operations import checked
 
 
@@ -53,9 +54,33 @@ def test_grouping_and_left_out_keys_are_constants_per_set():
 
 
 def test_order_by_moves_to_the_union_by_position():
-    analysis, resolved = checked("SELECT g, SUM(v) AS s FROM a GROUP BY ROLLUP (g) ORDER BY s DESC, g")
+    analysis, resolved = checked("SELECT g, SUM(v) AS s FROM a GROUP BY ROLLUP (g) ORDER BY s DESC, g LIMIT 3")
     assert analysis.incremental, analysis.blockers
     assert resolved.query.args["order"].sql(dialect="spark") == "ORDER BY 2 DESC, 1"
+
+
+@pytest.mark.parametrize("order", ["COALESCE(g, 'm')", "MAX(a.v) DESC, 2", "k + 1"])
+def test_an_order_by_without_limit_is_left_out(order):
+    """FUZZ-FINDINGS seed 1140: it has no effect on the rows, so it never blocks the rewrite."""
+    analysis, resolved = checked(f"SELECT g, COUNT(*) AS n FROM a GROUP BY ROLLUP (g, k) ORDER BY {order}")
+    assert analysis.incremental, analysis.blockers
+    assert "ORDER BY" not in resolved.query.sql(dialect="spark")
+
+
+def test_a_top_n_key_that_is_not_an_output_is_a_hidden_column_of_every_branch():
+    """FUZZ-FINDINGS seeds 325, 352, 1589: an expression over the outputs (or an aggregate, or
+    a key not selected) is computed per grouping set, a left-out key NULL in it; a SELECT over
+    the UNION ALL sorts by it and leaves it out."""
+    analysis, resolved = checked("SELECT g AS c0, COUNT(*) AS c1 FROM a GROUP BY ROLLUP (g) "
+                                 "ORDER BY COALESCE(c0, 'm') DESC, MAX(v) LIMIT 2")
+    assert analysis.incremental, analysis.blockers
+    sql = resolved.query.sql(dialect="spark")
+    assert sql.startswith("SELECT __dt_gs1.c0 AS c0, __dt_gs1.c1 AS c1 FROM (")
+    assert "COALESCE(a.g, 'm') AS __dt_o0, MAX(a.v) AS __dt_o1" in sql
+    assert "COALESCE(NULL, 'm') AS __dt_o0" in sql        # the grand total's row
+    assert sql.endswith("ORDER BY __dt_gs1.__dt_o0 DESC, __dt_gs1.__dt_o1 LIMIT 2")
+    inner = top_n.compiled(resolved.query).sql(dialect="spark")     # what the compiler compiles
+    assert unsupported_reason(inner, ["a", "b"]) is None
 
 
 @pytest.mark.parametrize("sql, reason", [

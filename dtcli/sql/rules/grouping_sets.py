@@ -16,13 +16,17 @@ recomputing the groups a change touches, so the block becomes the UNION ALL of t
   yields no row (Spark groups by the set's id, so there is no group; `HAVING count(*) > 0` on
   that branch), unless it is the only set (`GROUPING SETS (())` is a plain scalar aggregate:
   one row);
-* ORDER BY (and LIMIT) move to the UNION ALL, naming outputs by position.
+* ORDER BY without LIMIT / OFFSET is left out (it has no effect on the rows); with one, ORDER BY
+  and LIMIT move to the UNION ALL, naming outputs by position; a sort key that is not an output
+  (an expression over the outputs, an aggregate, a key not selected) is computed in every branch
+  as a hidden column (`__dt_o0`, ... : a left-out key NULL in it, as in Spark's sort over the
+  groups), and a SELECT over the UNION ALL sorts by them and does not select them.
 
 The branches are listed with the set of most keys first (explain labels that block's GROUP BY
 with this rewrite; the others are marked as copies, which explain does not list again). Left as
 written, and refreshed FULL: window functions, QUALIFY or DISTINCT over the groups (they see
-every set's rows at once), a `*` in the SELECT list, an ORDER BY naming something that is not an
-output, and Hive's `grouping__id` column.
+every set's rows at once), a `*` in the SELECT list, a top-N over outputs without one name each,
+and Hive's `grouping__id` column.
 
 >>> import sqlglot
 >>> from dtcli.sql.rules import Notes
@@ -75,11 +79,13 @@ from sqlglot import exp
 
 from dtcli.sql import functions as fn
 from dtcli.sql.analysis.nodes import first_start, text_of
+from dtcli.sql.rules._blocks import Fresh
 from dtcli.sql.rules._notes import COPY, Notes, Rewrite
 
 RULE = "grouping_sets"
 _MODIFIERS = ("with_", "with", "order", "limit", "offset", "sort", "cluster", "distribute")
 STRATEGY = "recompute the groups whose keys changed, in each grouping set"
+WRAPPED = "__dt_gs"      # the SELECT over the UNION ALL that sorts by hidden keys (then drops them)
 GRAND_TOTAL = ("the grand total (the empty grouping set) is an aggregate over the whole input: "
                "every change recomputes it from all the input's rows")
 
@@ -92,9 +98,10 @@ def rewrite(query: exp.Query, notes: Notes) -> exp.Query:
     """`query` with every grouping-sets block it can rewrite exactly replaced by a UNION ALL."""
     blocks = [s for s in query.find_all(exp.Select) if _grouping_sets(s)]
     blocks.sort(key=_depth, reverse=True)       # inner blocks first: their copies are rewritten
+    fresh = Fresh(query)
     for sel in blocks:
         try:
-            out = _rewrite(sel, notes)
+            out = _rewrite(sel, notes, fresh)
         except _Refused:
             continue
         if sel is query:
@@ -118,7 +125,7 @@ def _grouping_sets(sel: exp.Select) -> bool:
         or any(isinstance(e, (exp.Rollup, exp.Cube, exp.GroupingSets)) for e in group.expressions))
 
 
-def _rewrite(sel: exp.Select, notes: Notes) -> exp.Query:
+def _rewrite(sel: exp.Select, notes: Notes, fresh: Fresh) -> exp.Query:
     group = sel.args["group"]
     outputs = [e.unalias() for e in sel.expressions]
     if any(isinstance(e, exp.Star) or (isinstance(e, exp.Column) and e.is_star) for e in outputs):
@@ -134,21 +141,35 @@ def _rewrite(sel: exp.Select, notes: Notes) -> exp.Query:
         for e in s:
             if e not in keys:
                 keys.append(e)
-    order = _order_by_position(sel)
     names = [e.alias_or_name for e in sel.expressions]
+    limited = bool(sel.args.get("limit") or sel.args.get("offset"))
+    # ORDER BY without LIMIT / OFFSET has no effect on the rows: left out. With one, keys that
+    # are outputs are sorted by position over the UNION ALL; any other key (an expression over
+    # the outputs, an aggregate, a key not selected) is computed in every branch as a hidden
+    # column, and a SELECT over the UNION ALL sorts by it and drops it
+    order = _order_by_position(sel) if limited else None
+    hidden = _sort_keys(sel, names) if limited and order is None and sel.args.get("order") else []
+    block = sel
+    if hidden:
+        block = sel.copy()
+        for k, e in enumerate(hidden):
+            block.append("expressions", exp.alias_(e, _hidden(k)))
     # `GROUPING SETS (())` alone is a plain scalar aggregate in Spark: one row even on an empty
     # input; any other list of sets groups by the set's id, so the empty set yields no row there
     lone = len(sets) == 1 and not sets[0]
     ranked = sorted(range(len(sets)), key=lambda k: -len(sets[k]))
-    branches = [_branch(sel, sets[k], keys, names, grand_total_row=not lone) for k in ranked]
+    branch_names = names + [_hidden(k) for k in range(len(hidden))]
+    branches = [_branch(block, sets[k], keys, branch_names, grand_total_row=not lone) for k in ranked]
     out: exp.Query = branches[0]
     for b in branches[1:]:
         out = exp.Union(this=out, expression=b, distinct=False)
+    unions = [out] + [u for u in out.find_all(exp.Union) if u is not out] if isinstance(out, exp.Union) else []
+    if hidden:
+        out = _sorted_over(out, sel, names, fresh.name(WRAPPED))
     for arg in _MODIFIERS:
         value = sel.args.get(arg)
-        if value:
+        if value and not (hidden and arg == "order"):
             out.set(arg, value.copy() if arg != "order" else order)
-    unions = [out] + [u for u in out.find_all(exp.Union) if u is not out] if isinstance(out, exp.Union) else []
     empty = any(not s for s in sets) and not lone
     index = notes.add(Rewrite(RULE, text_of(group).strip(),
                               first_start(group), STRATEGY, (GRAND_TOTAL,) if empty else (),
@@ -311,25 +332,68 @@ def _constant(args: list[exp.Expression], kept, keys, type_: str) -> exp.Express
 
 
 def _order_by_position(sel: exp.Select) -> exp.Order | None:
-    """The block's ORDER BY over the UNION ALL: each term an output's position."""
+    """The block's ORDER BY over the UNION ALL, each term an output's position; None when there
+    is none or a term is not an output (`_sort_keys` then computes them)."""
     order = sel.args.get("order")
     if order is None:
         return None
-    outputs = [e.unalias() for e in sel.expressions]
-    names = [e.alias_or_name.lower() for e in sel.expressions]
     terms = []
     for ordered in order.expressions:
-        e = ordered.this
-        if isinstance(e, exp.Literal) and e.is_int:
-            position = int(e.name)
-        elif isinstance(e, exp.Column) and not e.table and e.name.lower() in names:
-            position = names.index(e.name.lower()) + 1
-        elif any(e == o for o in outputs):
-            position = next(k for k, o in enumerate(outputs) if e == o) + 1
-        else:
-            raise _Refused
+        position = _position(ordered.this, sel)
+        if position is None:
+            return None
         term = ordered.copy()
         term.set("this", exp.Literal.number(position))
         terms.append(term)
     return exp.Order(expressions=terms)
+
+
+def _position(e: exp.Expression, sel: exp.Select) -> int | None:
+    """The output (1-based) an ORDER BY term names: an ordinal, an alias, its very expression."""
+    outputs = [o.unalias() for o in sel.expressions]
+    names = [o.alias_or_name.lower() for o in sel.expressions]
+    if isinstance(e, exp.Literal) and e.is_int:
+        if not 0 < int(e.name) <= len(outputs):
+            raise _Refused
+        return int(e.name)
+    if isinstance(e, exp.Column) and not e.table and e.name.lower() in names:
+        return names.index(e.name.lower()) + 1
+    return next((k + 1 for k, o in enumerate(outputs) if e == o), None)
+
+
+def _hidden(k: int) -> str:
+    return f"__dt_o{k}"
+
+
+def _sort_keys(sel: exp.Select, names: list[str]) -> list[exp.Expression]:
+    """Every ORDER BY term as an expression over the block's input (an alias of an output
+    replaced by the output's expression), to compute in each branch as a hidden column: a
+    left-out key is NULL there and GROUPING() a constant, as in Spark's sort over the groups."""
+    if any(not n for n in names) or len({n.lower() for n in names}) != len(names):
+        raise _Refused                # the SELECT over the UNION ALL names every output
+    aliases = {e.alias_or_name.lower(): e.unalias() for e in sel.expressions}
+
+    def unalias(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Column) and not node.table and node.name.lower() in aliases:
+            return aliases[node.name.lower()].copy()
+        return node
+    keys = []
+    for ordered in sel.args["order"].expressions:
+        position = _position(ordered.this, sel)
+        e = sel.expressions[position - 1].unalias() if position else ordered.this
+        keys.append(e.copy().transform(unalias))
+    return keys
+
+
+def _sorted_over(union: exp.Query, sel: exp.Select, names: list[str], alias: str) -> exp.Select:
+    """`SELECT u.c0 AS c0, ... FROM (union) AS u ORDER BY u.__dt_o0 ... LIMIT n`: the block's
+    top-N over the UNION ALL by its hidden sort columns, which it does not select."""
+    out = exp.select(*[exp.alias_(exp.column(n, table=alias), n) for n in names]).from_(union.subquery(alias))
+    terms = []
+    for k, ordered in enumerate(sel.args["order"].expressions):
+        term = ordered.copy()
+        term.set("this", exp.column(_hidden(k), table=alias))
+        terms.append(term)
+    out.set("order", exp.Order(expressions=terms))
+    return out
 
