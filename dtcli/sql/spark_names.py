@@ -7,7 +7,8 @@ columns without their qualifier (spelt as the query spells them), a CAST by the 
 casts. A DT takes those names, as a CREATE TABLE AS SELECT on Spark would (dt renames the
 result's columns to them, so the table's schema is what dt derives without a JVM).
 
-Spark's printer has many special cases (`sqrt(x)` is `SQRT(x)`, `if(...)` is `(IF(...))`,
+Spark's printer has many special cases (`sqrt(x)` is `SQRT(x)`, `ceil(x)` is `CEIL(x)` but
+`ceiling(x)` stays, `substr(s FROM 2)` is `substring(s, 2, 2147483647)`, `if(...)` is `(IF(...))`,
 `percentile_approx(x, 0.5)` gains its default accuracy): only the forms below, each checked
 against Spark 4.2 (tests/spark/test_output_names.py), get a name; for any other expression
 `output_name` returns None and `dt validate` asks for an alias, as before.
@@ -24,11 +25,15 @@ against Spark 4.2 (tests/spark/test_output_names.py), get a name; for any other 
 ('CASE WHEN (k > 1) THEN a ELSE b END', 'k', 'nvl(g, n)')
 >>> name("pow(k, 2)"), name("POWER(k, 2)"), name("sqrt(k)"), name("upper(g) || 'x'")
 ('pow(k, 2)', 'POWER(k, 2)', 'SQRT(k)', 'concat(upper(g), x)')
+>>> name("SUBSTRING(t.g, 1, 30)"), name("Substr(g, 2)"), name("CEIL(d)"), name("CEILING(d)")
+('substring(g, 1, 30)', 'substr(g, 2, 2147483647)', 'CEIL(d)', 'ceiling(d)')
 >>> name("sum(k) OVER (PARTITION BY g)") is None, name("my_udf(k)") is None
 (True, True)
 """
 
 from __future__ import annotations
+
+import re
 
 from sqlglot import exp
 
@@ -42,16 +47,21 @@ _BINARY = {exp.Add: "+", exp.Sub: "-", exp.Mul: "*", exp.Div: "/", exp.Mod: "%",
 # called by (the first when sqlglot does not record which), and the arguments in call order
 _CALLED = {
     exp.Sum: ("sum",), exp.Avg: ("avg",), exp.Min: ("min",), exp.Max: ("max",),
-    exp.Upper: ("upper", "ucase"), exp.Lower: ("lower", "lcase"), exp.Length: ("length",),
+    exp.Upper: ("upper", "ucase"), exp.Lower: ("lower", "lcase"),
     exp.Abs: ("abs",), exp.Round: ("round",), exp.Year: ("year",), exp.Month: ("month",),
+    exp.Length: ("length", "char_length"),
     exp.MD5: ("md5",), exp.Coalesce: ("coalesce", "nvl", "ifnull"), exp.Concat: ("concat",),
-    exp.ConcatWs: ("concat_ws",), exp.Substring: ("substring", "substr"),
+    exp.ConcatWs: ("concat_ws",),
     exp.Greatest: ("greatest",), exp.Least: ("least",), exp.Nullif: ("nullif",),
     exp.Stddev: ("stddev",), exp.First: ("first",), exp.AnyValue: ("any_value",),
     exp.LogicalAnd: ("bool_and", "every"), exp.Trim: ("trim",), exp.Pow: ("pow",),
+    exp.Left: ("left",), exp.Right: ("right",), exp.Replace: ("replace",),
 }
 # functions whose name Spark prints in its own spelling, whatever they were called
 _SPELT = {exp.Floor: "FLOOR", exp.Ceil: "CEIL", exp.Sqrt: "SQRT", exp.ArrayAgg: "collect_list"}
+# a call of SUBSTRING by either of its names, in any case
+_SUBSTRING_CALL = re.compile(r"\b(substr|substring)\s*\(", re.IGNORECASE)
+_FROM = re.compile(r"from\b", re.IGNORECASE)
 # sqlglot fills in arguments the call did not write: left out of the name
 _IMPLIED = {"unit", "zone"}
 
@@ -118,11 +128,16 @@ class _Names:
             return f"(IF({self.names([e.this, e.args['true'], e.args['false']])}))"
         if isinstance(e, exp.Count):
             return self.count(e)
+        if isinstance(e, exp.Substring):
+            return self.substring(e)
         if isinstance(e, exp.DPipe):
             return f"concat({self.name(e.this)}, {self.name(e.expression)})"
         if isinstance(e, exp.Pow) and self.text is not None and e.meta.get("start") is not None \
                 and fn.written_name(e, self.text) == "power":
             return f"POWER({self.names(self.arguments(e))})"
+        if isinstance(e, exp.Ceil) and self.text is not None and e.meta.get("start") is not None \
+                and fn.written_name(e, self.text) == "ceiling":
+            return f"ceiling({self.names(self.arguments(e))})"     # CEIL(x) but ceiling(x)
         if type(e) in _SPELT:
             return f"{_SPELT[type(e)]}({self.names(self.arguments(e))})"
         if type(e) in _CALLED:
@@ -166,6 +181,18 @@ class _Names:
             raise _Unknown
         return f"count({self.name(arg)})"
 
+    def substring(self, e: exp.Substring) -> str:
+        """`substring(s, pos, len)` / `substr(...)`: by the name it was written with, in lower
+        case whatever the case written; `SUBSTR(s FROM pos FOR len)` is `substring(...)` too;
+        without a length, Spark's implied one shown. sqlglot keeps no position for the call, so
+        the name is the one every call of the text comes to (unknown when they differ)."""
+        start, length = e.args.get("start"), e.args.get("length")
+        names = {_substring_name(self.text or "", m) for m in _SUBSTRING_CALL.finditer(self.text or "")}
+        if start is None or len(names) != 1 or None in names:
+            raise _Unknown
+        tail = self.name(length) if length is not None else str(2**31 - 1)
+        return f"{names.pop()}({self.name(e.this)}, {self.name(start)}, {tail})"
+
     def called(self, e: exp.Func) -> str:
         """The name the function was called by (read in the text), when it is one Spark knows it
         by; its only name when it has one."""
@@ -192,3 +219,28 @@ class _Names:
             else:
                 raise _Unknown          # a flag that changes what the call means
         return out
+
+
+def _substring_name(text: str, call: re.Match) -> str | None:
+    """Spark's name of the SUBSTRING call matched at `call`: the name written, in lower case,
+    when its arguments are separated by commas; `substring` in the `FROM pos` form (checked on
+    Spark 4.2); None when its first argument does not end before the text does."""
+    depth, at, quote = 0, call.end(), None
+    while at < len(text):
+        ch = text[at]
+        if quote:
+            quote = None if ch == quote else quote
+        elif ch in "'\"`":
+            quote = ch
+        elif ch == "(":
+            depth += 1
+        elif ch == ")":
+            if depth == 0:
+                return None
+            depth -= 1
+        elif depth == 0 and ch == ",":
+            return call.group(1).lower()
+        elif depth == 0 and _FROM.match(text, at) and not (text[at - 1].isalnum() or text[at - 1] == "_"):
+            return "substring"
+        at += 1
+    return None

@@ -32,6 +32,11 @@ NAMED = [
     "first(k)", "array_agg(k)", "any_value(k)", "bool_and(b)", "sum(k) / count(*)", "sum(k * d)",
     "sum(dec * (1 - dec))", "sum(CASE WHEN g = 'x' THEN k ELSE 0 END)", "100.00 * sum(k) / sum(d)",
     "count(*) > 1", "max(k) - min(k)", "k || g",
+    # spelt in any case, named in lower case by the name written (TPC-DS q79, q85, q99)
+    "SUBSTRING(g, 1, 2)", "substring(g, 1, 2)", "SUBSTR(g, 1, 2)", "Substr(g, 2)", "SUBSTRING(g FROM 2 FOR 1)",
+    "substr(g FROM 2)",
+    "substring(upper(g), 1, k + 1)", "ceiling(d)", "CEILING(d)", "CEIL(d)", "LEFT(g, 2)", "right(g, 2)",
+    "REPLACE(g, 'x', 'y')", "char_length(g)", "LENGTH(g)",
 ]
 
 
