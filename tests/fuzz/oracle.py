@@ -82,6 +82,25 @@ FOUND = {
     # around the query (DuckDB: "c0 must appear in the GROUP BY clause"); it is a hidden column
     201: ("SELECT COUNT(DISTINCT t1.g) AS c0, MAX(t1.g) AS c1, COUNT(t1.w) AS c2 FROM b AS t1 WHERE NOT (t1.w = 3) "
           "ORDER BY COUNT(*) LIMIT 1", "top-N check"),
+    # refused, not wrong (FUZZ-FINDINGS 13:20, 13:26): grouping sets under an ORDER BY whose key is
+    # not an output, with LIMIT (a hidden sort column in every branch since) or without (left out)
+    325: ("SELECT t1.k AS c0, COUNT(DISTINCT t1.g) AS c1, COUNT(t1.k) AS c2, MAX(t1.g) AS c3 FROM a AS t1 "
+          "INNER JOIN a AS t2 ON t1.k = t2.k WHERE t1.g IN ('x', 'y') GROUP BY GROUPING SETS ((), (t1.k), (t1.k)) "
+          "ORDER BY t1.k ASC, c0 + 1 DESC NULLS FIRST LIMIT 2", "grouping sets top-N"),
+    352: ("SELECT t1.g AS c0, AVG(t1.w) AS c1, MAX(t1.w) AS c2, GROUPING(t1.g) AS c3 FROM b AS t1, a AS t2 "
+          "FULL OUTER JOIN a AS t3 ON (t2.k = t3.k) WHERE t1.k = t2.k GROUP BY GROUPING SETS ((t1.g), (), (t1.g)) "
+          "ORDER BY COALESCE(c0, 'm'), -c1 LIMIT 1", "grouping sets top-N"),
+    1140: ("SELECT t1.w AS c0, t1.k AS c1, SUM(t1.w) AS c2, COUNT(DISTINCT t1.g) AS c3, MAX(t1.g) AS c4, "
+           "GROUPING(t1.w) AS c5 FROM b AS t1 FULL OUTER JOIN b AS t2 ON t1.w = t2.k AND t1.g = t2.g "
+           "GROUP BY GROUPING SETS ((t1.w, t1.k), ()) ORDER BY MAX(t1.w) DESC, c1", "grouping sets ORDER BY"),
+    1589: ("SELECT t1.w AS c0, COUNT(DISTINCT t1.k) AS c1, COUNT(*) AS c2, MIN(t1.k) AS c3, GROUPING(t1.w) AS c4 "
+           "FROM b AS t1 GROUP BY CUBE (t1.w) ORDER BY c2 + 1 DESC LIMIT 8", "grouping sets top-N"),
+    # a key not selected, NULL in the sets that leave it out
+    1590: ("SELECT t1.g AS c0, COUNT(*) AS c1 FROM a AS t1 GROUP BY ROLLUP (t1.g, t1.k) "
+           "ORDER BY t1.k DESC NULLS FIRST, MAX(t1.v), c1 LIMIT 3", "grouping sets top-N"),
+    # SELECT DISTINCT sorted by expressions over its outputs (refused until 1d1e5d3)
+    612: ("SELECT DISTINCT t1.g AS c0, t1.k AS c1 FROM a AS t1 ORDER BY c1 + 1 DESC, COALESCE(c0, 'm') NULLS LAST "
+          "LIMIT 5", "distinct top-N"),
 }
 
 
@@ -111,13 +130,16 @@ def judge(sql: str, sources=None) -> tuple[str | None, str | None]:
         query = the_query(parsed)
         resolved = resolve(query, inputs, "spark")
         # as `dt validate` does: every output named (checked.py)
-        check_output_names(query, resolved.columns if resolved else (), renamed=False, file=None)
+        check_output_names(query, resolved.columns if resolved else (), renamed=False, file=None, text=sql)
         resolved = resolved.normalized() if resolved else None     # as checked.py does
     except Exception as err:      # a generator bug, or a query dt rejects outright
         return None, f"invalid: {str(err).splitlines()[0][:120]}"
     analysis = analyze(parsed, resolved.query, resolved.rewrites) if resolved else analyze(parsed, query)
     if not analysis.incremental:
-        return None, analysis.reason
+        # with why the refusing row refuses (a rule's reason for leaving a construct as written):
+        # the summary counts refusals by it, and REFUSED_BY_DESIGN matches it
+        why = [c for op in analysis.operators if not op.incremental for c in op.considerations[:1]]
+        return None, analysis.reason + (f" — {why[0]}" if why else "")
     delta_sql = resolved.query.sql(dialect="spark") if resolved else sql
     top = top_n.split(delta_sql)          # a top-N's change queries are its inner query's
     reason = unsupported_reason(top.inner if top else delta_sql, sorted(set(re.findall(r"\b([a-z]) AS t\d+", sql))))
@@ -433,7 +455,11 @@ def constructs(outcomes: list[Outcome]) -> str:
 
 
 def _reason(text: str) -> str:
-    """A refusal's reason without its position and literals: counted by kind."""
+    """A refusal's reason without its position and literals: counted by kind (the reason in 80
+    characters, why the row refuses in 80 more)."""
+    if " — " in text:
+        reason, why = text.split(" — ", 1)
+        return f"{_reason(reason)[:80]} — {_reason(why)[:80]}"
     text = re.sub(r" at line \d+", "", text)
     text = re.sub(r"`?\b[a-z]\w*\.\w+`?|\b[abcd]_\d+\b", "…", re.sub(r"'[^']*'", "'…'", text))
     text = re.sub(r"\((?:[^()]|\([^()]*\))+\)", "(…)", text)
