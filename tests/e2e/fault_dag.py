@@ -33,6 +33,11 @@ TABLES = {
     # a top-N over an aggregate: its refreshes commit an internal table, then the DT
     "top_skus": "SELECT sku, SUM(qty) AS qty FROM lines GROUP BY sku ORDER BY qty DESC, sku LIMIT 2",
 }
+# data tests the changes never break: a kill may land while a refresh checks what it is about to
+# commit, and must leave the DT as a kill anywhere else does
+TESTS = {"paid_lines": "columns:\n  - name: order_id\n    data_tests: [not_null]\n"
+                       "data_tests:\n  - expression_is_true: {expression: 'qty >= 0'}\n",
+         "region_totals": "columns:\n  - name: n\n    data_tests: [not_null]\n"}
 SEEDS = {
     "orders": "order_id,customer_id,status,amount\n" + "\n".join(
         f"{i},{i % 7 if i % 11 else ''},{'paid' if i % 3 else 'open'},{i * 1.5:.2f}" for i in range(1, 60)),
@@ -44,7 +49,8 @@ SEEDS = {
 def make_project(root: Path) -> Path:
     # incremental: after creation every refresh with changes must be INCREMENTAL, so a FULL or
     # REINITIALIZE in the history can only be a fallback (what a second writer caused)
-    root = write_project(root, TABLES, seeds=SEEDS, config="defaults: {refresh_mode: incremental}\n")
+    root = write_project(root, TABLES, seeds=SEEDS, config="defaults: {refresh_mode: incremental}\n",
+                         table_yml=TESTS)
     (root / "seeds" / "orders.yml").write_text("columns:\n  amount: decimal(10,2)\n  customer_id: int\n")
     assert dt_process("seed", "-p", str(root)).returncode == 0
     return root

@@ -52,17 +52,28 @@ KILL_CODES = {"DT_PROCESS_GONE", "SPARK_APPLICATION_EXITED"}
 
 TABLES = {
     "paid": "SELECT order_id, customer_id, amount FROM orders WHERE status = 'paid'",
-    # refreshed right after `paid` (ties in DAG order go by name) and slow on purpose: the kill
-    # lands while the application is inside this refresh
-    "nap": "SELECT order_id, reflect('java.lang.Thread', 'sleep', CAST(4000 AS BIGINT)) AS nap "
-           "FROM {{ ref('paid') }} WHERE order_id = 1",
+    # refreshed right after `paid` (ties in DAG order go by name); its data test (NAP_TEST) is slow
+    # on purpose: the kill lands while this refresh checks what it is about to commit
+    "nap": "SELECT order_id, amount FROM {{ ref('paid') }} WHERE order_id = 1",
     "per_customer": "SELECT customer_id, COUNT(*) AS n, SUM(amount) AS total FROM {{ ref('paid') }} "
                     "GROUP BY customer_id",
     "ranked": "SELECT customer_id, total, RANK() OVER (PARTITION BY n ORDER BY total DESC) AS rnk "
               "FROM {{ ref('per_customer') }}",
 }
+# a singular test on `nap` that sleeps 4 s per row (nap has one) before it finds no failing row
+# (reflect returns the text of what the method returned: never 'awake')
+NAP_TEST = ("SELECT * FROM {{ ref('nap') }}\n"
+            "WHERE reflect('java.lang.Thread', 'sleep', CAST(4000 AS BIGINT)) = 'awake'\n")
 SEEDS = {"orders": "order_id,customer_id,status,amount\n" + "\n".join(
     f"{i},{i % 7},{'paid' if i % 3 else 'open'},{i}" for i in range(1, 60))}
+
+
+def shop(root: Path) -> Path:
+    root = write_project(root, TABLES, seeds=SEEDS)
+    (root / "tests").mkdir()
+    (root / "tests" / "nap_checked_slowly.sql").write_text(NAP_TEST)
+    assert dt_process("seed", "-p", str(root)).returncode == 0
+    return root
 
 
 def start_dt(root: Path, *args: str) -> subprocess.Popen:
@@ -73,13 +84,12 @@ def start_dt(root: Path, *args: str) -> subprocess.Popen:
 
 
 def test_sigkill_of_dt_process_group_leaves_no_second_writer(tmp_path, spark):
-    root = write_project(tmp_path / "shop", TABLES, seeds=SEEDS)
-    assert dt_process("seed", "-p", str(root)).returncode == 0
+    root = shop(tmp_path / "shop")
 
     first = start_dt(root)
     for line in first.stdout:
-        # `nap` has started (its "nap: FULL ..." line): it sleeps 4 s, so the kill lands inside
-        # it (killing at "paid: SUCCEEDED" raced the driver's check before starting nap)
+        # `nap` has started (its "nap: FULL ..." line): its check sleeps 4 s, so the kill lands
+        # inside it (killing at "paid: SUCCEEDED" raced the driver's check before starting nap)
         if line.startswith("nap: ") and line.rstrip().endswith("..."):
             os.killpg(first.pid, signal.SIGKILL)    # as CI cancels a job, or the OOM killer
             break
@@ -108,8 +118,12 @@ def test_sigkill_of_dt_process_group_leaves_no_second_writer(tmp_path, spark):
     for name in TABLES:
         order = [c.run_id for c in sorted(old_commits + new_commits, key=lambda c: c.version) if c.name == name]
         assert order == sorted(order, key=lambda r: r != old), (name, order)
-    # the orphan finished `nap` after dt died, and recorded the refreshes it did not start
+    # the orphan finished `nap` after dt died — its checks, then its one commit — and recorded
+    # the refreshes it did not start
     assert [c.name for c in old_commits if c.name == "nap"] == ["nap"]
+    napped = [r for r in history.read(project.warehouse, "nap") if r.run_id == old]
+    assert [(r.state, [(t["name"], t["status"]) for t in r.data_tests]) for r in napped] == \
+        [("SUCCEEDED", [("nap_checked_slowly", "pass")])], napped
     rows = history.read(project.warehouse)
     gone = [r for r in rows if r.run_id == old and r.state == "FAILED"]
     assert gone and all(r.state_code == "DT_PROCESS_GONE" and "is gone" in r.state_message for r in gone), gone
@@ -121,8 +135,7 @@ def test_sigkill_of_dt_process_group_leaves_no_second_writer(tmp_path, spark):
     succeeded = [(r.name, r.run_id) for r in rows if r.state == "SUCCEEDED" and r.refresh_action != "NO_DATA"]
     assert sorted(succeeded) == sorted(committed), (succeeded, committed)
     for name in TABLES:
-        if name != "nap":          # nap's sleeping column is not typed like its recompute's
-            assert_matches_recompute(spark, project, name)
+        assert_matches_recompute(spark, project, name)
 
 
 def kill_run(root: Path, mode: str, delay: float, log: Path) -> tuple[bool, list[int]]:
@@ -236,23 +249,26 @@ def test_random_kills_never_leave_a_writer_behind(tmp_path, spark):
 @pytest.mark.parametrize("presses", [1, 2, "SIGTERM"])
 def test_ctrl_c_once_lets_the_refresh_commit_twice_ends_the_application(tmp_path, presses):
     """Today's Ctrl-C, through the real process: once, the refreshes in flight (`nap`, and
-    `per_customer` when it had started beside it) commit and the rest is skipped; twice, the application ends at once and `nap` does not commit. Either
+    `per_customer` when it had started beside it) commit and the rest is skipped; twice, the
+    application ends at once and `nap` does not commit: the second press comes 2.5 s into `nap`,
+    inside the 4 s its data test takes unless its query alone took longer, so a kill while a
+    refresh checks what it is about to commit leaves the DT as it was (here: not created). Either
     way nothing of the run is left running and the lock is free when dt has exited."""
     from dtcli.state.delta_log import table_info
     from dtcli.state.lock import warehouse_lock
 
-    root = write_project(tmp_path / "shop", TABLES, seeds=SEEDS)
-    assert dt_process("seed", "-p", str(root)).returncode == 0
+    root = shop(tmp_path / "shop")
     run = start_dt(root)
     tree: list[int] = []
     for line in run.stdout:
-        if line.startswith("paid: SUCCEEDED"):
+        nap_started = line.startswith("nap: ") and line.rstrip().endswith("...")
+        if (presses == 2 and nap_started) or (presses != 2 and line.startswith("paid: SUCCEEDED")):
             tree = descendants(run.pid)
             if presses == "SIGTERM":                     # a CI job's timeout: stops as Ctrl-C once
                 os.kill(run.pid, signal.SIGTERM)
             for _ in range(presses if presses != "SIGTERM" else 0):
                 os.kill(run.pid, signal.SIGINT)          # what a terminal sends dt's group
-                time.sleep(0.3)
+                time.sleep(2.5 if presses == 2 else 0.3)
             break
     out = run.stdout.read()
     assert run.wait(timeout=600) == (143 if presses == "SIGTERM" else 130), out
@@ -278,3 +294,4 @@ def test_ctrl_c_once_lets_the_refresh_commit_twice_ends_the_application(tmp_path
         assert states == {"paid": "SUCCEEDED", "ranked": "SKIPPED"}, states
     else:
         assert nap is None
+        assert "nap" not in {r.name for r in history.read(project.warehouse) if r.state == "SUCCEEDED"}

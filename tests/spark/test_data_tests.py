@@ -85,6 +85,21 @@ def _run(spark, root):
     return {r.name: r for r in result.records}
 
 
+def _failed_four_times_before(project, name):
+    """Four failed scheduled refreshes of `name` after its creation, as earlier runs would have
+    recorded them (the fifth, a real failed audit, then suspends it)."""
+    from dataclasses import replace
+    from datetime import datetime, timedelta
+
+    created = history.read(project.warehouse, name)[0]
+    end = datetime.fromisoformat(created.refresh_end_time)
+    history.append(project.warehouse, [
+        replace(created, state=FAILED, state_code=TEST_FAILED, refresh_trigger="SCHEDULED",
+                refresh_action=INCREMENTAL, state_message=f"earlier failed audit {k}", run_id=f"earlier{k}",
+                table_version=None, data_tests=None, refresh_start_time=(end + timedelta(milliseconds=k)).isoformat(),
+                refresh_end_time=(end + timedelta(milliseconds=k)).isoformat()) for k in range(1, 5)])
+
+
 def _rows(spark, path):
     return sorted((tuple(r) for r in spark.read.format("delta").load(path).collect()), key=repr)
 
@@ -106,9 +121,11 @@ def test_a_refresh_whose_rows_break_a_check_commits_nothing(spark, tmp_path):
     assert {t["name"]: t["status"] for t in first["o_checked"].data_tests} == {name: "pass" for name in CHECKED}
     versions = {n: table_version(project.table_path(n)) for n in TABLES}
     before = {n: _rows(spark, project.table_path(n)) for n in ("o_checked", "o_full")}
+    _failed_four_times_before(project, "o_checked")
 
     write_deltalake(source, _orders(BAD), mode="append", configuration=CDF)
-    records = _run(spark, root)
+    result = api.run(api.check(root, with_stats=True), all_tables=True, launcher=in_process(spark))
+    records = {r.name: r for r in result.records}
     checked = records["o_checked"]
     assert (checked.state, checked.state_code) == (FAILED, TEST_FAILED), checked.state_message
     assert checked.refresh_action == INCREMENTAL
@@ -141,6 +158,15 @@ def test_a_refresh_whose_rows_break_a_check_commits_nothing(spark, tmp_path):
     assert "unique_c_merge_amount failed: 1 row" in merged.state_message and '"rows":2' in merged.state_message
     assert table_version(project.table_path("c_merge")) == versions["c_merge"]
     assert history.read(project.warehouse, "o_checked")[0].state_code == TEST_FAILED
+    # a failed audit is a failed scheduled refresh: the fifth in a row suspends the DT (and holds
+    # back the one downstream), and `dt resume` clears it as usual
+    assert [(s["name"], s["downstream"]) for s in result.suspended] == [("o_checked", ["per_status"])]
+    shown = {r["name"]: r for r in api.show_tables(api.check(root))}
+    assert shown["o_checked"]["scheduling_state"] == "SUSPENDED"
+    assert "5 consecutive failed scheduled refreshes; last error: data test" in \
+        shown["o_checked"]["scheduling_state_reason"]
+    api.resume(api.check(root), "o_checked")
+    assert {r["name"]: r["scheduling_state"] for r in api.show_tables(api.check(root))}["per_status"] == "ACTIVE"
 
     DeltaTable(source).delete("order_id IS NULL OR order_id > 3 OR (order_id = 2 AND status = 'placed')")
     write_deltalake(source, _orders([(9, 8, "shipped", 40)]), mode="append", configuration=CDF)
