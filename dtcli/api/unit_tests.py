@@ -24,7 +24,7 @@ from types import SimpleNamespace
 from typing import Any
 
 from dtcli.api.runs import execute, plan_run
-from dtcli.errors import DtError
+from dtcli.errors import EXIT_REFRESH_FAILED, DtError
 from dtcli.model import INCREMENTAL, MANUAL, SUCCEEDED, Project, SourceDef, TableDef
 from dtcli.planning import selectors
 from dtcli.planning.checked import Checked
@@ -34,6 +34,11 @@ from dtcli.planning.unit_tests import seed_rows
 from dtcli.unit_tests import Given, UnitTest
 
 PASS, FAIL, ERROR = "pass", "fail", "error"
+LOG_FILE = "unit_tests_spark.log"      # under target/: the local session's JVM output
+
+
+class SessionNotStarted(DtError):
+    exit_code = EXIT_REFRESH_FAILED
 # config a scratch copy of the DT drops: how it is scheduled, created or checked (not what it holds)
 _DROPPED = ("backfill", "initialize", "scheduler", "data_tests", "column_notes", "unit_tests", "target_lag",
             "tags", "comment")
@@ -78,11 +83,7 @@ def run_unit_tests(checked: Checked, names: list[str] | None = None, *,
         return []
     scratch = Path(tempfile.mkdtemp(prefix="dt-unit-"))
     try:
-        if session is None:
-            from dtcli.engine.session import scratch_session
-
-            session = scratch_session
-        spark = session(checked.project, str(scratch / "spark-warehouse"))
+        spark = _session(checked.project, scratch, session)
         out = []
         for k, case in enumerate(cases):
             result = _run_case(spark, checked, case, scratch / f"case{k}")
@@ -91,6 +92,22 @@ def run_unit_tests(checked: Checked, names: list[str] | None = None, *,
         return out
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _session(project: Project, scratch: Path, session: Callable[[Project, str], Any] | None):
+    if session is not None:
+        return session(project, str(scratch / "spark-warehouse"))
+    from dtcli.engine.session import scratch_session
+
+    log = project.target_dir / LOG_FILE
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.write_text("")
+    try:
+        return scratch_session(project, str(scratch / "spark-warehouse"), log)
+    except Exception as exc:        # no Java, a jar missing, a setting Spark rejects
+        raise SessionNotStarted(f"the local Spark session for the unit tests did not start: "
+                                f"{str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}",
+                                hint=f"its output is in {log}") from exc
 
 
 def _run_case(spark, checked: Checked, case: UnitTest, folder: Path) -> UnitResult:

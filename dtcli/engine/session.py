@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 
 def build_session(conf: dict[str, str], master: str | None = None, app_name: str = "dt"):
     from pyspark.sql import SparkSession
@@ -34,15 +36,39 @@ def project_session(project, jars: list[str] | None = None):
     return local_session(jars, {**project.spark_conf, **catalog_conf(project)})
 
 
-def scratch_session(project, scratch_dir: str):
+def scratch_session(project, scratch_dir: str, log_path=None):
     """An in-process local session for `dt test --unit`: the project's Spark settings, but no
     metastore of its own and nothing under the project's or the working folder (Spark's
-    warehouse folder is `scratch_dir`, removed after), so that unit tests touch no warehouse."""
+    warehouse folder is `scratch_dir`, removed after), so that unit tests touch no warehouse.
+    `log_path`: where the JVM's own output goes (it inherits the stderr it is started with,
+    and its start-up lines would fall between the tests' results), as spark-submit's does."""
     conf = {k: v for k, v in project.spark_conf.items()
             if not (k.startswith("spark.sql.catalog") or k.startswith("spark.hadoop.hive")
                     or k in ("spark.sql.warehouse.dir", "spark.master"))}
     conf.update({"spark.sql.catalogImplementation": "in-memory", "spark.sql.warehouse.dir": scratch_dir,
                  "spark.ui.enabled": "false"})
-    session = local_session(list(project.jars) or None, conf)
+    with _stderr_to(log_path):
+        session = local_session(list(project.jars) or None, conf)
     session.sparkContext.setLogLevel("ERROR")
     return session
+
+
+@contextmanager
+def _stderr_to(path):
+    """File descriptor 2 pointed at `path` within the block (None: left alone): a process
+    started there keeps writing to the file; this one's stderr comes back after."""
+    if path is None:
+        yield
+        return
+    import os
+    import sys
+
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with open(path, "a", encoding="utf-8") as log:
+        os.dup2(log.fileno(), 2)
+        try:
+            yield
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)

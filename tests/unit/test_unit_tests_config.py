@@ -126,3 +126,12 @@ def test_dt_test_unit_stops_at_bad_config_and_needs_no_jvm_for_nothing_to_run(tm
     proc = dt_process("test", "--unit", "-p", str(plain), env=no_java_env())
     assert proc.returncode == 0 and "no unit tests to run" in proc.stdout, (proc.stdout, proc.stderr)
     assert not (plain / "warehouse").exists()
+
+
+def test_a_session_that_cannot_start_is_one_error_naming_its_log(tmp_path):
+    root = _project(tmp_path)
+    proc = dt_process("test", "--unit", "-p", str(root), env=no_java_env())
+    assert proc.returncode == 1, (proc.stdout, proc.stderr)
+    assert "the local Spark session for the unit tests did not start" in proc.stderr, proc.stderr
+    assert "target/unit_tests_spark.log" in proc.stderr and "Traceback" not in proc.stderr, proc.stderr
+    assert not (root / "warehouse").exists()
