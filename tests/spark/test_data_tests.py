@@ -273,7 +273,7 @@ unit_tests:
       - input: ref('orders')
         rows: [{order_id: 1, status: placed, amount: 10}, {order_id: 2, status: placed, amount: 5}]
     expect:
-      rows: [{status: placed, n: 2, total: 15}]
+      fixture: placed_two                    # tests/fixtures/placed_two.csv
   - name: plain_fail
     given:
       - input: ref('orders')
@@ -312,6 +312,8 @@ def test_unit_tests_run_on_given_rows_and_through_the_incremental_refresh_touchi
     root = write_project(tmp_path / "u", tables, config="sources:\n  orders_src: {path: data/orders}\n",
                          table_yml={"per_status": "refresh_mode: incremental\n" + UNIT_YML})
     write_deltalake(str(root / "data" / "orders"), _orders(GOOD), configuration=CDF)    # its types only
+    (root / "tests" / "fixtures").mkdir(parents=True)
+    (root / "tests" / "fixtures" / "placed_two.csv").write_text("status,n,total\nplaced,2,15\n")
     scratch_before = set(Path(tempfile.gettempdir()).glob("dt-unit-*"))
 
     results = {r.test.name: r for r in run_unit_tests(api.check(root), session=lambda project, folder: spark)}
