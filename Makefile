@@ -9,7 +9,7 @@ JARS   := $(BIN)/python -m dtcli.engine.jars provision
 # --durations: every run (CI's too) names its slowest tests, so the suite's time has a record.
 PYTEST_ARGS ?= -n 2 --dist loadfile --no-loadscope-reorder --durations=30
 
-.PHONY: setup jars browser demo test lint unit bench clean
+.PHONY: setup jars browser demo test acceptance lint unit bench clean
 
 $(STAMP): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -35,8 +35,13 @@ browser:
 	  && { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends chromium fonts-dejavu-core; } > /dev/null 2>&1; } \
 	  || echo "chromium is not installed (needs apt-get as root): tests/browser will be skipped"
 
+# `make test`: what a change is tested with; `make acceptance`: the long end-to-end tier
+# (tests/conftest.py ACCEPTANCE), which CI runs after it (.ci/run)
 test: setup lint browser
-	$(BIN)/python -m pytest -q $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -q $(PYTEST_ARGS) -m "not acceptance"
+
+acceptance: setup browser
+	DT_TPCH_BATCHES=$${DT_TPCH_BATCHES:-1} $(BIN)/python -m pytest -q $(PYTEST_ARGS) -m acceptance
 
 unit: $(STAMP)
 	$(BIN)/python -m pytest -q tests/unit

@@ -22,7 +22,7 @@ duckdb = pytest.importorskip("duckdb")
 from tests.fuzz import generator  # noqa: E402
 from tests.fuzz.oracle import Case, Mismatch, Outcome, _check, judge, norm  # noqa: E402
 
-SEEDS = int(os.environ.get("DT_SUBQUERY_SEEDS", "8"))
+SEEDS = int(os.environ.get("DT_SUBQUERY_SEEDS", "3"))
 STEPS = 4
 
 CASES = {

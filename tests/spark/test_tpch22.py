@@ -30,8 +30,8 @@ from tests.spark.harness import Env
 
 pytestmark = [pytest.mark.spark, pytest.mark.skipif(
     not os.environ.get("DT_TPCH_BATCHES"),
-    reason="the 22 TPC-H DTs cost 13-25 min at load 20 (make test must stay under 20 min): "
-           "run with DT_TPCH_BATCHES=1 (or 2)")]
+    reason="the 22 TPC-H DTs cost 13-25 min at load 20: `make acceptance` runs them "
+           "(DT_TPCH_BATCHES=1, or 2)")]
 BATCHES = int(os.environ.get("DT_TPCH_BATCHES", "1"))
 
 
