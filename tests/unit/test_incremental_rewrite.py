@@ -301,3 +301,19 @@ def test_a_one_row_item_whose_row_did_not_change_makes_no_term():
     plus, minus, _ = compile_(sql, ["t", "u"], {"u"})
     assert "CROSS JOIN (SELECT m FROM __dt_ktest1 WHERE __dt_sign = 1) AS s" in plus
     assert "CROSS JOIN (SELECT m FROM __dt_ktest1 WHERE __dt_sign = -1) AS s" in minus
+
+
+def test_a_one_row_item_over_an_unchanged_one_row_item_makes_no_term():
+    """FUZZ-FINDINGS seed 1283: a scalar subquery over an uncorrelated NOT EXISTS (its flag a
+    one-row item too); a change to the flag's input that leaves the flag as it was left the
+    outer item with no change on either side, which crashed (nothing to materialise)."""
+    sql = ("SELECT a.k FROM t AS a CROSS JOIN (SELECT COUNT(b.v) AS n FROM u AS b CROSS JOIN "
+           "(SELECT COUNT(*) > 0 AS f FROM w AS c) AS e WHERE NOT e.f) AS s WHERE a.k < s.n")
+    asked = []
+
+    def materialize(query):
+        asked.append(query.sql(dialect="spark"))
+        return KeySet(f"__dt_k{len(asked)}", rows=[(0,)] if "EXCEPT ALL" in asked[-1] else None)
+    compiler = DeltaCompiler(Bindings.for_inputs(["t", "u", "w"], {"w"}), materialize)
+    assert compiler.compile(sql) == (None, None)
+    assert len(asked) == 2      # the inner flag's rows and whether they differ; nothing for the outer

@@ -74,6 +74,9 @@ class SingleRows:
                              .from_(exp.Subquery(this=query, alias=exp.TableAlias(
                                  this=exp.to_identifier("__dt_r"), columns=[
                                      exp.to_identifier(n) for n in names]))))
+        if not parts:       # no term reads a changed row: a one-row item inside it did not move
+            self.memo[key] = None
+            return None
         rows = self.compiler.materialize(union_all(parts))
         differ = self.compiler.materialize(exp.select(exp.alias_(exp.Count(this=exp.Star()), "__dt_c0"))
                                            .from_(exp.Subquery(this=exp.Except(
