@@ -40,6 +40,9 @@ APPLICATION_NOT_STARTED = "APPLICATION_NOT_STARTED"
 # Not in DEFAULTS: a layout change redefines no data.
 SORT_BY_KEY = False
 MAX_ROWS_PER_FILE = 1_000_000
+# An incremental refresh writes a DT of at most this many rows whole, in one overwrite, instead of
+# replacing its changed rows in place (engine/rewrite.py says why; `small_table_rows` config).
+SMALL_TABLE_ROWS = 50_000
 # DTs are written with deletion vectors unless `deletion_vectors: false` (readers.md says who
 # cannot read them).
 DELETION_VECTORS = True
@@ -334,6 +337,8 @@ class StepOptions:
     read_columns: dict[str, list[str]] | None = None
     partition_by: list[str] | None = None
     cluster_by: list[str] | None = None
+    read_by_tables: bool = False              # another DT of the project reads this one
+    small_table_rows: int = SMALL_TABLE_ROWS  # `small_table_rows` config (engine/rewrite.py)
     sort_by: list[str] | None = None          # the order a recompute writes the rows in
     max_rows_per_file: int = MAX_ROWS_PER_FILE
     comment: str | None = None
@@ -467,7 +472,7 @@ class RefreshRecord:
     completion_target: str | None = None   # previous data timestamp + target lag
     # how an INCREMENTAL refresh applied its change (own_rows_aggregate, own_rows_window,
     # single_row_recomputed, keys_recomputed, slice_replaced, rows_appended, rows_merged,
-    # no_row_changed)
+    # table_rewritten, no_row_changed)
     refresh_strategy: str | None = None
     # what the refresh's data tests and expectations found (dtcli.data_tests.CheckResult as dicts)
     data_tests: list[dict[str, Any]] | None = None

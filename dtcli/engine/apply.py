@@ -81,18 +81,20 @@ def commit_nothing(spark, path: str, frontier: Frontier) -> int:
 
 def apply_row_changes(spark, path: str, changes, frontier: Frontier, *,
                       local: list | None = None, region: str | None = None,
-                      prefer: str | None = None) -> Applied:
+                      prefer: str | None = None, whole=None) -> Applied:
     """`changes`: the DT's columns + WEIGHT, one row per distinct row, weights != 0, cached;
     `local`: the same rows collected on the driver, when they are few (else None);
     `region`: a predicate every changed row satisfies (the active region of a DT with a frozen
     region), added to every read of the table so its statistics skip the rest;
-    `prefer`: the column the DT's rows are written in order of (its slice is the cheapest read)."""
+    `prefer`: the column the DT's rows are written in order of (its slice is the cheapest read);
+    `whole`: how a change that deletes rows is written as the whole table anew
+    (rewrite.changes_whole, for a small DT), or None."""
     with audit.change(spark, path, changes, local) as (changes, local):
-        return _apply_row_changes(spark, path, changes, frontier, local, region, prefer)
+        return _apply_row_changes(spark, path, changes, frontier, local, region, prefer, whole)
 
 
 def _apply_row_changes(spark, path: str, changes, frontier: Frontier, local: list | None,
-                       region: str | None, prefer: str | None) -> Applied:
+                       region: str | None, prefer: str | None, whole) -> Applied:
     from pyspark.sql import functions as F
 
     cols = [c for c in changes.columns if c != WEIGHT]
@@ -105,6 +107,8 @@ def _apply_row_changes(spark, path: str, changes, frontier: Frontier, local: lis
     inserts = changes.filter(w > 0).select(*rows, _copies(w)).select(*rows)
     if not negatives:       # only new rows: a blind append, far cheaper than a MERGE
         return _append(spark, path, inserts, frontier)._replace(how=APPENDED)
+    if whole is not None:
+        return whole(spark, path, changes, cols, frontier, local)
     located = _locate(changes, cols, local, prefer)
     if located is not None:
         predicate, inserted, deleted = located
@@ -214,7 +218,14 @@ def checked(count, what: str):
     that computes it (so a write of rows depending on it fails before its commit)."""
     from pyspark.sql import functions as F
 
-    return F.when(count < 0, F.raise_error(F.lit(f"{_INCONSISTENT}: {what}"))).otherwise(count)
+    return F.when(count < 0, inconsistent_error(what)).otherwise(count)
+
+
+def inconsistent_error(what: str):
+    """An expression failing the Spark job that evaluates it, with an error `inconsistent` reads."""
+    from pyspark.sql import functions as F
+
+    return F.raise_error(F.lit(f"{_INCONSISTENT}: {what}"))
 
 
 def inconsistent(exc: BaseException) -> Inconsistent | None:

@@ -17,6 +17,7 @@ from dtcli.engine import key_predicates as keys_sql
 from dtcli.engine.apply import ROWS_MISSING, Applied, checked, commit_nothing, replace
 from dtcli.engine.changes import quote
 from dtcli.engine.materialize import LOCAL_ROWS, kept
+from dtcli.engine.rewrite import replace_whole
 from dtcli.model import Frontier
 from dtcli.sql.incremental_rewrite.own_rows import (
     COUNT_ALL,
@@ -68,9 +69,10 @@ def _never_null(spark, sql, upkeep: AggregateUpkeep) -> bool:
 
 
 def aggregate(spark, sql, path: str, target, upkeep: AggregateUpkeep, frontier: Frontier,
-              held: list, small: bool = True) -> Applied | None:
+              held: list, small: bool = True, whole: bool = False) -> Applied | None:
     """Each affected group's outputs = its current outputs + the change's sums (`small`: the
-    change is expected to be small, see materialize.kept)."""
+    change is expected to be small, see materialize.kept; `whole`: the table is written whole,
+    see rewrite.py)."""
     from pyspark.sql import functions as F
 
     columns, types = target.columns, [f.dataType for f in target.schema.fields]
@@ -102,16 +104,16 @@ def aggregate(spark, sql, path: str, target, upkeep: AggregateUpkeep, frontier: 
     new_rows = groups.filter(checked(lowest, "the change empties groups the dynamic table does not hold")
                              .isNotNull() & (F.col(output_column(count_all)) > 0)) \
         .select(*[F.col(output_column(k)).alias(c) for k, c in enumerate(columns)])
-    return replace(spark, path, predicate, new_rows, frontier)
+    return (replace_whole if whole else replace)(spark, path, predicate, new_rows, frontier)
 
 
 def window(spark, sql, path: str, target, upkeep: WindowUpkeep, frontier: Frontier,
-           held: list, small: bool = True) -> Applied | None:
+           held: list, small: bool = True, whole: bool = False) -> Applied | None:
     """Each affected partition's rows = its current rows (window columns dropped) + the change,
-    with the window functions evaluated again (`small`: as for `aggregate`). Without PARTITION
-    BY the DT is one partition: all its rows are evaluated again, and when every window allows
-    it (`upkeep.order`) only the rows from the first changed position in their ORDER BY on are
-    written."""
+    with the window functions evaluated again (`small`, `whole`: as for `aggregate`). Without
+    PARTITION BY the DT is one partition: all its rows are evaluated again, and when every window
+    allows it (`upkeep.order`) only the rows from the first changed position in their ORDER BY on
+    are written."""
     from pyspark.sql import functions as F
 
     columns, types = target.columns, [f.dataType for f in target.schema.fields]
@@ -144,7 +146,7 @@ def window(spark, sql, path: str, target, upkeep: WindowUpkeep, frontier: Fronti
         new_rows = spark.sql(f"SELECT {select} FROM {view}")
         if rewritten != predicate:
             new_rows = new_rows.filter(rewritten)
-        return replace(spark, path, rewritten, new_rows, frontier)
+        return (replace_whole if whole else replace)(spark, path, rewritten, new_rows, frontier)
     finally:
         spark.catalog.dropTempView(view)
 

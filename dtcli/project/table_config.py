@@ -22,7 +22,7 @@ TABLE_KEYS = {
     "target_lag", "refresh_mode", "initialize", "frozen_where", "immutable_where", "backfill",
     "start_at", "columns", "constraints", "partition_by", "cluster_by", "comment", "tags",
     "enabled", "scheduler", "deletion_vectors", "sort_by_key", "max_rows_per_file",
-    "data_tests", "tests", "expectations", "unit_tests",
+    "data_tests", "tests", "expectations", "unit_tests", "small_table_rows",
 }
 REFRESH_MODES = ("auto", "adaptive", "incremental", "full", "custom_incremental")
 INITIALIZE = ("on_create", "on_schedule")
@@ -155,6 +155,12 @@ def normalise(config: dict[str, Any], origin: dict[str, Located], file: str,
         raise ConfigError(f"max_rows_per_file must be a whole number of rows (0: no limit), not "
                           f"{out['max_rows_per_file']!r}", **where("max_rows_per_file"),
                           hint="e.g. max_rows_per_file: 1000000")
+    if "small_table_rows" in out and (isinstance(out["small_table_rows"], bool)
+                                      or not isinstance(out["small_table_rows"], int)
+                                      or out["small_table_rows"] < 0):
+        raise ConfigError(f"small_table_rows must be a whole number of rows (0: no table is small), not "
+                          f"{out['small_table_rows']!r}", **where("small_table_rows"),
+                          hint="e.g. small_table_rows: 50000")
     if out.get("comment") is not None and not isinstance(out["comment"], str):
         raise ConfigError("comment must be a string", **where("comment"))
     _tests(out, name or Path(file).stem.lower(), where)

@@ -74,6 +74,19 @@ def _commit_actions(path: str, version: int) -> list[dict]:
     return [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
 
 
+SMALL_CHANGE_TABLES = {"lines": "SELECT k, g, v FROM a WHERE k IS NULL OR k % 2 = 0",
+                       "per_g": "SELECT g, COUNT(*) AS n, SUM(v) AS s FROM a GROUP BY g"}
+
+
+def _small_change(env: Env):
+    """Create the DTs, change a few of their 4,000 source rows, refresh."""
+    env.refresh()
+    env.sql("DELETE FROM {a} WHERE k IN (4, 1000, 2001)")
+    env.sql("UPDATE {a} SET v = v + 1 WHERE k IN (6, 3000) OR k IS NULL")
+    env.sql("INSERT INTO {a} VALUES (5000, 'g0', 1), (NULL, NULL, NULL)")
+    return env.refresh()
+
+
 def test_a_small_change_rewrites_the_changed_rows_not_the_table(spark, tmp_path):
     """Deletion vectors + a keyed or located replace: the refresh commit marks the old rows
     deleted and writes only the new ones, and `show`'s row count (JVM-free) stays exact."""
@@ -82,13 +95,8 @@ def test_a_small_change_rewrites_the_changed_rows_not_the_table(spark, tmp_path)
     env = Env(spark, tmp_path)
     rows = [(k, f"g{k % 50}", k % 7) for k in range(1, 4001)] + [(None, None, None)] * 2
     env.create_source("a", "k INT, g STRING, v DECIMAL(12,2)", rows)
-    env.write({"lines": "SELECT k, g, v FROM a WHERE k IS NULL OR k % 2 = 0",
-               "per_g": "SELECT g, COUNT(*) AS n, SUM(v) AS s FROM a GROUP BY g"})
-    env.refresh()
-    env.sql("DELETE FROM {a} WHERE k IN (4, 1000, 2001)")
-    env.sql("UPDATE {a} SET v = v + 1 WHERE k IN (6, 3000) OR k IS NULL")
-    env.sql("INSERT INTO {a} VALUES (5000, 'g0', 1), (NULL, NULL, NULL)")
-    records = env.refresh()
+    env.write(SMALL_CHANGE_TABLES, table_yml={name: "small_table_rows: 0\n" for name in SMALL_CHANGE_TABLES})
+    records = _small_change(env)
     project = env.project()
     for name, most in (("lines", 20), ("per_g", 10)):
         assert records[name].refresh_action == INCREMENTAL, records[name].state_message
@@ -104,6 +112,38 @@ def test_a_small_change_rewrites_the_changed_rows_not_the_table(spark, tmp_path)
                       if not a.get("deletionVector"))
         assert 0 < written <= most, f"{name}: {written} rows written for a change of a few"
     assert (records["lines"].num_inserted_rows, records["lines"].num_deleted_rows) == (4, 4)
+
+
+def test_a_small_table_takes_its_change_as_one_overwrite_with_the_same_rows_and_counts(spark, tmp_path):
+    """Under `small_table_rows` (default 50,000) the DT is written whole: one overwrite commit, no
+    deletion vector, the frontier in it; the rows equal the recompute and the statistics count
+    the change, as the in-place commit's do. A DT another DT reads takes its change in place."""
+    import json
+
+    from dtcli.state.delta_log import FRONTIER_KEY, table_info
+
+    env = Env(spark, tmp_path)
+    rows = [(k, f"g{k % 50}", k % 7) for k in range(1, 4001)] + [(None, None, None)] * 2
+    env.create_source("a", "k INT, g STRING, v DECIMAL(12,2)", rows)
+    env.write({**SMALL_CHANGE_TABLES, "read": "SELECT k, g FROM a WHERE k % 3 = 0",
+               "reader": "SELECT g, COUNT(*) AS n FROM read GROUP BY g"})
+    records = _small_change(env)
+    project = env.project()
+    for name in (*SMALL_CHANGE_TABLES, "read", "reader"):
+        assert records[name].refresh_action == INCREMENTAL, records[name].state_message
+        env.check(name)
+        info = table_info(project.table_path(name))
+        assert info.rows == _table(env, name).count()
+        commit = next(a["commitInfo"] for a in _commit_actions(project.table_path(name), info.version)
+                      if "commitInfo" in a)
+        overwrite = commit["operationParameters"].get("mode") == "Overwrite" and \
+            "predicate" not in commit["operationParameters"]
+        assert overwrite == (name != "read"), (name, commit["operation"], commit["operationParameters"])
+        assert json.loads(commit["userMetadata"])[FRONTIER_KEY]["run_id"] == records[name].run_id
+    assert records["lines"].refresh_strategy == "table_rewritten"
+    assert (records["lines"].num_inserted_rows, records["lines"].num_deleted_rows) == (4, 4)
+    assert records["lines"].num_copied_rows == _table(env, "lines").count() - 4
+    assert records["per_g"].refresh_strategy == "keys_recomputed" or "own_rows" in records["per_g"].refresh_strategy
 
 
 def test_a_change_that_does_not_fit_the_table_refreshes_full_never_a_wrong_answer(spark, tmp_path):

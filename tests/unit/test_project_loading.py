@@ -181,6 +181,8 @@ def test_a_disabled_table_is_not_planned_and_may_not_be_read(tmp_path):
     ("backfill: {from: orders, at: {version: 1}, before: {version: 2}}\n", "at or before, not both"),
     ("backfill: {from: orders, at: {timestamp: yesterday}}\n", "is not an ISO date and time"),
     ("columns: [{name: a, kind: int}]\n", "is not {name, type}"),
+    ("small_table_rows: many\n", "small_table_rows must be a whole number of rows"),
+    ("small_table_rows: -1\n", "small_table_rows must be a whole number of rows"),
 ])
 def test_config_keys_are_checked(tmp_path, yml, message):
     root = write_project(tmp_path, {"a": "SELECT * FROM orders"}, config=SOURCES, table_yml={"a": yml})

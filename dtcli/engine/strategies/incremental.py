@@ -21,7 +21,7 @@ from functools import partial
 from sqlglot import exp
 
 from dtcli.engine import apply as applier
-from dtcli.engine import key_predicates, own_rows
+from dtcli.engine import key_predicates, own_rows, rewrite
 from dtcli.engine.audit import AuditFailed, has_drops
 from dtcli.engine.changes import WEIGHT, ChangeSet, ChangesUnavailable, quote, read_changes
 from dtcli.engine.checkpoints import release
@@ -133,6 +133,7 @@ class ChangeRefresh:
         self.ctx, self.spark, self.step = ctx, ctx.spark, ctx.step
         # with frozen_where: the active region at this refresh's data timestamp (Spark SQL)
         self.active: str | None = ctx.step.options.active
+        self.whole = rewrite.applies(ctx.step.options)     # a small DT is written whole
         self.views: list[str] = []
         self.cached: list = []
         self.changes: dict[str, ChangeSet] = {}
@@ -265,7 +266,7 @@ class ChangeRefresh:
             return None
         apply_ = own_rows.aggregate if isinstance(upkeep, AggregateUpkeep) else own_rows.window
         done = apply_(self.spark, self._sql, self.step.path, target, upkeep, self.ctx.frontier,
-                      self.cached, self._small())
+                      self.cached, self._small(), self.whole)
         if done is None:
             return None
         how = OWN_ROWS_AGGREGATE if isinstance(upkeep, AggregateUpkeep) else OWN_ROWS_WINDOW
@@ -277,7 +278,11 @@ class ChangeRefresh:
         the run bound) and written over the one the DT holds (query_shape.py)."""
         columns = self.spark.read.format("delta").load(self.step.path).columns
         rows = self._as_table(self.spark.sql(self.step.sql), columns)
-        done = applier.replace(self.spark, self.step.path, "true", rows, self.ctx.frontier)
+        if self.whole:
+            done = rewrite.overwrite_all(self.spark, self.step.path, rows, self.ctx.frontier,
+                                         self.step.options.previous_rows or 0)
+        else:
+            done = applier.replace(self.spark, self.step.path, "true", rows, self.ctx.frontier)
         return RefreshResult(inserted=done.inserted, deleted=done.deleted, table_version=done.version,
                              strategy=SINGLE_ROW_RECOMPUTED)
 
@@ -309,7 +314,8 @@ class ChangeRefresh:
             return self._nothing()
         applied = applier.apply_row_changes(spark, self.step.path, net, self.ctx.frontier,
                                             local=local, region=self.active,
-                                            prefer=(self.step.options.sort_by or [None])[0])
+                                            prefer=(self.step.options.sort_by or [None])[0],
+                                            whole=rewrite.changes_whole if self.whole else None)
         return RefreshResult(inserted=applied.inserted, deleted=applied.deleted,
                              copied=applied.copied, table_version=applied.version,
                              strategy=applied.how)
@@ -325,7 +331,8 @@ class ChangeRefresh:
         rows = self._as_table(df, columns)
         if self.active:       # the affected keys' rows in the active region only
             predicate, rows = f"({predicate}) AND ({self.active})", rows.filter(self.active)
-        done = applier.replace(self.spark, self.step.path, predicate, rows, self.ctx.frontier)
+        write = rewrite.replace_whole if self.whole else applier.replace
+        done = write(self.spark, self.step.path, predicate, rows, self.ctx.frontier)
         return RefreshResult(inserted=done.inserted, deleted=done.deleted,
                              table_version=done.version, strategy=KEYS_RECOMPUTED)
 

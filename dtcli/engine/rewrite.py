@@ -1,0 +1,137 @@
+"""A small DT's change committed by writing the whole table anew, in one overwrite commit that
+also carries the frontier.
+
+Replacing a few rows in place costs Delta many small Spark jobs whatever the table's size: a
+`replaceWhere` with deletion vectors finds the files its predicate may match, scans them for the
+matching rows, writes their deletion vectors and the deleted rows' change data, then the new
+rows (9 jobs for 5 rows of a 100,000-row table, against 3 for an overwrite of it: measured with
+benchmarks/refresh_profile.py); a MERGE more. A DT of a few thousand rows (most aggregates) is
+read and written whole in less than that: its rows outside the change are written again with
+the new ones. The result is the same rows in one commit; the table's history shows an overwrite
+and its change data feed every row deleted and written again, which is why a DT that another DT
+of the project reads (and so reads its change feed) is not written this way (see `applies`).
+
+Counts come from observations of the write's own job (no job of their own): the rows the table
+held, the rows it keeps, the rows that replace the others.
+"""
+
+from __future__ import annotations
+
+import time
+
+from dtcli.engine import audit
+from dtcli.engine.apply import ROWS_MISSING, Applied, _copies, _write, checked, inconsistent_error
+from dtcli.engine.changes import WEIGHT, quote
+from dtcli.model import Frontier, StepOptions
+
+TABLE_REWRITTEN = "table_rewritten"    # the history's refresh_strategy for a row change written so
+OBSERVED_WAIT = 60.0                   # seconds an observation may take to arrive after its write
+
+
+def applies(options: StepOptions) -> bool:
+    """Whether an incremental refresh writes this DT whole: at most `small_table_rows` rows (as
+    its log says before the refresh; 50,000 by default, a file of a few MB whose read and write
+    cost less than the jobs a replaceWhere adds), no partitioning or clustering the writer would
+    have to be told about, no frozen region (whose rows a rewrite would have to carry over), and
+    no DT of the project reading it (its change feed would show every row deleted and written
+    again)."""
+    rows = options.previous_rows
+    return (rows is not None and rows <= options.small_table_rows and not options.partition_by
+            and not options.cluster_by and not options.active and not options.read_by_tables)
+
+
+def replace_whole(spark, path: str, predicate: str, rows, frontier: Frontier) -> Applied:
+    """As `apply.replace`: the rows matching `predicate` replaced by `rows` (which all match it;
+    a row that does not fails the write, as replaceWhere checks), the table written whole."""
+    from pyspark.sql import functions as F
+
+    rows = audit.rows(spark, path, rows, predicate)
+    held, kept, new = _observation(), _observation(), _observation()
+    table = spark.read.format("delta").load(path).observe(held, _count())
+    inside = F.coalesce(F.expr(f"({predicate})"), F.lit(False))
+    staying = table.filter(~inside).observe(kept, _count())
+    # a row outside the predicate fails the job. The check is a column's value, not a filter: the
+    # optimizer would push a filter on the keys below an aggregate, onto the input rows
+    first = rows.columns[0]
+    outside = inconsistent_error("a recomputed row lies outside the keys it replaces")
+    arriving = rows.withColumn(first, F.when(inside, F.col(quote(first))).otherwise(outside)) \
+        .observe(new, _count())
+    last = _overwrite(spark, path, staying.unionByName(arriving), frontier)
+    counts = _counts(held, kept, new)
+    if counts is None:      # the observations did not arrive: counted again
+        counts = (spark.read.format("delta").option("versionAsOf", last["version"] - 1).load(path).count(),
+                  staying.count(), arriving.count())
+    before, stay, written = counts
+    return Applied(written, before - stay, last["version"], stay)
+
+
+def overwrite_all(spark, path: str, rows, frontier: Frontier, held: int) -> Applied:
+    """Every row of the table replaced by `rows` (`held`: the rows it holds, from its log)."""
+    last = _overwrite(spark, path, audit.rows(spark, path, rows, None), frontier)
+    return Applied(int(last["metrics"].get("numOutputRows", 0)), held, last["version"])
+
+
+def changes_whole(spark, path: str, changes, cols: list[str], frontier: Frontier,
+                  local: list | None) -> Applied:
+    """As `apply.apply_row_changes` for a change that deletes rows: every row of the table with
+    the change's weights added, written whole (a row the change would remove more often than the
+    table holds it fails the write)."""
+    from pyspark.sql import functions as F
+
+    rows = [F.col(quote(c)) for c in cols]
+    held, new = _observation(), _observation()
+    table = (spark.read.format("delta").load(path).observe(held, _count())
+             .select(*rows, F.lit(1).cast("long").alias(WEIGHT)))
+    summed = (table.unionByName(changes.select(*rows, F.col(WEIGHT)))
+              .groupBy(*rows).agg(F.sum(WEIGHT).alias(WEIGHT)).filter(F.col(WEIGHT) != 0))
+    written = summed.select(*rows, _copies(checked(F.col(WEIGHT), ROWS_MISSING))).select(*rows) \
+        .observe(new, _count())
+    last = _overwrite(spark, path, written, frontier)
+    if local is not None:
+        inserted = sum(r[WEIGHT] for r in local if r[WEIGHT] > 0)
+        deleted = -sum(r[WEIGHT] for r in local if r[WEIGHT] < 0)
+    else:
+        w = F.col(WEIGHT)
+        totals = changes.agg(F.sum(F.when(w > 0, w).otherwise(0)), F.sum(F.when(w < 0, -w).otherwise(0))).first()
+        inserted, deleted = int(totals[0] or 0), int(totals[1] or 0)
+    counts = _counts(new)
+    total = counts[0] if counts is not None else \
+        spark.read.format("delta").option("versionAsOf", last["version"]).load(path).count()
+    return Applied(int(inserted), int(deleted), last["version"], max(total - int(inserted), 0),
+                   how=TABLE_REWRITTEN)
+
+
+def _overwrite(spark, path: str, rows, frontier: Frontier) -> dict:
+    last = _write(spark, path, rows, frontier, "overwrite")
+    if last is None:        # an overwrite always commits (it removes every file)
+        raise RuntimeError(f"the overwrite of {path} wrote no commit")
+    return last
+
+
+def _observation():
+    from pyspark.sql import Observation
+
+    return Observation()
+
+
+def _count():
+    from pyspark.sql import functions as F
+
+    return F.count(F.lit(1)).alias("n")
+
+
+def _counts(*observations) -> tuple[int, ...] | None:
+    """The observed counts, once each has arrived (Spark delivers them on its listener bus,
+    after the write returned); None when one has not within OBSERVED_WAIT seconds."""
+    deadline = time.monotonic() + OBSERVED_WAIT
+    for obs in observations:
+        future = obs._jo.future()
+        while not future.isCompleted():
+            if time.monotonic() > deadline:
+                return None
+            time.sleep(0.005)
+    rows = [obs._jo.getRow() for obs in observations]
+    # a plan the optimizer found empty (a filter that is always false) observes nothing
+    if any(row.length() == 0 for row in rows):
+        return None
+    return tuple(int(row.getLong(0)) for row in rows)
