@@ -30,14 +30,16 @@ OBSERVED_WAIT = 60.0                   # seconds an observation may take to arri
 
 def applies(options: StepOptions) -> bool:
     """Whether an incremental refresh writes this DT whole: at most `small_table_rows` rows (as
-    its log says before the refresh; 50,000 by default, a file of a few MB whose read and write
-    cost less than the jobs a replaceWhere adds), no partitioning or clustering the writer would
+    its log says before the refresh; off by default; 50,000 is a file of a few MB whose read and
+    write cost less than the jobs a replaceWhere adds), no partitioning or clustering the writer would
     have to be told about, no frozen region (whose rows a rewrite would have to carry over), and
     no DT of the project reading it (its change feed would show every row deleted and written
     again)."""
     rows = options.previous_rows
-    return (rows is not None and rows <= options.small_table_rows and not options.partition_by
-            and not options.cluster_by and not options.active and not options.read_by_tables)
+    # `0` is off: an empty DT is not written whole either
+    return (rows is not None and options.small_table_rows > 0 and rows <= options.small_table_rows
+            and not options.partition_by and not options.cluster_by and not options.active
+            and not options.read_by_tables)
 
 
 def replace_whole(spark, path: str, predicate: str, rows, frontier: Frontier) -> Applied:

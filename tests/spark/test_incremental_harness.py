@@ -76,9 +76,9 @@ SHAPES = {
               GROUP BY k) AS c_orders
         GROUP BY c_count""",
 }
-# Shapes whose DT takes its change in place (replaceWhere, MERGE, append) although it is small;
-# the others are written whole by an overwrite (engine/rewrite.py): each way of computing a
-# change is checked with both kinds of commit.
+# Shapes whose DT takes its change in place (replaceWhere, MERGE, append), as by default; the
+# others set `small_table_rows` and are written whole by an overwrite (engine/rewrite.py): each
+# way of computing a change is checked with both kinds of commit.
 IN_PLACE = ("filtered", "unioned", "inner_join", "left_join", "full_join", "grouped", "windowed",
             "summed", "scalar_in_place")
 # shapes whose one row is recomputed from the inputs at their new versions
@@ -160,7 +160,8 @@ class RefreshMachine(RuleBasedStateMachine):
         self.env = Env(self.spark, self.base / f"ex{next(self.counter)}")
         for name, rows in (("a", a), ("b", b), ("c", c), ("d", d), ("e", e)):
             self.env.create_source(name, SOURCES[name], rows)
-        self.env.write(SHAPES, table_yml={name: "small_table_rows: 0\n" for name in IN_PLACE})
+        self.env.write(SHAPES, table_yml={name: "small_table_rows: 50000\n" for name in SHAPES
+                                          if name not in IN_PLACE})
         self.env.write(SNOWFLAKE_SHAPES, dialect="snowflake", folder="snowflake")
         records = self.env.refresh()
         for name, record in records.items():

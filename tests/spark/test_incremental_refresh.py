@@ -95,7 +95,7 @@ def test_a_small_change_rewrites_the_changed_rows_not_the_table(spark, tmp_path)
     env = Env(spark, tmp_path)
     rows = [(k, f"g{k % 50}", k % 7) for k in range(1, 4001)] + [(None, None, None)] * 2
     env.create_source("a", "k INT, g STRING, v DECIMAL(12,2)", rows)
-    env.write(SMALL_CHANGE_TABLES, table_yml={name: "small_table_rows: 0\n" for name in SMALL_CHANGE_TABLES})
+    env.write(SMALL_CHANGE_TABLES)      # small_table_rows off (the default): in place
     records = _small_change(env)
     project = env.project()
     for name, most in (("lines", 20), ("per_g", 10)):
@@ -115,7 +115,7 @@ def test_a_small_change_rewrites_the_changed_rows_not_the_table(spark, tmp_path)
 
 
 def test_a_small_table_takes_its_change_as_one_overwrite_with_the_same_rows_and_counts(spark, tmp_path):
-    """Under `small_table_rows` (default 50,000) the DT is written whole: one overwrite commit, no
+    """Under `small_table_rows` (here 50,000; off by default) the DT is written whole: one overwrite commit, no
     deletion vector, the frontier in it; the rows equal the recompute and the statistics count
     the change, as the in-place commit's do. A DT another DT reads takes its change in place."""
     import json
@@ -125,8 +125,9 @@ def test_a_small_table_takes_its_change_as_one_overwrite_with_the_same_rows_and_
     env = Env(spark, tmp_path)
     rows = [(k, f"g{k % 50}", k % 7) for k in range(1, 4001)] + [(None, None, None)] * 2
     env.create_source("a", "k INT, g STRING, v DECIMAL(12,2)", rows)
-    env.write({**SMALL_CHANGE_TABLES, "read": "SELECT k, g FROM a WHERE k % 3 = 0",
-               "reader": "SELECT g, COUNT(*) AS n FROM read GROUP BY g"})
+    tables = {**SMALL_CHANGE_TABLES, "read": "SELECT k, g FROM a WHERE k % 3 = 0",
+              "reader": "SELECT g, COUNT(*) AS n FROM read GROUP BY g"}
+    env.write(tables, table_yml=dict.fromkeys(tables, "small_table_rows: 50000\n"))
     records = _small_change(env)
     project = env.project()
     for name in (*SMALL_CHANGE_TABLES, "read", "reader"):

@@ -1,0 +1,30 @@
+"""When an incremental refresh writes a DT whole (engine/rewrite.py `applies`): only when the
+user set `small_table_rows`, the DT holds at most that many rows, and nothing makes a rewrite
+wrong or visible to a reader dt knows of. JVM-free: the decision reads the step's options only."""
+
+from __future__ import annotations
+
+import pytest
+
+from dtcli.engine.rewrite import applies
+from dtcli.model import SMALL_TABLE_ROWS, StepOptions
+
+
+def test_off_by_default_even_for_an_empty_dt():
+    assert SMALL_TABLE_ROWS == 0
+    assert not applies(StepOptions(previous_rows=0))
+    assert not applies(StepOptions(previous_rows=10))
+
+
+@pytest.mark.parametrize("options, whole", [
+    (StepOptions(previous_rows=10, small_table_rows=100), True),
+    (StepOptions(previous_rows=100, small_table_rows=100), True),
+    (StepOptions(previous_rows=101, small_table_rows=100), False),
+    (StepOptions(previous_rows=None, small_table_rows=100), False),          # rows unknown
+    (StepOptions(previous_rows=10, small_table_rows=100, read_by_tables=True), False),
+    (StepOptions(previous_rows=10, small_table_rows=100, partition_by=["g"]), False),
+    (StepOptions(previous_rows=10, small_table_rows=100, cluster_by=["g"]), False),
+    (StepOptions(previous_rows=10, small_table_rows=100, active="d >= '2026-01-01'"), False),
+])
+def test_a_small_dt_is_written_whole_only_where_nothing_forbids_it(options, whole):
+    assert applies(options) is whole
