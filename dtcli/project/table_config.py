@@ -149,18 +149,8 @@ def normalise(config: dict[str, Any], origin: dict[str, Located], file: str,
     if "sort_by_key" in out and not isinstance(out["sort_by_key"], bool):
         raise ConfigError(f"sort_by_key must be true or false, not {out['sort_by_key']!r}",
                           **where("sort_by_key"))
-    if "max_rows_per_file" in out and (isinstance(out["max_rows_per_file"], bool)
-                                       or not isinstance(out["max_rows_per_file"], int)
-                                       or out["max_rows_per_file"] < 0):
-        raise ConfigError(f"max_rows_per_file must be a whole number of rows (0: no limit), not "
-                          f"{out['max_rows_per_file']!r}", **where("max_rows_per_file"),
-                          hint="e.g. max_rows_per_file: 1000000")
-    if "small_table_rows" in out and (isinstance(out["small_table_rows"], bool)
-                                      or not isinstance(out["small_table_rows"], int)
-                                      or out["small_table_rows"] < 0):
-        raise ConfigError(f"small_table_rows must be a whole number of rows (0: no table is small), not "
-                          f"{out['small_table_rows']!r}", **where("small_table_rows"),
-                          hint="e.g. small_table_rows: 50000")
+    _whole_rows(out, "max_rows_per_file", "0: no limit", "e.g. max_rows_per_file: 1000000", where)
+    _whole_rows(out, "small_table_rows", "0: no table is small", "e.g. small_table_rows: 50000", where)
     if out.get("comment") is not None and not isinstance(out["comment"], str):
         raise ConfigError("comment must be a string", **where("comment"))
     _tests(out, name or Path(file).stem.lower(), where)
@@ -201,3 +191,11 @@ def _tests(out: dict[str, Any], name: str, where) -> None:
         out["column_notes"] = notes
     if out.get("expectations") is not None:
         out["expectations"] = parse_expectations(out["expectations"], where("expectations"))
+
+
+def _whole_rows(out: dict[str, Any], key: str, zero: str, hint: str, where) -> None:
+    """A row count setting: a whole number, at least 0 (YAML's true is not one)."""
+    value = out.get(key)
+    if key in out and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+        raise ConfigError(f"{key} must be a whole number of rows ({zero}), not {value!r}",
+                          **where(key), hint=hint)
