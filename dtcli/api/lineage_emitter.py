@@ -42,6 +42,7 @@ class Sender:
         self.timeout = dest.timeout
         self.failure: str | None = dest.problem
         self.attempts = self.sent = self.dropped = 0
+        self._abandoned = False        # close() gave up waiting and counted what was left: count nothing more
         self._lock = threading.Lock()
         self._queue: queue.Queue = queue.Queue()
         self._thread: threading.Thread | None = None
@@ -72,6 +73,8 @@ class Sender:
             if event is _STOP:
                 return
             with self._lock:
+                if self._abandoned:
+                    return
                 if self.failure is not None:
                     self.dropped += 1
                     continue
@@ -80,10 +83,14 @@ class Sender:
                 self._client.emit(event)
             except Exception as exc:
                 with self._lock:
-                    self.failure = _one_line(exc)
+                    self.failure = self.failure or _one_line(exc)
+                    if self._abandoned:
+                        return
                     self.dropped += 1
                 continue
             with self._lock:
+                if self._abandoned:
+                    return
                 self.sent += 1
 
     def close(self) -> None:
@@ -102,6 +109,7 @@ class Sender:
                                     f"{self.sent} sent)" if self.sent
                                     else f"the backend did not answer within {self.timeout:g} s")
                 self.dropped += left
+                self._abandoned = True
         try:
             self._client.transport.close(0)
         except Exception:

@@ -196,3 +196,33 @@ def test_a_backend_slower_than_the_run_gets_what_the_timeout_allows_and_the_run_
         assert sender.sent >= 1 and sender.dropped >= 1 and sender.attempts == sender.sent + 1  # one in flight
     warnings = [e.message for e in seen if isinstance(e, Warned)]
     assert len(warnings) == 1 and "still unsent when the run ended (waited the configured timeout, 2 s;" in warnings[0]
+
+
+def test_events_counted_once_when_the_run_ends_before_a_hanging_send_gives_up():
+    """close() stops waiting, counts the event in flight and the queued ones as dropped; when the
+    hanging send fails afterwards, the sender's thread must not count them a second time (CI saw
+    19 dropped for 18 events when the request's timeout and the run's wait ended together)."""
+    import threading
+
+    from dtcli.api.lineage_emitter import Sender
+    from dtcli.api.lineage_transport import Destination
+
+    release = threading.Event()
+
+    class Hanging:
+        transport = type("T", (), {"close": lambda self, timeout: None})()
+
+        def emit(self, event):
+            release.wait(5)
+            raise TimeoutError("read timed out")
+
+    sender = Sender(Destination({"type": "console"}, "ns", 0.2, "test"))
+    sender._client = Hanging()
+    for n in range(4):
+        sender.send(n)
+    sender.close()
+    assert (sender.attempts, sender.dropped) == (1, 4)
+    release.set()
+    sender._thread.join(5)
+    assert not sender._thread.is_alive()
+    assert (sender.attempts, sender.sent, sender.dropped) == (1, 0, 4)
