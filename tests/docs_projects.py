@@ -73,6 +73,14 @@ def record(name: str, action: str, start: datetime, seconds: float, *, state: st
                          num_inserted_rows=inserted, num_deleted_rows=deleted)
 
 
+def _checks(checked, table: str) -> list[dict]:
+    """The table's checks as a refresh's results name them (dbt's unique_id included)."""
+    from dtcli.api.test_results import last_results
+
+    return [{k: c[k] for k in ("name", "unique_id", "kind", "test", "table", "action", "column")}
+            for c in last_results(checked, [], [])[table]]
+
+
 def hours_ago(hours: float) -> datetime:
     return datetime.now(timezone.utc) - timedelta(hours=hours)
 
@@ -105,7 +113,9 @@ SHOP_TABLES = {
     "lost_table": "SELECT customer_id FROM customers",
 }
 SHOP_YML = {
-    "valid_orders": "tags: [core]\nfrozen_where: \"ordered_at < '2024-01-01'\"\n",
+    "valid_orders": "tags: [core]\nfrozen_where: \"ordered_at < '2024-01-01'\"\n"
+                    "columns:\n  - name: order_id\n    data_tests: [{not_null: {config: {severity: warn}}}, unique]\n"
+                    "expectations:\n  positive: amount > 0\n  sane: {expect: amount < 1000, on_violation: drop}\n",
     "customer_revenue": f"tags: [finance]\ncomment: \"{SCRIPT} revenue per customer\"\n",
     "customer_rank": "target_lag: 2 hours\ntags: [finance, dashboard]\n",
     "order_audit": "columns: [{name: order_id, type: BIGINT}, {name: status, type: STRING}]\n",
@@ -131,7 +141,7 @@ def shop_project(root: Path) -> Path:
     from dtcli.model import Frontier
     from dtcli.planning.definition import definition_hash
     from dtcli.project.seed import arrow_type
-    from dtcli.state import history
+    from dtcli.state import history, test_results
     from dtcli.state.delta_log import frontier_metadata, table_version
     from tests.helpers import dt
 
@@ -163,11 +173,24 @@ def shop_project(root: Path) -> Path:
                 record("valid_orders", "REINITIALIZE", vo - timedelta(minutes=30), 5.2, inserted=20, deleted=19,
                        trigger="MANUAL"),
                 record("valid_orders", "INCREMENTAL", vo, 2.4, inserted=1)]
-    # what the refreshes' data tests found (the site shows the last results and the counts over time)
-    check = {"name": "not_null_valid_orders_order_id", "unique_id": "test.shop.not_null_valid_orders_order_id.0",
-             "kind": "test", "test": "not_null", "table": "valid_orders", "action": "warn", "column": "order_id"}
-    records[-4].data_tests = [{**check, "status": "warn", "failures": 2, "message": "2 rows", "samples": []}]
-    records[-1].data_tests = [{**check, "status": "pass", "failures": 0, "message": None, "samples": []}]
+    # what valid_orders' refreshes found with its checks (INCREMENTAL, REINITIALIZE, INCREMENTAL;
+    # the NO_DATA refresh ran none), then what `dt test` found: the site shows each check's last
+    # result and its counts over time
+    found = {c["name"]: c for c in _checks(checked, "valid_orders")}
+
+    def results(**found_rows):
+        return [{**found[n], "status": ("warn" if k else "pass"), "failures": k,
+                 "message": f"{k} rows" if k else None, "samples": []} for n, k in found_rows.items()]
+
+    nn = "not_null_valid_orders_order_id"
+    records[-4].data_tests = results(**{nn: 2, "positive": 1, "sane": 3})
+    records[-2].data_tests = results(**{nn: 0, "positive": 4, "sane": 0})
+    records[-1].data_tests = results(**{nn: 0, "positive": 0, "sane": 1})
+    tested = RefreshRecord(name="valid_orders", state="SUCCEEDED", refresh_action="TEST", refresh_trigger="MANUAL",
+                           data_timestamp=None, refresh_start_time=hours_ago(0.1).isoformat(),
+                           refresh_end_time=hours_ago(0.1).isoformat(), run_id="test-run",
+                           data_tests=results(**{nn: 3}))
+    test_results.append(project.warehouse, test_results.rows_of([tested], "test"))
     bf = stamps["broken_feed"]
     records += [record("broken_feed", "INCREMENTAL", bf, 2.0, inserted=3),
                 record("broken_feed", "INCREMENTAL", hours_ago(0.1), 1.7, state="FAILED",

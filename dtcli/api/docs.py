@@ -18,11 +18,13 @@ from typing import Any
 
 from dtcli import __version__
 from dtcli.api.show import DISABLED, ORPHANED, show_tables
+from dtcli.api.test_results import last_results
+from dtcli.data_tests import KEEP_OUT, RECORD, STOP
 from dtcli.model import FAILURE_STATES, RefreshRecord
 from dtcli.planning import selectors
 from dtcli.planning.checked import Checked
 from dtcli.planning.explain import explain
-from dtcli.state import history, reconcile, scheduling
+from dtcli.state import history, reconcile, scheduling, test_results
 
 FORMAT_VERSION = 1
 HISTORY_PER_TABLE = 100     # newest refreshes kept per DT: a --watch of months stays a small site
@@ -43,13 +45,15 @@ def facts(checked: Checked, select: list[str] | None = None, *,
     per_table: dict[str, list[RefreshRecord]] = {}
     for record in records:
         per_table.setdefault(record.name, []).append(record)
+    # each defined check's newest result, from a refresh's audit or from dt test / dt build
+    checks = last_results(checked, [r for r in records if r.data_tests], test_results.latest(project.warehouse))
 
     tables: dict[str, dict[str, Any]] = {}
     for name in graph.order:
         if chosen is None or name in chosen:
             mine = per_table.get(name, [])
             tables[name] = _table(checked, name, status[name], explain(checked, name, mine),
-                                  mine[:history_per_table])
+                                  mine[:history_per_table], checks.get(name, []))
     if chosen is None:   # the disabled and orphaned DTs belong to no selection
         for name, row in status.items():
             if row["scheduling_state"] in (DISABLED, ORPHANED):
@@ -129,7 +133,7 @@ def _inputs(checked: Checked, name: str) -> tuple[str, ...]:
 
 
 def _table(checked: Checked, name: str, row: dict[str, Any], explained: dict[str, Any] | None,
-           records: list[RefreshRecord]) -> dict[str, Any]:
+           records: list[RefreshRecord], checks: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     project = checked.project
     table = project.tables.get(name) or project.disabled.get(name)
     sql_as_written = None
@@ -159,24 +163,42 @@ def _table(checked: Checked, name: str, row: dict[str, Any], explained: dict[str
         "status": row,
         "explain": explained,
         "refresh_history": [_history_row(r) for r in records],
-        "data_tests": _test_results(records),
+        "data_tests": _test_results(records, checks),
     }
 
 
-def _test_results(records: list[RefreshRecord]) -> dict[str, Any]:
-    """What the DT's refreshes found with its data tests and expectations: the last audited
-    refresh's results, and each check's count per refresh over the kept history (oldest first)."""
+_RESULT_KEYS = ("name", "kind", "test", "column", "status", "failures", "message", "action", "at", "by")
+# an expectation's violating rows, named by what its on_violation did with them
+_COUNTED = {KEEP_OUT: "dropped", RECORD: "warned", STOP: "failed"}
+
+
+def _test_results(records: list[RefreshRecord], checks: list[dict[str, Any]] | None) -> dict[str, Any]:
+    """What the DT's checks found. `last`: each check it defines with its newest result, from a
+    refresh's audit or from `dt test` / `dt build` (`dt show test-results`' rows; `checks`); a DT
+    not defined now (orphaned, disabled) shows its last audited refresh's results. `over_time`:
+    each check's count per audited refresh of the kept history, oldest first; `expectations`: per
+    expectation, its violating rows over that history by what happened to them."""
     audited = [r for r in records if r.data_tests]          # newest first
-    if not audited:
-        return {"last": [], "last_at": None, "over_time": {}}
-    keys = ("name", "kind", "test", "status", "failures", "message", "action")
     over: dict[str, list[dict[str, Any]]] = {}
+    expectations: dict[str, dict[str, int]] = {}
     for record in reversed(audited):
         for test in record.data_tests:
             over.setdefault(test["name"], []).append({"at": record.refresh_end_time, "status": test.get("status"),
-                                                      "failures": test.get("failures")})
-    return {"last": [{k: t.get(k) for k in keys} for t in audited[0].data_tests],
-            "last_at": audited[0].refresh_end_time, "over_time": over}
+                                                      "failures": test.get("failures"), "action": test.get("action")})
+            if test.get("kind") == "expectation":
+                counts = expectations.setdefault(test["name"], {"refreshes": 0, "dropped": 0, "warned": 0,
+                                                                "failed": 0})
+                counts["refreshes"] += 1
+                counted = _COUNTED.get(test.get("action"))
+                if counted and test.get("status") in ("fail", "warn"):
+                    counts[counted] += int(test.get("failures") or 0)
+    if checks is None:
+        newest = audited[0] if audited else None
+        checks = [{**t, "at": newest.refresh_end_time, "by": f"refresh {newest.refresh_action}"}
+                  for t in newest.data_tests] if newest else []
+    last = [{k: c.get(k) for k in _RESULT_KEYS} for c in checks]
+    return {"last": last, "last_at": max((c["at"] for c in last if c["at"]), default=None),
+            "over_time": over, "expectations": expectations}
 
 
 def _compiled(checked: Checked, name: str) -> str | None:

@@ -30,19 +30,28 @@ def show_test_results(checked: Checked, name: str | None = None) -> list[dict[st
     if key and key not in known:
         raise UsageError(f"no dynamic table, source or seed named '{name}'", hint=suggest(key, known))
     reconcile.settle(project, checked.snapshot.tables)      # a killed run's refreshes are recorded first
-    last = _last_results(history.audited(project.warehouse), test_results.latest(project.warehouse))
-    checks = tests_by_table(checked)
+    found = last_results(checked, history.audited(project.warehouse), test_results.latest(project.warehouse))
     order = [*sorted(project.sources), *checked.graph.order]
-    rows = []
-    for table in order:
-        if key and table != key or table not in checks:
-            continue
-        for defined in _defined(project.name, table, checks[table]):
+    return [row for table in order if not key or table == key for row in found.get(table, [])]
+
+
+def last_results(checked: Checked, refreshes: list[RefreshRecord], tested: list[dict[str, Any]]
+                 ) -> dict[str, list[dict[str, Any]]]:
+    """Table -> a row per check it defines, with that check's newest result from `refreshes`
+    (records carrying audits, any order) or `tested` (`_dt/test_results`' latest rows); only the
+    tables that define checks. The docs site shows the same rows per DT."""
+    last = _last_results(refreshes, tested)
+    out: dict[str, list[dict[str, Any]]] = {}
+    for table, checks in tests_by_table(checked).items():
+        rows = []
+        for defined in _defined(checked.project.name, table, checks):
             found = last.get((table, defined["unique_id"]))
             rows.append({**defined, **_result(found)} if found else
                         {**defined, "status": None, "failures": None, "message": "not run yet", "samples": [],
                          "at": None, "by": None, "run_id": None})
-    return rows
+        if rows:
+            out[table] = rows
+    return out
 
 
 def _defined(project: str, table: str, checks) -> list[dict[str, Any]]:

@@ -159,6 +159,11 @@ def test_graph_pages_and_search_of_the_shop(browser, shop):
     marks = page.eval_on_selector_all("#history .mark", "els => els.map(e => e.dataset.action)")
     assert sorted(marks) == sorted(r["refresh_action"] for r in history) and len(marks) == 5
     assert page.locator("#history .lag-line").count() == 1 and page.locator("#history .target-line").count() == 1
+    checks = dt("show", "test-results", "valid_orders", "-p", str(shop), "--format", "json").json()
+    assert page.locator("#data-tests tr.test td:first-child").all_inner_texts() == [c["name"] for c in checks]
+    assert page.locator("#data-tests tr.test td:nth-child(3)").all_inner_texts() == \
+        [c["status"] or "not run" for c in checks]
+    assert page.locator("#data-tests table.expectations tr.expectation").count() == 2
     page.screenshot(path=str(SHOTS / "shop-valid_orders.png"), full_page=True)
 
     page.goto((site / "tables" / "odd_names.html").as_uri())

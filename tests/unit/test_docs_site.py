@@ -267,9 +267,51 @@ def test_generate_writes_the_lineage_as_openlineage_job_events_and_sends_them(sh
 
 def test_a_dt_page_shows_its_last_test_results_and_their_counts_over_time(shop):
     tests = _doc(shop)["dynamic_tables"]["valid_orders"]["data_tests"]
-    assert [(t["name"], t["status"], t["failures"]) for t in tests["last"]] == \
-        [("not_null_valid_orders_order_id", "pass", 0)]
-    assert [p["failures"] for p in tests["over_time"]["not_null_valid_orders_order_id"]] == [2, 0]
-    page = (shop / "target" / "docs" / "tables" / "valid_orders.html").read_text()
-    assert 'id="data-tests"' in page and 'class="count status-warn"' in page
+    # each check the DT defines with its newest result: dt test's is newer than the last audit's;
+    # one never run has no status; the same rows as dt show test-results
+    last = {t["name"]: (t["status"], t["failures"], t["by"]) for t in tests["last"]}
+    assert last == {"not_null_valid_orders_order_id": ("warn", 3, "dt test"),
+                    "unique_valid_orders_order_id": (None, None, None),
+                    "positive": ("pass", 0, "refresh INCREMENTAL"), "sane": ("warn", 1, "refresh INCREMENTAL")}
+    shown = dt("show", "test-results", "valid_orders", "-p", str(shop), "--format", "json").json()
+    assert [(t["name"], t["status"], t["failures"], t["at"], t["by"]) for t in tests["last"]] == \
+        [(t["name"], t["status"], t["failures"], t["at"], t["by"]) for t in shown]
+    assert tests["last_at"] == max(t["at"] for t in shown if t["at"])
+    assert [p["failures"] for p in tests["over_time"]["not_null_valid_orders_order_id"]] == [2, 0, 0]
+    # each expectation's rows over the audited refreshes, by what its on_violation did with them
+    assert tests["expectations"] == {"positive": {"refreshes": 3, "dropped": 0, "warned": 5, "failed": 0},
+                                     "sane": {"refreshes": 3, "dropped": 4, "warned": 0, "failed": 0}}
+    page = _parse(shop / "target" / "docs" / "tables" / "valid_orders.html")
+    rows = [tag for tag in page.tags if tag[0] == "tr"]
+    assert [a["class"] for _, a in rows if "test" in a.get("class", "").split()] == [
+        "test status-warn", "test status-none", "test status-pass", "test status-warn"]
+    assert len([a for _, a in rows if a.get("class") == "expectation"]) == 2
+    text = " ".join(" ".join(page.text).split())
+    assert "Expectations over the refresh history" in text and "not run yet" in text and "dt test" in text
     assert _doc(shop)["dynamic_tables"]["customer_rank"]["data_tests"]["last"] == []
+    assert 'id="data-tests"' not in (shop / "target" / "docs" / "tables" / "customer_rank.html").read_text()
+
+
+def test_expectation_counts_name_what_happened_to_the_rows():
+    """A `fail` expectation's rows were not committed: counted failed; warn and drop counted as such;
+    a DT not defined now (orphaned) shows its last audited refresh's results."""
+    from dtcli.api.docs import _test_results
+    from dtcli.model import RefreshRecord
+
+    def refresh(end, state, *found):
+        return RefreshRecord(name="t", state=state, refresh_action="INCREMENTAL", refresh_trigger="SCHEDULED",
+                             data_timestamp=None, refresh_start_time=end, refresh_end_time=end, run_id=end,
+                             data_tests=[{"name": n, "kind": "expectation", "test": "expectation", "action": a,
+                                          "status": s, "failures": k} for n, a, s, k in found])
+
+    newest_first = [refresh("2026-11-26T10:00:00", "FAILED", ("key", "fail", "fail", 2), ("big", "drop", "pass", 0)),
+                    refresh("2026-11-26T09:00:00", "SUCCEEDED", ("key", "fail", "pass", 0), ("big", "drop", "warn", 5)),
+                    refresh("2026-11-26T08:00:00", "SUCCEEDED", ("key", "warn", "warn", 7))]   # key was warn then
+    found = _test_results(newest_first, None)
+    assert found["expectations"] == {"key": {"refreshes": 3, "dropped": 0, "warned": 7, "failed": 2},
+                                     "big": {"refreshes": 2, "dropped": 5, "warned": 0, "failed": 0}}
+    assert [(t["name"], t["status"], t["at"], t["by"]) for t in found["last"]] == [
+        ("key", "fail", "2026-11-26T10:00:00", "refresh INCREMENTAL"),
+        ("big", "pass", "2026-11-26T10:00:00", "refresh INCREMENTAL")]
+    assert [p["failures"] for p in found["over_time"]["key"]] == [7, 0, 2]
+    assert _test_results([], None) == {"last": [], "last_at": None, "over_time": {}, "expectations": {}}

@@ -104,10 +104,21 @@ def table_view(doc: dict[str, Any], table: dict[str, Any], now: datetime,
                          for c in (lineage or {}).get("columns", [])],
         "lineage_every_row": lineage_text(lineage["dataset"], "INDIRECT") if lineage else "",
         "history": listed, "history_total": len(rows),
-        "tests": table.get("data_tests") or {"last": [], "over_time": {}},
-        "tests_at": timestamp((table.get("data_tests") or {}).get("last_at")),
+        **_tests_view(table.get("data_tests") or {}),
         "lag_text": duration(table["lag"]["current_seconds"]) if table["lag"]["current_seconds"] is not None else "",
     }
+
+
+def _tests_view(tests: dict[str, Any]) -> dict[str, Any]:
+    """Each check's last result (when, and what ran it) and count per refresh; per expectation,
+    its rows dropped, warned of and failed on over the kept history."""
+    over = tests.get("over_time") or {}
+    checks = [{**c, "when": timestamp(c.get("at")), "counts": over.get(c["name"], [])}
+              for c in tests.get("last") or []]
+    actions = {c["name"]: c.get("action") for c in checks if c.get("kind") == "expectation"}
+    expectations = [{"name": n, "action": actions.get(n), **counts}
+                    for n, counts in (tests.get("expectations") or {}).items()]
+    return {"checks": checks, "expectations": expectations}
 
 
 def _value(value: Any) -> str:
