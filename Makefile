@@ -3,7 +3,7 @@ PYTHON ?= python3
 VENV   := .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
-JARS   := $(BIN)/python -m dtcli.engine.jars provision
+JARS   := $(BIN)/python -m dtcli.engine.launch.jars provision
 # two workers: one pytest process keeps two cores about two-thirds busy (one JVM's driver thread,
 # subprocesses, sleeps); two fill them. Longest modules first: tests/conftest.py
 # --durations: every run (CI's too) names its slowest tests, so the suite's time has a record.

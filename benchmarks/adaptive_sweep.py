@@ -43,7 +43,7 @@ def forced(spark, project_dir: Path, name: str, action: str, learn: bool = True)
     ADAPTIVE choice is what is being measured against); with `learn` False it leaves no history
     for ADAPTIVE to learn from."""
     from dtcli import api
-    from dtcli.engine.executor import execute_plan
+    from dtcli.engine.runtime.executor import execute_plan
 
     checked = api.check(project_dir, with_stats=True)
     plan = api.plan_run(checked, [name], full_refresh=action == "FULL")
@@ -123,7 +123,7 @@ def main(argv: list[str] | None = None) -> None:
                         help="skip the sweep over SF0.01 that warms the JVM first (not reported)")
     args = parser.parse_args(argv)
     tables = tuple(t for t in bench.TABLES if t.key in args.tables)
-    from dtcli.engine.session import local_session
+    from dtcli.engine.launch.session import local_session
 
     meta = {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "commit": bench.git("log", "-1", "--format=%h") or "?", "machine": bench.machine(),

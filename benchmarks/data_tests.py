@@ -86,7 +86,7 @@ def set_tests(project_dir: Path, name: str, on: bool) -> None:
 
 def timed(spark, project_dir: Path, name: str, strict: bool = True) -> dict:
     from dtcli import api
-    from dtcli.engine.executor import execute_plan
+    from dtcli.engine.runtime.executor import execute_plan
     from dtcli.model import INCREMENTAL, SUCCEEDED
 
     plan = api.plan_run(api.check(project_dir, with_stats=True), [name])
@@ -139,7 +139,7 @@ def main(argv: list[str] | None = None) -> None:
     scales = [int(s) if float(s).is_integer() else s for s in args.sf]
     for sf in scales:
         tpch_data.ensure(sf, log=bench.log)
-    from dtcli.engine.session import local_session
+    from dtcli.engine.launch.session import local_session
 
     meta = {"load_before": bench.load_average(), "commit": bench.git("log", "-1", "--format=%h"),
             "batch": args.batch, "change_orders": args.change_orders, "repeat": args.repeat}

@@ -32,7 +32,7 @@ def measure(spark, dt_path: str, inputs: dict[str, tuple[str, int, int]], remove
             key: str) -> dict[str, Any]:
     """Time the floor on the DT as it was before the refresh (the caller restored it);
     `inputs`: changed input name -> (path, version before, version after)."""
-    from dtcli.engine.key_predicates import match_keys
+    from dtcli.engine.runtime.key_predicates import match_keys
 
     started = time.perf_counter()
     for path, v0, v1 in inputs.values():

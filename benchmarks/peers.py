@@ -91,7 +91,7 @@ def order_rank():
 
 def sdp_project(root: Path, sources: dict[str, Path], delta_format: bool) -> dict[str, str]:
     """A pipeline project, its Spark configuration folder, and the environment to run it."""
-    from dtcli.engine import jars
+    from dtcli.engine.launch import jars
 
     project = root / "pipeline"
     shutil.rmtree(project, ignore_errors=True)
@@ -193,7 +193,7 @@ def replay_batch(sf: float, pristine: dict[str, str], sources: dict[str, Path], 
     local session when no run cached it yet."""
     if (cache_dir(sf, pristine, change_orders, kind="recent") / "batch.json").exists():
         return change_batch(None, sf, pristine, sources, change_orders, say=log, kind="recent")
-    from dtcli.engine.session import local_session
+    from dtcli.engine.launch.session import local_session
 
     spark = local_session(extra={k: v for k, v in bench.SESSION.items() if k != "spark.master"})
     try:
@@ -204,7 +204,7 @@ def replay_batch(sf: float, pristine: dict[str, str], sources: dict[str, Path], 
 
 def compare(root: Path, project: Path) -> dict[str, bool]:
     """Each DT against the pipeline's view of the same query (multiset fingerprints)."""
-    from dtcli.engine.session import local_session
+    from dtcli.engine.launch.session import local_session
 
     spark = local_session()
     try:

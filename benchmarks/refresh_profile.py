@@ -105,7 +105,7 @@ def _iso(text: str) -> float:
 
 
 def _group(run_id: str, name: str) -> str:
-    return f"dt:{run_id}:{name}"      # dtcli.engine.progress.job_group
+    return f"dt:{run_id}:{name}"      # dtcli.engine.runtime.progress.job_group
 
 
 # ---- call sites ---------------------------------------------------------------------------
@@ -172,7 +172,7 @@ def store_jobs(spark, groups: set[str]) -> dict[str, list[Job]]:
 
 
 def _label(name: str, description: str) -> str:
-    """`collect at dtcli/engine/materialize.py:40` [+ Delta's own description of the job]."""
+    """`collect at dtcli/engine/runtime/materialize.py:40` [+ Delta's own description of the job]."""
     where = name.replace(str(HERE.parent) + "/", "")
     delta = description.split(": ", 2)[-1] if description.startswith("Delta:") else ""
     return f"{where} [{delta}]" if delta else where
@@ -287,7 +287,7 @@ def report(profiles: list[RefreshProfile], with_jobs: bool, title: str) -> list[
 # ---- benchmark mode -----------------------------------------------------------------------
 
 def _session(args, conf: dict | None = None):
-    from dtcli.engine.session import local_session
+    from dtcli.engine.launch.session import local_session
 
     extra = dict(item.split("=", 1) for item in args.conf)
     spark = local_session(extra={**(conf or {}), "spark.driver.memory": args.driver_memory,

@@ -152,7 +152,7 @@ def clear_delta_cache(spark) -> None:
 def refresh(spark, project_dir: Path, name: str | None, *, full: bool) -> dict[str, dict[str, Any]]:
     """Plan and execute one refresh (of `name`, or of every DT), timing the Spark part."""
     from dtcli import api
-    from dtcli.engine.executor import execute_plan
+    from dtcli.engine.runtime.executor import execute_plan
     from dtcli.model import SUCCEEDED
     from dtcli.state.delta_log import open_table
 
@@ -372,7 +372,7 @@ def run_batch(spark, p: Prepared, kind: str, *, change_orders: int, repeat: int,
 
 
 def release_checkpoint(df) -> None:
-    from dtcli.engine.checkpoints import release
+    from dtcli.engine.runtime.checkpoints import release
 
     release(df)
 
@@ -474,7 +474,7 @@ def main(argv: list[str] | None = None) -> None:
     global PROFILE
     PROFILE = args.profile
 
-    from dtcli.engine.session import local_session
+    from dtcli.engine.launch.session import local_session
 
     meta = {"date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
             "commit": git("log", "-1", "--format=%h") or "?",

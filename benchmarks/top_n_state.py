@@ -54,7 +54,7 @@ def write_project(sources: dict[str, Path], names: list[str]) -> Path:
 
 def refresh(spark, project: Path, name: str, full: bool = False):
     from dtcli import api
-    from dtcli.engine.executor import execute_plan
+    from dtcli.engine.runtime.executor import execute_plan
 
     plan = api.plan_run(api.check(project, with_stats=True), [name], full_refresh=full)
     started = time.perf_counter()
@@ -67,7 +67,7 @@ def refresh(spark, project: Path, name: str, full: bool = False):
 def delete_among_top(spark, project: Path, name: str, sources: dict[str, Path]) -> str:
     """Delete the lines of an order behind the DT's first row (by its ORDER BY)."""
     from dtcli import api
-    from dtcli.engine.strategies.top_n import window
+    from dtcli.engine.runtime.strategies.top_n import window
 
     checked = api.check(project)
     step = next(s for s in api.plan_run(checked, [name]).steps if s.name == name)
@@ -109,9 +109,9 @@ def main(argv: list[str] | None = None) -> None:
         tpch_data.working_copy(tpch_data.delta_path(args.sf, table), sources[table])
     project = write_project(sources, args.queries)
 
-    from dtcli.engine.executor import bind_inputs, unbind_inputs
-    from dtcli.engine.session import local_session
-    from dtcli.engine.strategies.top_n import window
+    from dtcli.engine.launch.session import local_session
+    from dtcli.engine.runtime.executor import bind_inputs, unbind_inputs
+    from dtcli.engine.runtime.strategies.top_n import window
 
     spark = local_session(extra={k: v for k, v in SESSION.items() if k != "spark.master"})
     rows = []

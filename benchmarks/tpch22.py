@@ -283,7 +283,7 @@ def main(argv: list[str] | None = None) -> None:
                                                       indent=1, default=str))
 
     if args.sf:
-        from dtcli.engine.session import local_session
+        from dtcli.engine.launch.session import local_session
 
         bench.PROFILE = False
         spark = local_session(extra={k: v for k, v in bench.SESSION.items() if k != "spark.master"})

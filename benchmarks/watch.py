@@ -37,7 +37,7 @@ sys.path.insert(0, str(REPO))
 
 from dtcli import api  # noqa: E402
 from dtcli.api.watch import watch  # noqa: E402
-from dtcli.engine.warm import WarmEngine  # noqa: E402
+from dtcli.engine.launch.warm import WarmEngine  # noqa: E402
 from dtcli.planning.schedule import ManualClock  # noqa: E402
 
 DT = [str(Path(sys.executable).parent / "dt")]

@@ -21,7 +21,7 @@ NO_DATA, INCREMENTAL, FULL, REINITIALIZE = "NO_DATA", "INCREMENTAL", "FULL", "RE
 TEST = "TEST"
 # A resolved refresh mode besides INCREMENTAL and FULL: each refresh picks the cheaper of the two.
 ADAPTIVE = "ADAPTIVE"
-# The strategy kind every refresh of an incremental top-N runs (engine/strategies/top_n.py).
+# The strategy kind every refresh of an incremental top-N runs (engine/runtime/strategies/top_n.py).
 TOP_N = "TOP_N"
 # The refresh mode of a REFRESH USING table: its own statement applies the changes.
 CUSTOM_INCREMENTAL = "CUSTOM_INCREMENTAL"
@@ -41,7 +41,7 @@ APPLICATION_NOT_STARTED = "APPLICATION_NOT_STARTED"
 SORT_BY_KEY = False
 MAX_ROWS_PER_FILE = 1_000_000
 # An incremental refresh writes a DT of at most this many rows whole, in one overwrite, instead of
-# replacing its changed rows in place (engine/rewrite.py says why; `small_table_rows` config).
+# replacing its changed rows in place (engine/runtime/rewrite.py says why; `small_table_rows` config).
 # Off by default: it changes what the DT's change feed and history show its readers, and no wall
 # time gain has been measured yet (fewer Spark jobs: (a) 17 -> 10 at TPC-H SF0.01, 2026-11-26).
 SMALL_TABLE_ROWS = 0
@@ -168,8 +168,8 @@ class Project:
     threads: int = 4              # refreshes a run may execute side by side (`threads:`)
     catalog: CatalogSpec | None = None   # `catalog:`: DTs are also tables in a metastore
     version: str | None = None    # the project's own `version:` (shown in run_results and docs)
-    spark_jit: str = "auto"       # `spark.jit`: how a run's JVM compiles (engine/spark_conf.py)
-    spark_class_archive: str = "auto"   # `spark.class_archive` (engine/class_archive.py)
+    spark_jit: str = "auto"       # `spark.jit`: how a run's JVM compiles (engine/launch/spark_conf.py)
+    spark_class_archive: str = "auto"   # `spark.class_archive` (engine/launch/class_archive.py)
     openlineage: LineageSpec | None = None   # `openlineage:`; None: the client's environment decides
     singular_tests: list[Any] = field(default_factory=list)   # tests/*.sql (dtcli.data_tests.DataTest)
 
@@ -340,7 +340,7 @@ class StepOptions:
     partition_by: list[str] | None = None
     cluster_by: list[str] | None = None
     read_by_tables: bool = False              # another DT of the project reads this one
-    small_table_rows: int = SMALL_TABLE_ROWS  # `small_table_rows` config (engine/rewrite.py)
+    small_table_rows: int = SMALL_TABLE_ROWS  # `small_table_rows` config (engine/runtime/rewrite.py)
     sort_by: list[str] | None = None          # the order a recompute writes the rows in
     max_rows_per_file: int = MAX_ROWS_PER_FILE
     comment: str | None = None

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import sys
 
-from dtcli.engine.session import project_session
+from dtcli.engine.launch.session import project_session
 from dtcli.project import load_project
 
 

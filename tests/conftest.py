@@ -24,7 +24,7 @@ INTERPRETED = {"spark.sql.codegen.wholeStage": "false", "spark.sql.codegen.facto
 
 @pytest.fixture(scope="session")
 def spark(tmp_path_factory):
-    from dtcli.engine.session import local_session
+    from dtcli.engine.launch.session import local_session
 
     session = local_session(extra={"spark.sql.shuffle.partitions": "2",
                                    "spark.sql.warehouse.dir": str(tmp_path_factory.mktemp("spark-wh")),

@@ -57,7 +57,7 @@ def fake_dt(project: Project, name: str, data_timestamp: datetime, definition: s
 
 def in_process(spark):
     """A launcher for `api.execute` that runs the plan in this process's SparkSession."""
-    from dtcli.engine.executor import execute_plan
+    from dtcli.engine.runtime.executor import execute_plan
 
     def launch(project, plan, on_event):
         records = execute_plan(spark, plan, on_event)

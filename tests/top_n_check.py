@@ -111,7 +111,7 @@ def window(rows: Sequence[tuple], order: Order, limit: int | None, offset: int =
 
 def refresh_top_n(held: Counter, net: Counter, inner_now: Callable[[], Sequence[tuple]], order: Order,
                   limit: int | None, offset: int, outputs: int) -> tuple[Counter, str]:
-    """The engine's top-N step (dtcli/engine/strategies/top_n.py) in plain Python, for oracles
+    """The engine's top-N step (dtcli/engine/runtime/strategies/top_n.py) in plain Python, for oracles
     that emulate refreshes (tests/fuzz/oracle.py): `held` the DT's rows, `net` the inner query's
     net change ({row with its hidden sort columns: weight}), `inner_now()` the inner query's rows
     now (what the engine reads from the internal table or recomputes from the input). Returns

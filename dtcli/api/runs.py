@@ -122,7 +122,7 @@ def no_data_records(plan: Plan) -> list[RefreshRecord]:
 
 def spark_submit(project, plan: Plan, on_event: Events):
     """The default launcher: one spark-submit application for the whole plan."""
-    from dtcli.engine.launcher import launch
+    from dtcli.engine.launch.launcher import launch
 
     return launch(project, plan, on_event)
 
@@ -189,7 +189,7 @@ def _not_started(launched) -> str | None:
         return launched.not_started
     if getattr(launched, "started", True):
         return None
-    from dtcli.engine.launcher import last_error
+    from dtcli.engine.launch.launcher import last_error
 
     return last_error(launched.log_path) or f"spark-submit exited with code {launched.returncode}"
 

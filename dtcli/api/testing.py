@@ -5,7 +5,7 @@ now (planning/test_plan.py), in one Spark application, and writes no table: its 
 target/run_results.json, the terminal and `_dt/test_results` (state/test_results.py). `dt build`
 is dbt's build in dt's terms: the tests of the sources and seeds the selection reads first, the
 DTs downstream of one whose error-severity test failed held back (UPSTREAM_FAILED, not
-refreshed); then the run, whose refreshes audit what they commit (engine/audit.py); then the
+refreshed); then the run, whose refreshes audit what they commit (engine/runtime/audit.py); then the
 tests of the DTs it refreshed or that it left as they were.
 """
 

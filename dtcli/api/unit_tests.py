@@ -97,7 +97,7 @@ def run_unit_tests(checked: Checked, names: list[str] | None = None, *,
 def _session(project: Project, scratch: Path, session: Callable[[Project, str], Any] | None):
     if session is not None:
         return session(project, str(scratch / "spark-warehouse"))
-    from dtcli.engine.session import scratch_session
+    from dtcli.engine.launch.session import scratch_session
 
     log = project.target_dir / LOG_FILE
     log.parent.mkdir(parents=True, exist_ok=True)
@@ -111,7 +111,7 @@ def _session(project: Project, scratch: Path, session: Callable[[Project, str], 
 
 
 def _run_case(spark, checked: Checked, case: UnitTest, folder: Path) -> UnitResult:
-    from dtcli.engine.unit_rows import compare, write_input
+    from dtcli.engine.runtime.unit_rows import compare, write_input
 
     project, table = checked.project, checked.project.tables[case.table]
     folder.mkdir(parents=True)
@@ -138,7 +138,7 @@ def _run_case(spark, checked: Checked, case: UnitTest, folder: Path) -> UnitResu
     except DtError as exc:
         return UnitResult(case, ERROR, str(exc))
     except Exception as exc:           # Spark's own error (a value its column type cannot hold...)
-        from dtcli.engine.spark_errors import error_message
+        from dtcli.engine.runtime.spark_errors import error_message
 
         return UnitResult(case, ERROR, error_message(exc)[:500])
     finally:
@@ -192,7 +192,7 @@ def _scratch_project(project: Project, table: TableDef, folder: Path, *, increme
 
 def _refresh(spark, project: Project, name: str):
     """One refresh of the scratch DT as `dt refresh` plans it, run in `spark`."""
-    from dtcli.engine.executor import execute_plan
+    from dtcli.engine.runtime.executor import execute_plan
 
     checked = check_project(project, take_snapshot(project, now=datetime.now(timezone.utc), use_cache=False),
                             use_cache=False)

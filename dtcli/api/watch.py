@@ -2,7 +2,7 @@
 
 Each pass checks the project anew (edited files are reconciled) and is a full `dt run` (the
 lock is taken and released, so `dt suspend` and friends can get in while the watcher sleeps).
-The passes that need Spark share one warm application (engine/warm.py), so a pass with work
+The passes that need Spark share one warm application (engine/launch/warm.py), so a pass with work
 costs its refreshes, not a JVM start.
 When the next pass is due is worked out from the same checked project and what the pass just
 refreshed. The clock is injectable: a ManualClock makes a watch of hours run in milliseconds.
@@ -74,7 +74,7 @@ def watch(check: Callable[[datetime], Checked], names: list[str] | None = None, 
     """Run scheduling passes until `max_ticks` passes ran, nothing is scheduled, or Ctrl-C.
     `check(now)` loads and checks the project for one pass. Passes share one warm Spark
     application (stopped after `idle_timeout` seconds without work) unless a `launcher` is given."""
-    from dtcli.engine.warm import DEFAULT_IDLE_TIMEOUT, WarmEngine
+    from dtcli.engine.launch.warm import DEFAULT_IDLE_TIMEOUT, WarmEngine
 
     engine = WarmEngine(idle_timeout or DEFAULT_IDLE_TIMEOUT) if launcher is None else None
     launch = engine.launch if engine else launcher

@@ -1,7 +1,7 @@
 """The order a run starts its refreshes in: the longest chain of measured work first.
 
 A run executes up to `threads` refreshes side by side, each once the refreshes of the plan it
-reads have finished, taking the next ready step in plan order (engine/executor.py). A pass lasts
+reads have finished, taking the next ready step in plan order (engine/runtime/executor.py). A pass lasts
 as long as its longest chain of refreshes, so starting that chain first shortens the pass (the
 longest-processing-time-first rule), and with it the lag of every DT the pass refreshes: a DT's
 lag peaks at the time between two snapshots plus its time to commit. Without measurements the

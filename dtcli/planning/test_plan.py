@@ -1,6 +1,6 @@
 """The plan of `dt test`: every data test of the selected tables, over each table as it is now.
 
-A refresh audits what it is about to write (engine/audit.py); `dt test` runs the same compiled
+A refresh audits what it is about to write (engine/runtime/audit.py); `dt test` runs the same compiled
 checks over whole tables, as dbt's `dbt test` does: one TEST step per table (DT, source or seed)
 with tests, in DAG order, each reading its table at its latest version. Expectations are not
 run: they act on the rows a refresh writes (a `drop` one keeps them out, so the DT holds none).

@@ -23,9 +23,9 @@ TARGET_KEYS = {"warehouse", "spark", "dialect", "vars", "defaults", "threads", "
 DEFAULT_THREADS = 4
 SOURCE_KEYS = {"path", "table", "primary_key", "rely", "description", "columns", "data_tests", "tests"}
 SPARK_KEYS = {"master", "conf", "jars", "jit", "class_archive"}
-# How the JVM of a run compiles (see dtcli/engine/spark_conf.py:jit_options).
+# How the JVM of a run compiles (see dtcli/engine/launch/spark_conf.py:jit_options).
 JIT_MODES = ("auto", "quick", "peak")
-# Whether the driver JVM maps a class-data-sharing archive (dtcli/engine/class_archive.py).
+# Whether the driver JVM maps a class-data-sharing archive (dtcli/engine/launch/class_archive.py).
 CLASS_ARCHIVE_MODES = ("auto", "off")
 CATALOG_KEYS = {"schema", "name"}
 # A schema or catalog name dt writes into SQL unquoted: a plain identifier, as every metastore

@@ -19,7 +19,7 @@ import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dtcli.engine.launcher import spark_home
+from dtcli.engine.launch.launcher import spark_home
 
 START_TIMEOUT = 120.0
 

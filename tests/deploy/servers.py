@@ -21,9 +21,9 @@ import subprocess
 import time
 from pathlib import Path
 
-from dtcli.engine import jars as jarlib
-from dtcli.engine.launcher import spark_home
-from dtcli.engine.spark_conf import session_conf
+from dtcli.engine.launch import jars as jarlib
+from dtcli.engine.launch.launcher import spark_home
+from dtcli.engine.launch.spark_conf import session_conf
 from tests.deploy.cluster import free_port
 
 START_TIMEOUT = 180.0

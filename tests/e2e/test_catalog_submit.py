@@ -20,7 +20,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.spark]
 
 READ = """
 import json, sys
-from dtcli.engine.session import project_session
+from dtcli.engine.launch.session import project_session
 from dtcli.project import load_project
 spark = project_session(load_project(sys.argv[1]))
 rows = spark.table("analytics.paid").orderBy("order_id").collect()

@@ -14,8 +14,8 @@ import pyarrow as pa
 import pytest
 from deltalake import DeltaTable, write_deltalake
 
-from dtcli.engine import class_archive
-from dtcli.engine.launcher import class_archive_of
+from dtcli.engine.launch import class_archive
+from dtcli.engine.launch.launcher import class_archive_of
 from dtcli.project import load_project
 from dtcli.state import history
 from dtcli.state.delta_log import table_info

@@ -9,7 +9,7 @@ import pytest
 
 from dtcli import api
 from dtcli.api.watch import watch
-from dtcli.engine.warm import WarmEngine
+from dtcli.engine.launch.warm import WarmEngine
 from dtcli.planning.schedule import ManualClock
 from dtcli.project import load_project
 from tests.e2e.test_cli_run import TABLES, _change_sources, _project

@@ -23,7 +23,7 @@ input in Spark (DuckDB returns the grand total); an outermost ORDER BY without L
 takes the output's); NULL ordering and integer division are sqlglot's to transpile.
 
 What this loop does not run: the own-rows paths (aggregates and windows maintained from the DT's
-own rows, engine/own_rows.py) and literal pushdown into scans, which are Spark code; the Spark
+own rows, engine/runtime/own_rows.py) and literal pushdown into scans, which are Spark code; the Spark
 replay covers those.
 """
 
@@ -51,7 +51,7 @@ TYPES = {"int": "INTEGER", "str": "VARCHAR", "arr": "INTEGER[]", "float": "DOUBL
 SPARK_TYPES = {"int": "int", "str": "string", "arr": "array<int>", "float": "double"}
 CHAINED = 0.1      # share of cases with a second DT reading the first
 LITERAL_KEYS = 10_000
-# DuckDB types whose Spark counterparts dt writes as literals (engine/key_predicates.py renders
+# DuckDB types whose Spark counterparts dt writes as literals (engine/runtime/key_predicates.py renders
 # integral, string, decimal, date and boolean values; not floating point, arrays or NULL's type)
 _RENDERABLE = re.compile(r"(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|VARCHAR|DATE|BOOLEAN|DECIMAL\(.*\))")
 

@@ -60,7 +60,7 @@ class Env:
         """Plan and execute one run of every project in process (its snapshot taken at `now`);
         records by table name."""
         from dtcli import api
-        from dtcli.engine.executor import execute_plan
+        from dtcli.engine.runtime.executor import execute_plan
 
         records = []
         for folder, tables in self.projects.items():

@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from dtcli import api
-from dtcli.engine.catalog import location
+from dtcli.engine.runtime.catalog import location
 from dtcli.events import to_wire
 from dtcli.model import SUCCEEDED
 from dtcli.project import load_project

@@ -7,7 +7,7 @@ import pytest
 from deltalake import write_deltalake
 
 from dtcli import api
-from dtcli.engine.executor import execute_plan, side_sessions
+from dtcli.engine.runtime.executor import execute_plan, side_sessions
 from dtcli.events import RefreshFinished, to_wire
 from dtcli.state.delta_log import table_info
 from tests.helpers import write_project

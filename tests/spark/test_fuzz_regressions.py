@@ -56,7 +56,7 @@ def test_a_composite_key_predicate_of_mixed_types_selects_exactly_its_keys(spark
     the columns and the literal structs must agree in field names and types."""
     from pyspark.sql.types import IntegerType, StringType
 
-    from dtcli.engine.key_predicates import match_keys
+    from dtcli.engine.runtime.key_predicates import match_keys
 
     df = spark.createDataFrame([("y", 3), ("y", 4), ("x", 3), (None, 3), ("w", 5)], "s STRING, g INT")
     predicate = match_keys(["s", "g"], [StringType(), IntegerType()], [("y", 3), ("w", 5)])
@@ -70,7 +70,7 @@ def test_a_composite_key_compared_as_text_selects_exactly_its_keys_for_every_typ
     negative numbers, years before 1000, NULLs)."""
     from datetime import date
 
-    from dtcli.engine.key_predicates import match_keys
+    from dtcli.engine.runtime.key_predicates import match_keys
 
     schema = "s STRING, t STRING, b TINYINT, h SMALLINT, i INT, l BIGINT, d DATE, f BOOLEAN"
     rows = [("a|b", "c", 1, 1, 1, 1, date(2024, 1, 31), True),      # the same text without the

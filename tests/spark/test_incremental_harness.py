@@ -55,7 +55,7 @@ SHAPES = {
         SELECT k, g, v, RANK() OVER (PARTITION BY g ORDER BY v) AS r,
                SUM(v) OVER (PARTITION BY g ORDER BY v) AS running
         FROM a""",
-    # one row, recomputed from the inputs (engine/query_shape.py), written whole and in place
+    # one row, recomputed from the inputs (engine/runtime/query_shape.py), written whole and in place
     "scalar": "SELECT COUNT(*) AS n, SUM(v) AS s, MAX(k) AS mk FROM a",
     "scalar_in_place": "SELECT COUNT(*) AS n, SUM(b.k) AS s, MIN(a.g) AS mg FROM a JOIN b ON a.k = b.k",
     # sums over never-NULL columns: groups adjusted from the DT's own rows (own_rows.py)
@@ -77,7 +77,7 @@ SHAPES = {
         GROUP BY c_count""",
 }
 # Shapes whose DT takes its change in place (replaceWhere, MERGE, append), as by default; the
-# others set `small_table_rows` and are written whole by an overwrite (engine/rewrite.py): each
+# others set `small_table_rows` and are written whole by an overwrite (engine/runtime/rewrite.py): each
 # way of computing a change is checked with both kinds of commit.
 IN_PLACE = ("filtered", "unioned", "inner_join", "left_join", "full_join", "grouped", "windowed",
             "summed", "scalar_in_place")

@@ -8,7 +8,7 @@ from datetime import timedelta
 import pytest
 
 from dtcli import api
-from dtcli.engine.executor import execute_plan
+from dtcli.engine.runtime.executor import execute_plan
 from dtcli.events import RefreshFinished
 from dtcli.model import CREATION, FAILED, MANUAL, NO_DATA, REINITIALIZE, SCHEDULED, SUCCEEDED, UPSTREAM_FAILED
 from dtcli.project import load_project

@@ -1,4 +1,4 @@
-"""Small intermediate results computed once (engine/materialize.py): rows and DataFrame from
+"""Small intermediate results computed once (engine/runtime/materialize.py): rows and DataFrame from
 one job, the same rows as the query's, whatever their types."""
 
 from __future__ import annotations
@@ -27,7 +27,7 @@ def _jobs(spark, group: str, action):
 
 
 def test_a_small_result_is_collected_once_and_read_again_without_a_job(spark):
-    from dtcli.engine.materialize import kept
+    from dtcli.engine.runtime.materialize import kept
 
     query = spark.sql(TYPED).groupBy("k", "d", "ts", "dt", "s", "arr", "st", "f", "b").count()
     expected = sorted(map(repr, query.collect()))
@@ -41,7 +41,7 @@ def test_a_small_result_is_collected_once_and_read_again_without_a_job(spark):
 
 
 def test_every_type_comes_back_as_it_was(spark):
-    from dtcli.engine.materialize import collected
+    from dtcli.engine.runtime.materialize import collected
 
     query = spark.sql(TYPED)
     df, rows = collected(query, 10)
@@ -50,8 +50,8 @@ def test_every_type_comes_back_as_it_was(spark):
 
 
 def test_a_result_over_the_limit_is_checkpointed_without_its_rows(spark):
-    from dtcli.engine.checkpoints import release
-    from dtcli.engine.materialize import kept
+    from dtcli.engine.runtime.checkpoints import release
+    from dtcli.engine.runtime.materialize import kept
 
     query = spark.range(100).selectExpr("id % 30 AS k").distinct()
     for small in (True, False):

@@ -98,7 +98,7 @@ def test_a_dt_with_spark_named_columns_refreshes_and_is_read(spark, tmp_path):
     assert records["agg"].refresh_strategy == "own_rows_aggregate", records["agg"].refresh_strategy
     assert records["keyed"].refresh_strategy == "keys_recomputed", records["keyed"].refresh_strategy
     # redefined: a mapped table with other columns, a plain one that now needs mapping (Delta
-    # refuses both in one statement while the change data feed is on: engine/column_mapping.py)
+    # refuses both in one statement while the change data feed is on: engine/runtime/column_mapping.py)
     tables.update({"agg": "SELECT g, count(*), max(k) FROM a GROUP BY g",
                    "down": "SELECT g, `count(1)` + 1 FROM agg",
                    "plain": "SELECT k, v + 1 FROM a"})

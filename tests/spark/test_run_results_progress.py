@@ -11,8 +11,8 @@ import pytest
 from rich.console import Console
 
 from dtcli import api
-from dtcli.engine.executor import execute_plan
-from dtcli.engine.progress import SparkProgress
+from dtcli.engine.runtime.executor import execute_plan
+from dtcli.engine.runtime.progress import SparkProgress
 from dtcli.events import to_wire
 from dtcli.model import FAILED, SUCCEEDED
 from dtcli.ui.progress import RunProgress
@@ -25,7 +25,7 @@ pytestmark = pytest.mark.spark
 @pytest.fixture
 def spark_in_cli(spark, monkeypatch):
     """`dt run` in this process runs its plan in the shared session instead of spark-submit."""
-    import dtcli.engine.launcher as launcher
+    import dtcli.engine.launch.launcher as launcher
 
     monkeypatch.setattr(launcher, "launch", in_process(spark))
 

@@ -1,4 +1,4 @@
-"""Building a table's Delta state on a side thread (engine/table_state.py), as an incremental
+"""Building a table's Delta state on a side thread (engine/runtime/table_state.py), as an incremental
 refresh does for the tables it scans after reading its changes."""
 
 from __future__ import annotations
@@ -22,7 +22,7 @@ def _cold(spark) -> None:
 
 
 def test_prefetched_state_spares_a_later_scan_its_state_jobs(spark, tmp_path):
-    from dtcli.engine.table_state import Prefetch
+    from dtcli.engine.runtime.table_state import Prefetch
 
     path = str(tmp_path / "t")
     (spark.range(2000).selectExpr("id AS k", "CAST(id % 7 AS STRING) AS s").repartition(4)
@@ -48,13 +48,13 @@ def test_prefetched_state_spares_a_later_scan_its_state_jobs(spark, tmp_path):
 
 
 def test_a_table_that_cannot_be_read_is_left_to_the_refresh(spark, tmp_path):
-    from dtcli.engine.table_state import Prefetch
+    from dtcli.engine.runtime.table_state import Prefetch
 
     Prefetch(spark, [(str(tmp_path / "missing"), None), (str(tmp_path / "missing"), 3)]).join()
 
 
 def test_the_state_is_loaded_at_the_version_asked_for(spark, tmp_path):
-    from dtcli.engine.table_state import load
+    from dtcli.engine.runtime.table_state import load
 
     path = str(tmp_path / "v")
     spark.range(10).write.format("delta").save(path)

@@ -168,9 +168,9 @@ def test_a_state_ahead_of_its_dt_is_read_from_the_version_the_dt_recorded(spark,
     env.sql("INSERT INTO {a} VALUES (40, 'q', 1000)")
     # as if killed after the internal table's commit: refresh it alone, leave the DT behind
     from dtcli import api
-    from dtcli.engine import internal_state
-    from dtcli.engine.context import RefreshContext
-    from dtcli.engine.executor import bind_inputs, unbind_inputs
+    from dtcli.engine.runtime import internal_state
+    from dtcli.engine.runtime.context import RefreshContext
+    from dtcli.engine.runtime.executor import bind_inputs, unbind_inputs
     from dtcli.model import Frontier
 
     plan = api.plan_run(api.check(env.root / "proj", with_stats=True), None)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from dtcli.engine.spark_conf import catalog_conf
+from dtcli.engine.launch.spark_conf import catalog_conf
 from dtcli.errors import ConfigError
 from dtcli.model import CatalogSpec, Plan, RefreshStep, StepOptions
 from dtcli.planning.catalog import catalog_work

@@ -3,8 +3,8 @@ ends well and mapped by the runs after it; one per Java and jar set (no JVM star
 
 import pytest
 
-from dtcli.engine import class_archive
-from dtcli.engine.launcher import class_archive_of, submit_command
+from dtcli.engine.launch import class_archive
+from dtcli.engine.launch.launcher import class_archive_of, submit_command
 from dtcli.errors import ConfigError
 from dtcli.project.loader import load_project
 
@@ -132,7 +132,7 @@ class _Running:
 
 
 def test_the_warm_application_maps_an_archive_and_one_appearing_later_does_not_restart_it(machine):
-    from dtcli.engine.warm import WarmEngine
+    from dtcli.engine.launch.warm import WarmEngine
 
     project = load_project(_project(machine, ""))
     settings, started = WarmEngine.commands(project)

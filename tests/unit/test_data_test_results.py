@@ -43,8 +43,8 @@ def test_the_run_line_counts_warnings_and_rows_kept_out():
 
 def test_a_slice_replacement_names_the_columns_its_predicate_reads():
     # `unique` on keys holding them all needs no old row: a kept row with a written key would
-    # have matched the predicate and been replaced (engine/auditor.py, Auditor._keys)
-    from dtcli.engine.audit import _columns_of
+    # have matched the predicate and been replaced (engine/runtime/auditor.py, Auditor._keys)
+    from dtcli.engine.runtime.audit import _columns_of
 
     assert _columns_of("`l_orderkey` IN (1, 2) OR (`L_OrderKey` >= 7 AND l_orderkey < 9)") == {"l_orderkey"}
     assert _columns_of("d >= DATE'2026-01-01' AND coalesce(k, 0) = 1") == {"d", "k"}

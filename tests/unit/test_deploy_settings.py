@@ -5,7 +5,7 @@ import stat
 from pathlib import Path
 
 from dtcli import redact
-from dtcli.engine import s3_jars, secret_conf
+from dtcli.engine.launch import s3_jars, secret_conf
 from dtcli.state import storage
 
 CONF = {

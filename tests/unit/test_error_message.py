@@ -1,6 +1,6 @@
 """Failed refreshes record the cause a user can act on, not Py4J's wrapper line."""
 
-from dtcli.engine.spark_errors import error_message
+from dtcli.engine.runtime.spark_errors import error_message
 
 
 class JavaError(Exception):

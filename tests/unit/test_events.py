@@ -6,7 +6,7 @@ import io
 import json
 
 from dtcli import events
-from dtcli.engine.launcher import LaunchResult, handle
+from dtcli.engine.launch.launcher import LaunchResult, handle
 from dtcli.engine.protocol import EVENT_PREFIX
 from dtcli.model import RefreshRecord
 

@@ -188,7 +188,7 @@ def test_blocks_not_keyed_by_their_own_output_take_the_general_path(sql):
 def test_key_predicates_are_null_safe_and_refuse_what_they_cannot_say():
     from pyspark.sql.types import DecimalType, DoubleType, IntegerType, LongType, StringType
 
-    from dtcli.engine.key_predicates import literal, match_keys
+    from dtcli.engine.runtime.key_predicates import literal, match_keys
 
     assert match_keys(["k"], [LongType()], [(1,), (None,)]) == "(`k` IS NULL OR `k` = 1L)"
     assert match_keys(["k"], [LongType()], [(None,)]) == "`k` IS NULL"
@@ -209,7 +209,7 @@ def test_key_predicates_are_null_safe_and_refuse_what_they_cannot_say():
 def test_spread_keys_are_folded_into_ranges_files_can_be_skipped_by():
     from pyspark.sql.types import LongType
 
-    from dtcli.engine.key_predicates import MAX_RANGES, among, ranges
+    from dtcli.engine.runtime.key_predicates import MAX_RANGES, among, ranges
 
     spread = [k * 1000 for k in range(500)] + [k * 1000 + 1 for k in range(500)]
     folded = ranges(spread, LongType())

@@ -2,8 +2,8 @@
 
 import pytest
 
-from dtcli.engine.launcher import submit_command
-from dtcli.engine.spark_conf import QUICK_JIT, jit_options
+from dtcli.engine.launch.launcher import submit_command
+from dtcli.engine.launch.spark_conf import QUICK_JIT, jit_options
 from dtcli.errors import ConfigError
 from dtcli.model import FULL, INCREMENTAL, NO_DATA, REINITIALIZE
 from dtcli.project.loader import load_project

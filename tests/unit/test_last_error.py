@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from dtcli.engine.driver import startup_error
-from dtcli.engine.launcher import last_error
+from dtcli.engine.launch.launcher import last_error
+from dtcli.engine.runtime.driver import startup_error
 
 
 def test_spark_condition_is_preferred_over_the_exception_that_wraps_it(tmp_path):

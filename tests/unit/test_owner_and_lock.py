@@ -24,7 +24,7 @@ FAKE_DT = """
 import os, subprocess, sys, time
 from types import SimpleNamespace
 from dtcli.state.lock import warehouse_lock
-from dtcli.engine.launcher import lock_fds
+from dtcli.engine.launch.launcher import lock_fds
 project = SimpleNamespace(warehouse=sys.argv[1], target_dir=None)
 with warehouse_lock(project, "run") as held:
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],

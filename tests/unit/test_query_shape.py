@@ -1,8 +1,8 @@
-"""What the incremental engine reads off a DT's query without Spark (engine/query_shape.py)."""
+"""What the incremental engine reads off a DT's query without Spark (engine/runtime/query_shape.py)."""
 
 import pytest
 
-from dtcli.engine.query_shape import holds_one_row
+from dtcli.engine.runtime.query_shape import holds_one_row
 
 
 @pytest.mark.parametrize("sql, one_row", [

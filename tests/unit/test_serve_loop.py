@@ -1,4 +1,4 @@
-"""The warm driver's loop (engine/serve.py) without Spark: plans in order, idle exit, owner death."""
+"""The warm driver's loop (engine/runtime/serve.py) without Spark: plans in order, idle exit, owner death."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import threading
 import time
 
 from dtcli.engine.protocol import IDLE_EXIT, OWNER_GONE
-from dtcli.engine.serve import PlanInbox, serve
+from dtcli.engine.runtime.serve import PlanInbox, serve
 from dtcli.events import Exited
 
 

@@ -1,4 +1,4 @@
-"""When an incremental refresh writes a DT whole (engine/rewrite.py `applies`): only when the
+"""When an incremental refresh writes a DT whole (engine/runtime/rewrite.py `applies`): only when the
 user set `small_table_rows`, the DT holds at most that many rows, and nothing makes a rewrite
 wrong or visible to a reader dt knows of. JVM-free: the decision reads the step's options only."""
 
@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from dtcli.engine.rewrite import applies
+from dtcli.engine.runtime.rewrite import applies
 from dtcli.model import SMALL_TABLE_ROWS, StepOptions
 
 

@@ -4,7 +4,7 @@ A top-N's rows depend on the whole result of the query under it, so no rewrite o
 makes it incremental; what does is a split: the query without its outermost ORDER BY, LIMIT and
 OFFSET (the *inner* query, which the change compiler refreshes like any other), and the top-N
 itself (sort keys, n, offset), which the engine applies over the inner query's change
-(dtcli/engine/strategies/top_n.py):
+(dtcli/engine/runtime/strategies/top_n.py):
 
 * when no row the change removes is among the DT's rows, the new DT is the top n of the DT's
   rows and the rows the change adds, sorted by Spark with the query's own ORDER BY (so NULL

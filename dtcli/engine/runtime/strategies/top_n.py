@@ -3,7 +3,7 @@ of the query under it (the *inner* query) applied to the top n, in one commit wi
 
 The inner query's net change (rows gained, rows lost) comes from its internal table when the DT
 keeps one (`TopNSpec.state`: the table is brought up to the run's versions first, see
-engine/internal_state.py, and its change data feed read), else it is compiled from the inputs'
+engine/runtime/internal_state.py, and its change data feed read), else it is compiled from the inputs'
 changes as any DT's change is. Then:
 
 * no change: only the frontier is committed;
@@ -23,13 +23,13 @@ frontier.
 
 from __future__ import annotations
 
-from dtcli.engine import apply as applier
-from dtcli.engine import audit, internal_state
-from dtcli.engine.changes import WEIGHT, ChangesUnavailable, quote, read_changes
-from dtcli.engine.context import RefreshContext, RefreshResult
-from dtcli.engine.materialize import LOCAL_ROWS, kept
-from dtcli.engine.strategies.full import full_refresh, shaped
-from dtcli.engine.strategies.incremental import ChangeRefresh, _check_types, guarded
+from dtcli.engine.runtime import apply as applier
+from dtcli.engine.runtime import audit, internal_state
+from dtcli.engine.runtime.changes import WEIGHT, ChangesUnavailable, quote, read_changes
+from dtcli.engine.runtime.context import RefreshContext, RefreshResult
+from dtcli.engine.runtime.materialize import LOCAL_ROWS, kept
+from dtcli.engine.runtime.strategies.full import full_refresh, shaped
+from dtcli.engine.runtime.strategies.incremental import ChangeRefresh, _check_types, guarded
 from dtcli.model import INCREMENTAL, REINITIALIZE, TOP_N, TopNSpec
 from dtcli.sql.incremental_rewrite import DeltaCompiler, Unsupported
 

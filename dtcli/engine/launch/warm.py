@@ -31,7 +31,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from dtcli.engine.launcher import (
+from dtcli.engine.launch.launcher import (
     LaunchResult,
     class_archive_of,
     driver_conf,

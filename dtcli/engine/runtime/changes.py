@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dtcli.engine.checkpoints import release
-from dtcli.engine.materialize import LOCAL_ROWS, kept
-from dtcli.engine.spark_errors import is_unavailable
+from dtcli.engine.runtime.checkpoints import release
+from dtcli.engine.runtime.materialize import LOCAL_ROWS, kept
+from dtcli.engine.runtime.spark_errors import is_unavailable
 
 WEIGHT = "__dt_w"
 CDF_COLUMNS = ("_change_type", "_commit_version", "_commit_timestamp")

@@ -8,8 +8,8 @@ from typing import Any
 
 from sqlglot import exp
 
-from dtcli.engine import audit, column_mapping
-from dtcli.engine.changes import quote
+from dtcli.engine.runtime import audit, column_mapping
+from dtcli.engine.runtime.changes import quote
 from dtcli.model import Frontier
 from dtcli.state.delta_log import frontier_metadata
 

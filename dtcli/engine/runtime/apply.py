@@ -21,9 +21,9 @@ from __future__ import annotations
 from functools import reduce
 from typing import Any, NamedTuple
 
-from dtcli.engine import audit, commit, key_predicates
-from dtcli.engine.changes import WEIGHT, quote
-from dtcli.engine.checkpoints import release
+from dtcli.engine.runtime import audit, commit, key_predicates
+from dtcli.engine.runtime.changes import WEIGHT, quote
+from dtcli.engine.runtime.checkpoints import release
 from dtcli.model import Frontier
 
 OP = "__dt_op"

@@ -17,12 +17,12 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from dtcli.engine import apply, audit, change_views, column_mapping, commit
-from dtcli.engine.changes import ChangesUnavailable, quote
-from dtcli.engine.checkpoints import release
-from dtcli.engine.context import RefreshContext, RefreshResult
-from dtcli.engine.deletion_vectors import table_property
-from dtcli.engine.spark_errors import is_unavailable
+from dtcli.engine.runtime import apply, audit, change_views, column_mapping, commit
+from dtcli.engine.runtime.changes import ChangesUnavailable, quote
+from dtcli.engine.runtime.checkpoints import release
+from dtcli.engine.runtime.context import RefreshContext, RefreshResult
+from dtcli.engine.runtime.deletion_vectors import table_property
+from dtcli.engine.runtime.spark_errors import is_unavailable
 from dtcli.model import CUSTOM_INCREMENTAL, FULL, REINITIALIZE, CustomSpec
 from dtcli.sql.custom import SELF_VIEW, changes_view
 

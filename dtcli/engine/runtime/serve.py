@@ -1,6 +1,6 @@
 """The warm application's loop (`driver.py --serve`): one SparkSession, many plans.
 
-`dt run --watch` keeps one Spark application for all its passes (see `engine/warm.py`, its
+`dt run --watch` keeps one Spark application for all its passes (see `engine/launch/warm.py`, its
 other end). The driver connects to a socket dt listens on (spark-submit does not pass its stdin
 on to a Python application), proves it is the application dt started with a token from its
 environment, and then reads one plan path per line; it runs each plan as `driver.py PLAN.json`

@@ -31,9 +31,9 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 
 from dtcli.data_tests import KEEP_OUT
-from dtcli.engine.auditor import AuditFailed, Auditor, Pending
-from dtcli.engine.changes import WEIGHT, quote
-from dtcli.engine.materialize import LOCAL_ROWS, checkpointed, kept
+from dtcli.engine.runtime.auditor import AuditFailed, Auditor, Pending
+from dtcli.engine.runtime.changes import WEIGHT, quote
+from dtcli.engine.runtime.materialize import LOCAL_ROWS, checkpointed, kept
 from dtcli.model import INCREMENTAL
 
 __all__ = ["AuditFailed", "auditing", "change", "has_drops", "rows", "statement", "suspended"]
@@ -61,7 +61,7 @@ def auditing(ctx) -> Iterator[Auditor | None]:
 
 @contextmanager
 def suspended() -> Iterator[None]:
-    """No audit inside: a DT's internal tables (engine/internal_state.py) commit in the DT's
+    """No audit inside: a DT's internal tables (engine/runtime/internal_state.py) commit in the DT's
     refresh, and the DT's checks are about the DT's columns, not theirs."""
     token = _current.set(None)
     try:

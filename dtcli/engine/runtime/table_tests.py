@@ -1,6 +1,6 @@
 """`dt test` in the driver: a table's data tests over the whole table as it is now; nothing is written.
 
-The checks are the ones a refresh audits (engine/auditor.py), handed every row of the table as
+The checks are the ones a refresh audits (engine/runtime/auditor.py), handed every row of the table as
 written rows with no old rows beside them: row-level checks count every row, `unique` every key,
 a singular test reads the table itself. Each check runs even when an earlier one failed.
 """
@@ -8,8 +8,8 @@ a singular test reads the table itself. Each check runs even when an earlier one
 from __future__ import annotations
 
 from dtcli.data_tests import CheckResult
-from dtcli.engine.auditor import AuditFailed, Auditor, Pending, said
-from dtcli.engine.changes import WEIGHT
+from dtcli.engine.runtime.auditor import AuditFailed, Auditor, Pending, said
+from dtcli.engine.runtime.changes import WEIGHT
 
 
 def test_table(spark, step) -> tuple[list[CheckResult], str | None]:

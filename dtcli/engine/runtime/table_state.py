@@ -71,7 +71,7 @@ def _skipping_predicate(schema):
     from pyspark.sql import functions as F
     from pyspark.sql.types import NumericType, StringType
 
-    from dtcli.engine.changes import quote
+    from dtcli.engine.runtime.changes import quote
 
     for field in schema.fields:
         if isinstance(field.dataType, NumericType):

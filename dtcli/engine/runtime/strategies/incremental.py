@@ -20,15 +20,15 @@ from functools import partial
 
 from sqlglot import exp
 
-from dtcli.engine import apply as applier
-from dtcli.engine import key_predicates, own_rows, rewrite
-from dtcli.engine.audit import AuditFailed, has_drops
-from dtcli.engine.changes import WEIGHT, ChangeSet, ChangesUnavailable, quote, read_changes
-from dtcli.engine.checkpoints import release
-from dtcli.engine.context import RefreshContext, RefreshResult
-from dtcli.engine.materialize import LOCAL_ROWS, kept
-from dtcli.engine.query_shape import SINGLE_ROW_RECOMPUTED, holds_one_row
-from dtcli.engine.table_state import Prefetch
+from dtcli.engine.runtime import apply as applier
+from dtcli.engine.runtime import key_predicates, own_rows, rewrite
+from dtcli.engine.runtime.audit import AuditFailed, has_drops
+from dtcli.engine.runtime.changes import WEIGHT, ChangeSet, ChangesUnavailable, quote, read_changes
+from dtcli.engine.runtime.checkpoints import release
+from dtcli.engine.runtime.context import RefreshContext, RefreshResult
+from dtcli.engine.runtime.materialize import LOCAL_ROWS, kept
+from dtcli.engine.runtime.query_shape import SINGLE_ROW_RECOMPUTED, holds_one_row
+from dtcli.engine.runtime.table_state import Prefetch
 from dtcli.model import FULL, INCREMENTAL, REINITIALIZE
 from dtcli.sql.incremental_rewrite import (
     BOTH,
@@ -103,7 +103,7 @@ def _forced(ctx: RefreshContext, err: BaseException, what: str | None) -> None:
     """Raise when the user forced INCREMENTAL; return under ADAPTIVE (which falls back to FULL)."""
     if ctx.step.refresh_mode != INCREMENTAL:
         return
-    from dtcli.engine.spark_errors import error_condition, error_message
+    from dtcli.engine.runtime.spark_errors import error_condition, error_message
 
     message = (what or error_message(err))[:300]
     raise ForcedIncrementalFailed(
@@ -114,7 +114,7 @@ def _forced(ctx: RefreshContext, err: BaseException, what: str | None) -> None:
 
 
 def _fallback(ctx: RefreshContext, action: str, reason: str) -> RefreshResult:
-    from dtcli.engine.strategies.full import full_refresh
+    from dtcli.engine.runtime.strategies.full import full_refresh
 
     ctx.frontier.refresh_action = action
     result = full_refresh(ctx)
@@ -259,7 +259,7 @@ class ChangeRefresh:
         return RefreshResult(table_version=version, strategy=NO_ROW_CHANGED)
 
     def _from_own_rows(self, compiler: DeltaCompiler, query: str, target) -> RefreshResult | None:
-        """Aggregates and windows maintained from the DT's own rows (see engine/own_rows.py);
+        """Aggregates and windows maintained from the DT's own rows (see engine/runtime/own_rows.py);
         None when the query is not of that shape or the change does not allow it."""
         upkeep = compiler.own_rows(query)
         if upkeep is None:
@@ -340,7 +340,7 @@ class ChangeRefresh:
 
     def _as_table(self, df, columns: list[str]):
         """A change query's rows named (and, with `columns:` config, typed) as the table's."""
-        from dtcli.engine.strategies.full import shaped
+        from dtcli.engine.runtime.strategies.full import shaped
 
         return shaped(df, self.step.options.columns) if self.step.options.columns \
             else df.toDF(*columns)

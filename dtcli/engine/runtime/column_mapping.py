@@ -40,7 +40,7 @@ def prepare(spark, view: str, path: str, clauses: list[str], properties: dict[st
         return properties
     if not _mapped_alike(spark, view, path):
         empty = ", ".join(f"'{k}' = '{v}'" for k, v in sorted({**properties, CHANGE_DATA_FEED: "false"}.items()))
-        from dtcli.engine.changes import quote
+        from dtcli.engine.runtime.changes import quote
 
         spark.sql(f"CREATE OR REPLACE TABLE delta.{quote(path)} USING delta {' '.join(clauses)} "
                   f"TBLPROPERTIES ({empty}) AS SELECT * FROM {view} WHERE false")

@@ -15,11 +15,11 @@ from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from dtcli.engine import class_archive, secret_conf
-from dtcli.engine import jars as jarlib
+from dtcli.engine.launch import class_archive, secret_conf
+from dtcli.engine.launch import jars as jarlib
+from dtcli.engine.launch.spark_conf import catalog_conf, jit_options, session_conf
 from dtcli.engine.owner_watch import Heartbeat
 from dtcli.engine.protocol import EVENT_PREFIX, STOP_FILE
-from dtcli.engine.spark_conf import catalog_conf, jit_options, session_conf
 from dtcli.errors import ConfigError
 from dtcli.events import (
     Done,
@@ -78,7 +78,7 @@ def submit_command(project: Project, plan_path: Path | None, *driver_args: str,
     cmd += secret_conf.properties_args(conf)
     for key, value in sorted(secret_conf.public(conf).items()):
         cmd += ["--conf", f"{key}={value}"]
-    driver = Path(__file__).with_name("driver.py")
+    driver = Path(__file__).parents[1] / "runtime" / "driver.py"     # a path, not an import: it runs in Spark
     return cmd + [str(driver), *([str(plan_path)] if plan_path is not None else []), *driver_args]
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import re
 
-from dtcli.engine.maven import cached, dependency, fetch, pyspark_jars_dir
+from dtcli.engine.launch.maven import cached, dependency, fetch, pyspark_jars_dir
 from dtcli.errors import ConfigError
 
 # Hadoop release -> the AWS SDK v2 version its hadoop-project pom builds hadoop-aws with.

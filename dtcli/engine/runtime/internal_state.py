@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from dtcli.engine import audit
-from dtcli.engine.changes import ChangesUnavailable
-from dtcli.engine.context import RefreshContext
+from dtcli.engine.runtime import audit
+from dtcli.engine.runtime.changes import ChangesUnavailable
+from dtcli.engine.runtime.context import RefreshContext
 from dtcli.model import FULL, INCREMENTAL, Frontier, InternalTable, RefreshStep, StepOptions
 from dtcli.state.delta_log import table_info
 
@@ -31,7 +31,7 @@ def name_of(ctx: RefreshContext, table: InternalTable) -> str:
 
 def recompute(ctx: RefreshContext, table: InternalTable) -> Refreshed:
     """Rebuild the internal table from the DT's inputs at the run's versions."""
-    from dtcli.engine.strategies.full import full_refresh
+    from dtcli.engine.runtime.strategies.full import full_refresh
 
     sub = _context(ctx, table, FULL, previous=None)
     with audit.suspended():
@@ -42,7 +42,7 @@ def bring_up(ctx: RefreshContext, table: InternalTable, recorded: int | None) ->
     """Apply the inputs' changes since the internal table's own frontier (`recorded`: the version
     the DT last read). Raises ChangesUnavailable when the table cannot be trusted (missing,
     made for another definition, older than the DT says): the caller rebuilds both."""
-    from dtcli.engine.strategies.incremental import incremental_refresh
+    from dtcli.engine.runtime.strategies.incremental import incremental_refresh
 
     info = table_info(table.path, with_stats=False)
     what = name_of(ctx, table)

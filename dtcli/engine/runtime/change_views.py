@@ -11,9 +11,9 @@ one DELETE + INSERT pair. APPEND_ONLY keeps the inserted rows only.
 
 from __future__ import annotations
 
-from dtcli.engine.changes import CDF_COLUMNS, ChangesUnavailable, quote
-from dtcli.engine.checkpoints import release
-from dtcli.engine.spark_errors import is_unavailable
+from dtcli.engine.runtime.changes import CDF_COLUMNS, ChangesUnavailable, quote
+from dtcli.engine.runtime.checkpoints import release
+from dtcli.engine.runtime.spark_errors import is_unavailable
 from dtcli.sql.custom import ACTION, APPEND_ONLY, ISUPDATE
 
 # Touched keys up to this many are pushed into the reads of a RELY-keyed input as literals.
@@ -101,7 +101,7 @@ def _compacted(feed, old, new, data: list[str], key: list[str], name: str, held:
 
     from pyspark.sql import functions as F
 
-    from dtcli.engine import key_predicates
+    from dtcli.engine.runtime import key_predicates
 
     keys = feed.select(*[F.col(quote(k)) for k in key]).distinct().localCheckpoint(eager=True)
     try:

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from dtcli.engine.changes import quote
-from dtcli.engine.commit import set_comment
+from dtcli.engine.runtime.changes import quote
+from dtcli.engine.runtime.commit import set_comment
 from dtcli.events import CatalogChanged, Events, NameResolved
 from dtcli.model import SUCCEEDED, Plan, RefreshRecord
 from dtcli.state import catalog as state
@@ -104,7 +104,7 @@ def unreachable(spark) -> str | None:
     Delta path (`delta.`/path``) through the session catalog first, so an unreachable metastore
     fails the refresh itself, and a `CREATE OR REPLACE TABLE ... AS` only after its commit. Asked
     once before the first refresh, so that no refresh starts that would fail half-way."""
-    from dtcli.engine.spark_errors import error_message
+    from dtcli.engine.runtime.spark_errors import error_message
 
     conf = dict(spark.sparkContext.getConf().getAll())
     if conf.get("spark.sql.catalogImplementation") != "hive":
@@ -137,7 +137,7 @@ def publish(spark, plan: Plan, records: list[RefreshRecord], emit: Events = lamb
 
 
 def _attempt(spark, item: dict[str, Any], done: str, conf: dict[str, str]) -> state.Event:
-    from dtcli.engine.spark_errors import error_message
+    from dtcli.engine.runtime.spark_errors import error_message
 
     name, qualified, path = item["name"], item["qualified_name"], item.get("path")
     try:
@@ -164,7 +164,7 @@ def resolve_names(spark, plan: Plan, emit: Events = lambda e: None,
     resolve to a Delta table is recorded with the reason (the run reports it as bad input), as
     is every name when the metastore is `unavailable`. A `recheck` of a known name (a refresh
     run reading it) records only a different answer, and keeps the known one on a failure."""
-    from dtcli.engine.spark_errors import error_message
+    from dtcli.engine.runtime.spark_errors import error_message
 
     conf = dict(spark.sparkContext.getConf().getAll())
     found = []

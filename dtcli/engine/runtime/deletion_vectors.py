@@ -15,7 +15,7 @@ history is truncated). Neither changes the DT's rows, so downstream DTs see no c
 
 from __future__ import annotations
 
-from dtcli.engine.changes import quote
+from dtcli.engine.runtime.changes import quote
 
 PROPERTY = "delta.enableDeletionVectors"
 FEATURE = "deletionVectors"

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from dtcli.engine.context import RefreshContext, RefreshResult
+from dtcli.engine.runtime.context import RefreshContext, RefreshResult
 from dtcli.model import CUSTOM_INCREMENTAL, TOP_N, RefreshStep
 
 Strategy = Callable[[RefreshContext], RefreshResult]
@@ -24,7 +24,7 @@ def kind_of(step: RefreshStep) -> str:
 
 
 def strategy_for(kind: str) -> Strategy:
-    from dtcli.engine.strategies import custom, full, incremental, top_n
+    from dtcli.engine.runtime.strategies import custom, full, incremental, top_n
 
     table: dict[str, Strategy] = {**full.STRATEGIES, **incremental.STRATEGIES, **custom.STRATEGIES,
                                   **top_n.STRATEGIES}

@@ -1,4 +1,4 @@
-"""The checks of one refresh evaluated on a pending commit (engine/audit.py hands it over).
+"""The checks of one refresh evaluated on a pending commit (engine/runtime/audit.py hands it over).
 
 `Pending` is what a commit is about to do; `Auditor.screen` keeps out the rows a `drop`
 expectation rejects, evaluates every other check by its shape, records each result, and raises
@@ -29,8 +29,8 @@ from dtcli.data_tests import (
     Check,
     CheckResult,
 )
-from dtcli.engine.changes import WEIGHT, quote
-from dtcli.engine.materialize import LOCAL_ROWS, kept
+from dtcli.engine.runtime.changes import WEIGHT, quote
+from dtcli.engine.runtime.materialize import LOCAL_ROWS, kept
 
 SAMPLES = 5            # failing rows a result keeps, to show
 _VALUE_CHARS = 80      # a sample value longer than this is cut
@@ -74,7 +74,7 @@ class Auditor:
         return list(self.results.values())
 
     def release(self) -> None:
-        from dtcli.engine.checkpoints import release
+        from dtcli.engine.runtime.checkpoints import release
 
         for df in self.held:
             release(df)
@@ -107,7 +107,7 @@ class Auditor:
                 else:
                     found, samples = _EVALUATE[check.shape](self, check, pending)
             except Exception as exc:   # the check itself broke: an error-severity one fails the refresh
-                from dtcli.engine.spark_errors import error_message
+                from dtcli.engine.runtime.spark_errors import error_message
 
                 self._result(check, ERROR_STATUS, 0,
                              message=f"{check.name} could not run: {error_message(exc)[:300]}")
@@ -186,7 +186,7 @@ class Auditor:
         """Keys written whose rows the table will hold more than once."""
         from pyspark.sql import functions as F
 
-        from dtcli.engine import key_predicates
+        from dtcli.engine.runtime import key_predicates
 
         cols = list(check.columns or [])
         key = [F.col(quote(c)) for c in cols]

@@ -91,7 +91,7 @@ def is_archive(path: Path) -> bool:
 
 def cache_dir() -> Path:
     """Beside the provisioned jars (`DT_CACHE_DIR`, else ~/.cache/dt)."""
-    from dtcli.engine.maven import cache_dir as jar_cache
+    from dtcli.engine.launch.maven import cache_dir as jar_cache
 
     return jar_cache().parent / "class-archives"
 

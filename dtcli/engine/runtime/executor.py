@@ -12,11 +12,11 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 
 from dtcli import events
-from dtcli.engine import audit, commit, deletion_vectors
-from dtcli.engine.context import RefreshContext, RefreshResult
-from dtcli.engine.progress import job_group
-from dtcli.engine.spark_errors import at_file, condition_of, error_condition, error_message
-from dtcli.engine.strategies import kind_of, strategy_for
+from dtcli.engine.runtime import audit, commit, deletion_vectors
+from dtcli.engine.runtime.context import RefreshContext, RefreshResult
+from dtcli.engine.runtime.progress import job_group
+from dtcli.engine.runtime.spark_errors import at_file, condition_of, error_condition, error_message
+from dtcli.engine.runtime.strategies import kind_of, strategy_for
 from dtcli.model import (
     FAILED,
     FULL,
@@ -144,7 +144,7 @@ def execute_plan(spark, plan: Plan, emit: events.Events = lambda event: None,
     pending, running, finished = list(steps), {}, set()
     stopping: bool | str = False
     if steps or plan.resolutions:
-        from dtcli.engine.catalog import resolve_names, unreachable
+        from dtcli.engine.runtime.catalog import resolve_names, unreachable
 
         run.unavailable = unreachable(spark)
         if plan.resolutions:
@@ -188,7 +188,7 @@ def execute_plan(spark, plan: Plan, emit: events.Events = lambda event: None,
                 finish(running.pop(future), future.result())
     records = [run.records[s.name] for s in steps]
     if plan.registrations or plan.unregistrations:
-        from dtcli.engine.catalog import publish
+        from dtcli.engine.runtime.catalog import publish
 
         publish(spark, plan, records, emit)     # after the commits: never undoes one
     return records
@@ -257,7 +257,7 @@ class _Run:
                                 source_ids=step.options.source_ids)
             ctx = RefreshContext(spark, plan, step, versions, frontier)
             # the strategy's kind (engine/strategies kind_of); its commit is audited by the DT's
-            # data tests and expectations first (engine/audit.py)
+            # data tests and expectations first (engine/runtime/audit.py)
             with audit.auditing(ctx) as auditor:
                 result = strategy_for(kind_of(step))(ctx)
                 tests = [r.to_dict() for r in auditor.outcome] if auditor else None
@@ -289,9 +289,9 @@ class _Run:
             spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
 
     def _test(self, spark, step: RefreshStep, start: str) -> RefreshRecord:
-        """A `dt test` step: the table's data tests over all of it (engine/table_tests.py)."""
+        """A `dt test` step: the table's data tests over all of it (engine/runtime/table_tests.py)."""
         from dtcli.data_tests import TEST_FAILED
-        from dtcli.engine.table_tests import test_table
+        from dtcli.engine.runtime.table_tests import test_table
 
         results, failed = test_table(spark, step)
         record = _record(self.plan, step, FAILED if failed else SUCCEEDED, start, message=failed,

@@ -13,11 +13,11 @@ from __future__ import annotations
 
 from functools import reduce
 
-from dtcli.engine import key_predicates as keys_sql
-from dtcli.engine.apply import ROWS_MISSING, Applied, checked, commit_nothing, replace
-from dtcli.engine.changes import quote
-from dtcli.engine.materialize import LOCAL_ROWS, kept
-from dtcli.engine.rewrite import replace_whole
+from dtcli.engine.runtime import key_predicates as keys_sql
+from dtcli.engine.runtime.apply import ROWS_MISSING, Applied, checked, commit_nothing, replace
+from dtcli.engine.runtime.changes import quote
+from dtcli.engine.runtime.materialize import LOCAL_ROWS, kept
+from dtcli.engine.runtime.rewrite import replace_whole
 from dtcli.model import Frontier
 from dtcli.sql.incremental_rewrite.own_rows import (
     COUNT_ALL,

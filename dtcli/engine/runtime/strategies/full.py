@@ -8,10 +8,10 @@ rows for the rest), made in one commit and never read again.
 
 from __future__ import annotations
 
-from dtcli.engine import apply, column_mapping, commit
-from dtcli.engine.checkpoints import release
-from dtcli.engine.context import RefreshContext, RefreshResult
-from dtcli.engine.deletion_vectors import table_property
+from dtcli.engine.runtime import apply, column_mapping, commit
+from dtcli.engine.runtime.checkpoints import release
+from dtcli.engine.runtime.context import RefreshContext, RefreshResult
+from dtcli.engine.runtime.deletion_vectors import table_property
 from dtcli.model import FULL, REINITIALIZE
 
 

@@ -16,7 +16,7 @@ from pathlib import Path
 
 if __name__ == "__main__":
     # spark-submit runs this file as a script: the package is importable from its checkout too
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
+    sys.path.insert(0, str(Path(__file__).resolve().parents[3]))
 
 from dtcli.engine.protocol import EVENT_PREFIX, STOP_FILE
 from dtcli.events import Done, NotStarted, RunEvent, Started, to_wire
@@ -73,8 +73,8 @@ def stop_check(watch, stop_file: Path | None = None):
 
 def run_plan(spark, plan, should_stop, before_write=lambda: None) -> int:
     """Execute one plan in `spark`, streaming its events; 1 when a refresh failed."""
-    from dtcli.engine.executor import execute_plan
-    from dtcli.engine.progress import SparkProgress
+    from dtcli.engine.runtime.executor import execute_plan
+    from dtcli.engine.runtime.progress import SparkProgress
     from dtcli.model import any_failed
 
     progress = SparkProgress(spark, emit)      # "progress" events while refreshes run
@@ -111,26 +111,32 @@ def startup_error(exc: BaseException) -> str:
     `[CONDITION] message` of the Java causes (the outer ones only say a builder failed)."""
     import re
 
-    from dtcli.engine.spark_errors import error_message
+    from dtcli.engine.runtime.spark_errors import error_message
 
     stated = re.findall(r"(\[[A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*\] [^\n]*)", str(exc))
     return stated[-1].strip() if stated else error_message(exc)
 
 
+def build_session(app_name: str):
+    """The application's session: spark-submit has already set every setting (the launcher's)."""
+    from pyspark.sql import SparkSession
+
+    return SparkSession.builder.appName(app_name).getOrCreate()
+
+
 def main(argv: list[str]) -> int:
-    from dtcli.engine.session import build_session
     from dtcli.model import Plan
 
     argv, flags = owner_options(argv)
     if argv and argv[0] == "--serve":      # the warm application of `dt run --watch`
-        from dtcli.engine.serve import PlanInbox, connect, serve
-        from dtcli.engine.table_state import warm_after_pass
+        from dtcli.engine.runtime.serve import PlanInbox, connect, serve
+        from dtcli.engine.runtime.table_state import warm_after_pass
 
         address, idle, app_name = argv[1:4]
         inbox = PlanInbox(connect(address))     # first: dt waits for us before sending a plan
         emit(Started())
         watch = watch_owner(flags, None, closed=inbox.owner_gone)
-        spark = build_session({}, app_name=app_name)
+        spark = build_session(app_name)
         configure_storage(spark, renew_lease=False)
 
         def one(path: Path, should_stop) -> int:
@@ -154,7 +160,7 @@ def main(argv: list[str]) -> int:
     watch = watch_owner(flags, plan.warehouse)
     emit(Started())
     try:
-        spark = build_session({}, app_name=f"dt:{plan.project}")
+        spark = build_session(f"dt:{plan.project}")
         configure_storage(spark)
         # Spark builds the SQL session state (and checks the SQL settings) at its first use:
         # here, so that a setting it rejects fails the application before any refresh starts

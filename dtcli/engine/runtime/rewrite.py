@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import time
 
-from dtcli.engine import audit
-from dtcli.engine.apply import ROWS_MISSING, Applied, _copies, _write, checked, inconsistent_error
-from dtcli.engine.changes import WEIGHT, quote
+from dtcli.engine.runtime import audit
+from dtcli.engine.runtime.apply import ROWS_MISSING, Applied, _copies, _write, checked, inconsistent_error
+from dtcli.engine.runtime.changes import WEIGHT, quote
 from dtcli.model import Frontier, StepOptions
 
 TABLE_REWRITTEN = "table_rewritten"    # the history's refresh_strategy for a row change written so

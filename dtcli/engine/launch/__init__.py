@@ -1,0 +1,1 @@
+"""What the `dt` process does to start Spark: jars, settings, spark-submit, the warm application."""

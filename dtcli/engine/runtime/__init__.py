@@ -1,0 +1,1 @@
+"""What runs inside the Spark driver: the plan's refreshes, their strategies, audits and commits."""
