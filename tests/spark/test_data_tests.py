@@ -1,7 +1,7 @@
 """Audit before publish, on real Delta tables (one project, three runs, in the shared session).
 
 A refresh whose rows break an error-severity test or a `fail` expectation commits nothing: the
-DT's Delta version does not move, readers keep the last good rows, downstream DTs are
+DT's Delta version does not move, readers (Spark, DuckDB) keep the last good rows, downstream DTs are
 UPSTREAM_FAILED, the record names the test, the count and sample rows; the next run after the
 source is fixed succeeds INCREMENTAL. Warn tests and expectations commit and count; drop
 expectations keep exactly the violating rows out; custom tables (INSERT INTO SELF, MERGE INTO
@@ -104,6 +104,17 @@ def _rows(spark, path):
     return sorted((tuple(r) for r in spark.read.format("delta").load(path).collect()), key=repr)
 
 
+def _duckdb_rows(path):
+    """The DT's rows as a DuckDB query reads them: over the table's current snapshot as the Delta
+    log gives it (resolved by deltalake's kernel scan, deletion vectors applied). DuckDB's own
+    `delta` extension would be downloaded on first use, which the test machine cannot do."""
+    import duckdb
+
+    with duckdb.connect() as con:
+        con.register("snapshot", DeltaTable(path).scan())
+        return sorted(con.sql("SELECT * FROM snapshot").fetchall(), key=repr)
+
+
 def test_a_refresh_whose_rows_break_a_check_commits_nothing(spark, tmp_path):
     root = write_project(tmp_path / "p", TABLES, config=SOURCES, table_yml=YML)
     (root / "tests").mkdir()
@@ -140,6 +151,7 @@ def test_a_refresh_whose_rows_break_a_check_commits_nothing(spark, tmp_path):
     for name in ("o_checked", "o_full"):
         assert table_version(project.table_path(name)) == versions[name], name     # nothing committed
         assert _rows(spark, project.table_path(name)) == before[name], name         # the last good rows
+        assert _duckdb_rows(project.table_path(name)) == before[name], name         # in DuckDB too
     assert records["per_status"].state == UPSTREAM_FAILED
     assert records["customers"].refresh_action == NO_DATA
 
@@ -187,6 +199,8 @@ def test_a_refresh_whose_rows_break_a_check_commits_nothing(spark, tmp_path):
     assert fixed["o_full"].state == SUCCEEDED, fixed["o_full"].state_message
     for name in ["o_checked", "per_status"]:
         assert_matches_recompute(spark, api.load(root), name)
+    checked_path = project.table_path("o_checked")       # DuckDB reads the fixed refresh's rows
+    assert _duckdb_rows(checked_path) == _rows(spark, checked_path) != before["o_checked"]
     assert _rows(spark, project.table_path("o_kept")) == sorted(GOOD + [(9, 8, "shipped", 40)], key=repr)
     # the failed refresh did not move c_merge's frontier: its statement reads the same inserts again
     # (without a RELY key its CHANGES are the commits as Delta recorded them) and still writes a
@@ -293,19 +307,27 @@ unit_tests:
                {order_id: 3, status: shipped, amount: 1}]
     expect:
       rows: [{status: placed, n: 1, total: 10}, {status: shipped, n: 2, total: 6}]
+  - name: after_fail
+    given:
+      - input: ref('orders')
+        rows: [{order_id: 1, status: placed, amount: 10}, {order_id: 2, status: placed, amount: 5}]
+    given_after:
+      - input: ref('orders')
+        rows: [{order_id: 1, status: placed, amount: 10}, {order_id: 2, status: shipped, amount: 5}]
+    expect:                                  # the given rows' answer: wrong after the change
+      rows: [{status: placed, n: 2, total: 15}]
 """
 
 
-def test_unit_tests_run_on_given_rows_and_through_the_incremental_refresh_touching_no_warehouse(spark, tmp_path):
-    import io
+def test_unit_tests_run_on_given_rows_and_through_the_incremental_refresh_touching_no_warehouse(
+        spark, tmp_path, monkeypatch):
+    import json
     import re
     import tempfile
     from pathlib import Path
 
-    from rich.console import Console
-
-    from dtcli.api.unit_tests import run_unit_tests
-    from dtcli.ui.unit_test_view import print_unit_result
+    from dtcli.api import unit_tests
+    from tests.helpers import dt
 
     tables = {"orders": ORDERS,
               "per_status": "SELECT status, COUNT(*) AS n, SUM(amount) AS total FROM {{ ref('orders') }} GROUP BY status"}
@@ -316,20 +338,33 @@ def test_unit_tests_run_on_given_rows_and_through_the_incremental_refresh_touchi
     (root / "tests" / "fixtures" / "placed_two.csv").write_text("status,n,total\nplaced,2,15\n")
     scratch_before = set(Path(tempfile.gettempdir()).glob("dt-unit-*"))
 
-    results = {r.test.name: r for r in run_unit_tests(api.check(root), session=lambda project, folder: spark)}
+    # `dt test --unit` as a user runs it, in this process: its local session is the shared one
+    monkeypatch.setattr(unit_tests, "_session", lambda project, scratch, session: spark)
+    out = dt("test", "--unit", "-p", str(root), "--format", "json")
+    assert out.code == 1, (out.out, out.err)        # a case failed
+    doc = json.loads(out.out)
+    results = {r["name"]: r for r in doc["results"]}
     # after_pass passes only if expect is compared after the INCREMENTAL refresh to the next rows
     # (an order changes status, one is added): its given rows alone make {placed, 2, 15}
-    assert {n: r.status for n, r in results.items()} == {"plain_pass": "pass", "plain_fail": "fail",
-                                                         "after_pass": "pass"}, {n: r.message for n, r in results.items()}
-    assert {n: r.refresh_action for n, r in results.items()} == {"plain_pass": FULL, "plain_fail": FULL,
-                                                                 "after_pass": INCREMENTAL}
+    assert {n: r["status"] for n, r in results.items()} == {
+        "plain_pass": "pass", "plain_fail": "fail", "after_pass": "pass", "after_fail": "fail"}, \
+        {n: r["message"] for n, r in results.items()}
+    assert {n: r["refresh_action"] for n, r in results.items()} == {
+        "plain_pass": FULL, "plain_fail": FULL, "after_pass": INCREMENTAL, "after_fail": INCREMENTAL}
     failed = results["plain_fail"]          # compared on the columns expect names
-    assert (failed.columns, failed.missing, failed.unexpected) == (["status", "total"], [("placed", 11)],
-                                                                  [("placed", 10)])
-    shown = io.StringIO()
-    print_unit_result(failed, out=Console(file=shown, width=100))
-    text = shown.getvalue()
-    assert "FAIL  plain_fail (per_status)" in text and "expected (-) against actual (+)" in text
+    assert (failed["columns"], failed["missing"], failed["unexpected"]) == (
+        ["status", "total"], [{"status": "placed", "total": 11}], [{"status": "placed", "total": 10}])
+    after = results["after_fail"]           # the wrong expectation, against what the INCREMENTAL refresh left
+    assert (after["missing"], sorted(after["unexpected"], key=repr)) == (
+        [{"status": "placed", "n": 2, "total": 15}],
+        [{"status": "placed", "n": 1, "total": 10}, {"status": "shipped", "n": 1, "total": 5}])
+    text = out.err                          # what the user reads: expected against actual rows
+    assert "FAIL  plain_fail (per_status)" in text and "plain_fail: expected (-) against actual (+)" in text
     assert re.search(r"-\s*│\s*placed\s*│\s*11\b", text) and re.search(r"\+\s*│\s*placed\s*│\s*10\b", text), text
+    assert "FAIL  after_fail (per_status) (given_after: incremental)" in text
+    assert "after_fail: expected (-) against actual (+)" in text
+    assert re.search(r"-\s*│\s*placed\s*│\s*2\s*│\s*15\b", text), text
+    assert re.search(r"\+\s*│\s*shipped\s*│\s*1\s*│\s*5\b", text), text
+    assert "unit tests: 2 passed, 2 failed" in text
     assert not (root / "warehouse").exists()           # no warehouse written, no scratch folder left
     assert set(Path(tempfile.gettempdir()).glob("dt-unit-*")) == scratch_before
