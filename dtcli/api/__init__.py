@@ -25,6 +25,7 @@ from dtcli.api.runs import (
     spark_submit,
 )
 from dtcli.api.show import show_history, show_rows, show_tables
+from dtcli.artifacts.run_results import RunResults
 from dtcli.model import Project
 from dtcli.planning.check_cache import CheckCache, disabled_by_env
 from dtcli.planning.checked import Checked
@@ -93,8 +94,9 @@ def explain(checked: Checked, name: str) -> dict:
 
 
 def write_run_results(checked: Checked, result: RunResult, *, command: str, args: dict,
-                      started_at: datetime) -> dict:
-    """Write target/run_results.json for a finished `run`/`refresh`; returns the document."""
+                      started_at: datetime) -> RunResults:
+    """Write target/run_results.json for a finished `run`/`refresh`; returns the document
+    (dtcli.artifacts.typed_json.to_json gives its JSON)."""
     from dtcli.api import run_results
 
     doc = run_results.document(checked.project, result, command=command, args=args, started_at=started_at)

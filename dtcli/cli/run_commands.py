@@ -82,10 +82,11 @@ def _report(checked, result, command: str, args: dict, started, fmt: str, *, lin
     document per line (--watch). A warning for each refreshed DT that cannot meet its target
     lag (`warn_about`: only these)."""
     from dtcli import api
+    from dtcli.artifacts.typed_json import to_json
     from dtcli.ui.output import err_console, print_json
     from dtcli.ui.run_view import print_summary
 
-    doc = api.write_run_results(checked, result, command=command, args=args, started_at=started)
+    doc = to_json(api.write_run_results(checked, result, command=command, args=args, started_at=started))
     for name in warn_about if warn_about is not None else result.behind:
         err_console.print(f"warning: {result.behind[name]}", highlight=False, markup=False, soft_wrap=True)
     if fmt == "json":

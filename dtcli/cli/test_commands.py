@@ -38,6 +38,7 @@ def test(project_dir: ProjectDir = Path("."), target: Target = None, select: Sel
     from dtcli import api
     from dtcli.api import run_results
     from dtcli.api.testing import test as run_tests
+    from dtcli.artifacts.typed_json import to_json
     from dtcli.ui.output import err_console, print_json
     from dtcli.ui.test_view import print_tests
 
@@ -52,7 +53,7 @@ def test(project_dir: ProjectDir = Path("."), target: Target = None, select: Sel
                                     started_at=started)
     run_results.write(checked.project, doc)
     if fmt == "json":
-        print_json(doc)
+        print_json(to_json(doc))
         print_tests(result, out=err_console)
     else:
         print_tests(result)
@@ -69,6 +70,7 @@ def _unit(project_dir: Path, target: str | None, select: list[str] | None, fmt: 
     from dtcli import api
     from dtcli.api import run_results
     from dtcli.api.unit_tests import run_unit_tests
+    from dtcli.artifacts.typed_json import to_json
     from dtcli.ui.output import console, err_console, print_json
     from dtcli.ui.unit_test_view import print_unit_result, unit_summary
 
@@ -81,8 +83,8 @@ def _unit(project_dir: Path, target: str | None, select: list[str] | None, fmt: 
                                     started_at=started)
     run_results.write(checked.project, doc)
     if fmt == "json":
-        print_json(doc)
-    if not doc["success"]:
+        print_json(to_json(doc))
+    if not doc.success:
         raise typer.Exit(EXIT_REFRESH_FAILED)
 
 
@@ -105,6 +107,7 @@ def build(project_dir: ProjectDir = Path("."), target: Target = None, select: Se
     from dtcli import api
     from dtcli.api import run_results
     from dtcli.api.testing import build as run_build
+    from dtcli.artifacts.typed_json import to_json
     from dtcli.cli.run_commands import _set_threads
     from dtcli.ui.output import console, err_console, print_json
     from dtcli.ui.run_view import RunView, print_summary
@@ -123,12 +126,12 @@ def build(project_dir: ProjectDir = Path("."), target: Target = None, select: Se
     args = {"select": select or [], "all": all_tables, "full_refresh": full_refresh}
     doc = run_results.document(checked.project, result.run, command="build", args=args, started_at=started)
     tested = [t for t in (result.sources, result.tables) if t is not None]
-    doc["data_tests"] = [e for t in tested for e in run_results.tested_entries(t.records)]
-    doc["success"] = doc["success"] and not result.failed
+    doc.data_tests = [e for t in tested for e in run_results.tested_entries(t.records)]
+    doc.success = doc.success and not result.failed
     run_results.write(checked.project, doc)
     out = err_console if fmt == "json" else console
     if fmt == "json":
-        print_json(doc)
+        print_json(to_json(doc))
     for phase in tested:
         print_tests(phase, out=out)
     print_summary(result.run, out=out)

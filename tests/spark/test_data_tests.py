@@ -14,6 +14,7 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 
 from dtcli import api
+from dtcli.artifacts.typed_json import to_json
 from dtcli.data_tests import TEST_FAILED
 from dtcli.model import FAILED, FULL, INCREMENTAL, NO_DATA, SUCCEEDED, UPSTREAM_FAILED
 from dtcli.state import history
@@ -255,7 +256,7 @@ def test_dt_test_runs_every_test_over_whole_tables_and_dt_build_holds_back_what_
     found = {t["name"]: (t["status"], t["failures"]) for t in tested.results}
     assert found["accepted_values_orders_src_status__placed__shipped"] == ("fail", 1)
     assert found["no_negative"] == ("pass", 0)          # orders was not refreshed: it holds no negative amount
-    doc = run_results.test_document(api.load(root), tested, command="test", args={}, started_at=_now())
+    doc = to_json(run_results.test_document(api.load(root), tested, command="test", args={}, started_at=_now()))
     assert not doc["success"] and doc["summary"]["data_tests"] == {"fail": 1, "pass": 5, "warn": 1}
     assert {r["unique_id"].split(".")[2] for r in doc["results"]} >= {"no_negative", "unique_orders_order_id"}
 

@@ -16,6 +16,7 @@ from dtcli.engine.runtime.progress import SparkProgress
 from dtcli.events import to_wire
 from dtcli.model import FAILED, SUCCEEDED
 from dtcli.ui.progress import RunProgress
+from tests.artifact_helpers import schema_errors
 from tests.helpers import dt, write_project
 from tests.sched_helpers import SRC_CONFIG, in_process, write_source
 
@@ -42,6 +43,7 @@ def test_run_results_hold_the_failure_and_the_success_and_format_json_prints_the
     printed = json.loads(result.out)                         # stdout holds the document only
     written = json.loads((root / "target" / "run_results.json").read_text())
     assert printed == written
+    assert schema_errors("run_results", written) == []       # docs/schemas/run_results.v1.schema.json
     by_name = {r["name"]: r for r in written["results"]}
     assert set(by_name) == {"good", "bad"}
     good, bad = by_name["good"], by_name["bad"]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dtcli.api import run_results
+from dtcli.artifacts.typed_json import to_json
 from dtcli.model import FAILED, INCREMENTAL, SUCCEEDED, RefreshRecord
 from dtcli.ui.progress import _summary
 
@@ -24,11 +25,11 @@ PASSED = {"name": "unique_orders_id", "unique_id": "test.p.unique_orders_id.cd34
 
 
 def test_run_results_carry_each_check_in_dbt_terms():
-    entry = run_results.result_entry(_record(SUCCEEDED, [WARNED, PASSED]))
+    entry = to_json(run_results.result_entry(_record(SUCCEEDED, [WARNED, PASSED])))
     assert [(t["unique_id"], t["status"], t["failures"]) for t in entry["data_tests"]] == \
         [("test.p.not_null_orders_id.ab12", "warn", 2), ("test.p.unique_orders_id.cd34", "pass", 0)]
     assert entry["data_tests"][0]["message"] and entry["data_tests"][1]["message"] is None
-    assert run_results.result_entry(_record(SUCCEEDED, None))["data_tests"] == []
+    assert to_json(run_results.result_entry(_record(SUCCEEDED, None)))["data_tests"] == []
     assert run_results.test_summary([_record(SUCCEEDED, [WARNED, PASSED]), _record(SUCCEEDED, [PASSED])]) == \
         {"pass": 2, "warn": 1}
 
