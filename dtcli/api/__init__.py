@@ -25,6 +25,7 @@ from dtcli.api.runs import (
     spark_submit,
 )
 from dtcli.api.show import show_history, show_rows, show_tables
+from dtcli.artifacts.explain import ExplainReport
 from dtcli.artifacts.run_results import RunResults
 from dtcli.model import Project
 from dtcli.planning.check_cache import CheckCache, disabled_by_env
@@ -86,7 +87,8 @@ def check(project_dir: str | Path | Project = ".", target: str | None = None, *,
                   only=only, cache=cache)
 
 
-def explain(checked: Checked, name: str) -> dict:
+def explain(checked: Checked, name: str) -> ExplainReport:
+    """`dt explain NAME` (dtcli.artifacts.typed_json.to_json gives its JSON)."""
     from dtcli.state import history, reconcile
 
     reconcile.settle(checked.project, checked.snapshot.tables)

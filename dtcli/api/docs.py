@@ -19,6 +19,8 @@ from typing import Any
 from dtcli import __version__
 from dtcli.api.show import DISABLED, ORPHANED, show_tables
 from dtcli.api.test_results import last_results
+from dtcli.artifacts.explain import ExplainReport
+from dtcli.artifacts.typed_json import to_json
 from dtcli.data_tests import KEEP_OUT, RECORD, STOP
 from dtcli.model import FAILURE_STATES, RefreshRecord
 from dtcli.planning import selectors
@@ -132,7 +134,7 @@ def _inputs(checked: Checked, name: str) -> tuple[str, ...]:
     return table.inputs if table else ()
 
 
-def _table(checked: Checked, name: str, row: dict[str, Any], explained: dict[str, Any] | None,
+def _table(checked: Checked, name: str, row: dict[str, Any], explained: ExplainReport | None,
            records: list[RefreshRecord], checks: list[dict[str, Any]] | None = None) -> dict[str, Any]:
     project = checked.project
     table = project.tables.get(name) or project.disabled.get(name)
@@ -161,7 +163,7 @@ def _table(checked: Checked, name: str, row: dict[str, Any], explained: dict[str
                 "refresh_seconds": row.get("refresh_seconds"),
                 "can_meet_target": row.get("can_meet_target_lag")},
         "status": row,
-        "explain": explained,
+        "explain": to_json(explained),
         "refresh_history": [_history_row(r) for r in records],
         "data_tests": _test_results(records, checks),
     }

@@ -8,9 +8,10 @@ read their fields. This package imports nothing of dt's but errors: any layer ma
 
 from __future__ import annotations
 
+from dtcli.artifacts.explain import EXPLAIN
 from dtcli.artifacts.run_results import RUN_RESULTS
 from dtcli.artifacts.versions import ArtifactKind, ArtifactVersionError
 
-KINDS: tuple[ArtifactKind, ...] = (RUN_RESULTS,)
+KINDS: tuple[ArtifactKind, ...] = (RUN_RESULTS, EXPLAIN)
 
-__all__ = ["KINDS", "RUN_RESULTS", "ArtifactKind", "ArtifactVersionError"]
+__all__ = ["EXPLAIN", "KINDS", "RUN_RESULTS", "ArtifactKind", "ArtifactVersionError"]

@@ -154,6 +154,7 @@ def explain(name: Annotated[str, typer.Argument(help="Dynamic table to explain."
     Example: dt explain customer_revenue --format json
     """
     from dtcli import api
+    from dtcli.artifacts.typed_json import to_json
     from dtcli.ui.explain_view import print_explain
     from dtcli.ui.output import print_json
 
@@ -162,6 +163,6 @@ def explain(name: Annotated[str, typer.Argument(help="Dynamic table to explain."
     data = api.explain(api.check(project_dir, target, check_sources=True, with_stats=True,
                                   use_cache=not no_cache, upstream_of=name), name)
     if check_format(format) == "json":
-        print_json(data)
+        print_json(to_json(data))
         return
     print_explain(data)

@@ -18,6 +18,7 @@ from sqlglot import exp
 from sqlglot.optimizer.qualify import qualify
 from sqlglot.schema import MappingSchema
 
+from dtcli.artifacts.explain import ChangeInput, CustomSection
 from dtcli.errors import ValidationError
 from dtcli.model import ChangeInputSpec, Column, CustomSpec, Project, TableDef
 from dtcli.sql.analysis.result import OperatorInfo, QueryAnalysis
@@ -295,7 +296,7 @@ def step_options(checked, name: str) -> CustomSpec:
     )
 
 
-def explain(checked, name: str) -> tuple[dict[str, Any], list[str]]:
+def explain(checked, name: str) -> tuple[CustomSection, list[str]]:
     """explain's section for a custom table, and the warnings a user can act on."""
     project = checked.project
     table = project.tables[name]
@@ -304,8 +305,9 @@ def explain(checked, name: str) -> tuple[dict[str, Any], list[str]]:
     changes = []
     for inp, mode, line in statement.change_inputs:
         key = source_key(project, inp)
-        changes.append({"name": inp, "information": mode, "line": line, "rely_primary_key": key,
-                        "compacted_per_key": key is not None})
+        changes.append(ChangeInput(name=inp, information=mode, line=line,
+                                   rely_primary_key=key,
+                                   compacted_per_key=key is not None))
         info = checked.snapshot.sources.get(inp)
         if info is not None and not info.change_data_feed:
             from dtcli.planning.refresh_mode import enable_cdf_sql
@@ -327,12 +329,12 @@ def explain(checked, name: str) -> tuple[dict[str, Any], list[str]]:
         warnings.append(f"{', '.join(downstream)} read{'s' if len(downstream) == 1 else ''} {name}, which has no "
                         "RELY primary key: its changes reach them as Delta records them; declare one with "
                         "constraints: [{primary_key: [...], rely: true}] so that CHANGES() of it compact per key")
-    out = {"statement": f"{statement.kind} INTO SELF", "changes": changes,
-           "self_reads": list(statement.self_lines),
-           "snapshot_tables": list(statement.snapshot_inputs),
-           "initial_population": ("copied from the backfill source; CHANGES() read from "
-                                  + ("start_at" if table.config.get("start_at") else "creation"))
-           if table.config.get("backfill") else "the statement over every existing source row as an INSERT"}
+    first = ("copied from the backfill source; CHANGES() read from "
+             + ("start_at" if table.config.get("start_at") else "creation")) if table.config.get("backfill") \
+        else "the statement over every existing source row as an INSERT"
+    out = CustomSection(statement=f"{statement.kind} INTO SELF", changes=changes,
+                        self_reads=list(statement.self_lines), snapshot_tables=list(statement.snapshot_inputs),
+                        initial_population=first)
     return out, warnings
 
 

@@ -2,9 +2,26 @@
 
 from __future__ import annotations
 
-from typing import Any
-
-from dtcli.model import ADAPTIVE, FULL, RefreshRecord
+from dtcli.artifacts.explain import (
+    SCHEMA_VERSION,
+    AdaptiveChoice,
+    ColumnLineage,
+    ColumnType,
+    DataTestPlan,
+    ExplainReport,
+    Frozen,
+    IgnoredProperty,
+    Input,
+    InternalTable,
+    LineageColumn,
+    LineageInput,
+    LineageTransformation,
+    Operator,
+    RuleRewrite,
+    SortOrder,
+    TopN,
+)
+from dtcli.model import ADAPTIVE, FULL, Column, RefreshRecord
 from dtcli.planning import internal, refresh_times, scheduler
 from dtcli.planning.checked import Checked
 from dtcli.planning.column_lineage import column_lineage
@@ -13,7 +30,7 @@ from dtcli.planning.on_demand import is_on_demand, scheduler_value
 from dtcli.planning.refresh_mode import enable_cdf_sql
 
 
-def explain(checked: Checked, name: str, history: list[RefreshRecord] = ()) -> dict[str, Any]:
+def explain(checked: Checked, name: str, history: list[RefreshRecord] = ()) -> ExplainReport:
     """`history`: the refresh history, for an ADAPTIVE DT's current estimate."""
     project, snapshot, graph = checked.project, checked.snapshot, checked.graph
     key = project.table_key(name)
@@ -33,9 +50,8 @@ def explain(checked: Checked, name: str, history: list[RefreshRecord] = ()) -> d
         else:
             info = snapshot.tables.get(inp)
             cdf, version = True, (info.version if info else None)  # dt writes DTs with the feed on
-        inputs.append({"name": inp, "kind": project.input_kind(inp), "path": path,
-                       "change_data_feed": cdf, "version": version,
-                       "columns": [c.to_dict() for c in checked.schemas.get(inp, ())]})
+        inputs.append(Input(name=inp, kind=project.input_kind(inp), path=path, change_data_feed=cdf,
+                            version=version, columns=_columns(checked.schemas.get(inp, ()))))
     for inp in table.inputs:
         up = checked.modes.get(inp)
         if up is not None and up.mode == FULL and mode.mode == FULL and analysis.incremental:
@@ -63,67 +79,72 @@ def explain(checked: Checked, name: str, history: list[RefreshRecord] = ()) -> d
         if origin is not None and origin.file and not origin.file.endswith("dt_project.yml"):
             warnings.append(f"target_lag is ignored: {key} has scheduler: disable, so it is refreshed "
                             f"only on demand (dt refresh {key}); remove target_lag from {origin.file}")
-    return {
-        "name": key, "file": table.file,
-        **({"qualified_name": project.qualified_name(key)} if project.catalog else {}),
-        "refresh_mode": mode.mode, "refresh_mode_reason": mode.reason,
-        "configured_refresh_mode": table.refresh_mode,
-        "columns": [c.to_dict() for c in checked.schemas.get(key, ())],
-        "operators": list(analysis.to_dict()["operators"]) + _shape_row(mode),
-        **_rewritten(checked, key),
-        "inputs": inputs,
-        "column_lineage": _column_lineage(checked, key),
-        "target_lag": None if manual else str(lag), "effective_lag": effective,
-        "scheduler": scheduler_value(table),
-        "period_seconds": scheduler.periods(checked, timings).get(key) if effective else None,
-        "refresh_seconds": None if measured is None else round(measured, 1),
-        "adaptive": _adaptive(checked, key, history) if mode.mode == ADAPTIVE else None,
-        "custom": custom_section,
-        "top_n": _top_n(checked, key),
+    rewritten_sql, rewrites = _rewritten(checked, key)
+    return ExplainReport(
+        schema_version=SCHEMA_VERSION, name=key, file=table.file,
+        qualified_name=project.qualified_name(key) if project.catalog else None,
+        refresh_mode=mode.mode, refresh_mode_reason=mode.reason, configured_refresh_mode=table.refresh_mode,
+        columns=_columns(checked.schemas.get(key, ())),
+        operators=[Operator(o.operator, o.strategy, list(o.considerations), o.line, o.incremental)
+                   for o in analysis.operators] + _shape_row(mode),
+        rewritten_sql=rewritten_sql, rewrites=rewrites,
+        inputs=inputs,
+        column_lineage=_column_lineage(checked, key),
+        target_lag=None if manual else str(lag), effective_lag=effective,
+        scheduler=scheduler_value(table),
+        period_seconds=scheduler.periods(checked, timings).get(key) if effective else None,
+        refresh_seconds=None if measured is None else round(measured, 1),
+        adaptive=_adaptive(checked, key, history) if mode.mode == ADAPTIVE else None,
+        custom=custom_section,
+        top_n=_top_n(checked, key),
         # intermediate results the DT keeps under <warehouse>/_dt/internal/ (planning/internal.py)
-        "internal_tables": internal.listed(checked, key) if table.kind != "custom" else [],
-        "frozen_where": table.config.get("frozen_where"),
-        "frozen": _frozen(checked, key),
-        "cluster_by": table.config.get("cluster_by"), "partition_by": table.config.get("partition_by"),
-        "comment": table.config.get("comment"), "tags": list(table.tags),
-        "upstream": graph.upstream[key], "downstream": sorted(graph.downstream[key]),
-        "depth": graph.depth(key),
+        internal_tables=[InternalTable(**t) for t in internal.listed(checked, key)] if table.kind != "custom" else [],
+        frozen_where=table.config.get("frozen_where"),
+        frozen=_frozen(checked, key),
+        cluster_by=table.config.get("cluster_by"), partition_by=table.config.get("partition_by"),
+        comment=table.config.get("comment"), tags=list(table.tags),
+        upstream=list(graph.upstream[key]), downstream=sorted(graph.downstream[key]),
+        depth=graph.depth(key),
         # CREATE DYNAMIC TABLE properties with no meaning in dt (WAREHOUSE, retention, tags, ...)
-        "ignored_properties": [dict(p) for p in table.ignored],
-        "data_tests": _checks(checked, key),
-        "warnings": warnings,
-    }
+        ignored_properties=[IgnoredProperty(p["property"], p.get("value"), p.get("line")) for p in table.ignored],
+        data_tests=_checks(checked, key),
+        warnings=warnings,
+    )
+
+
+def _columns(columns: tuple[Column, ...] | list[Column]) -> list[ColumnType]:
+    return [ColumnType(c.name, c.type) for c in columns]
 
 
 _READS = {"row": "the rows each refresh writes", "key": "the keys each refresh writes, against the DT's rows of them",
           "link": "the values each refresh writes, against {to}", "query": "the whole DT, at every refresh"}
 
 
-def _checks(checked: Checked, name: str) -> list[dict[str, Any]]:
+def _checks(checked: Checked, name: str) -> list[DataTestPlan]:
     """The DT's data tests and expectations, what a failure does and what a refresh reads to
     check them (docs/configuration.md, Data tests and expectations)."""
     from dtcli.planning.plan import audit_spec
 
     spec = audit_spec(checked, name)
-    return [{"name": c.name, "kind": c.kind, "test": c.test, "column": c.column or ", ".join(c.columns or []),
-             "on_failure": {"fail": "fails the refresh", "warn": "counted", "drop": "rows kept out"}[c.action],
-             "reads": f"nothing: {c.proven}" if c.proven else _READS[c.shape].format(to=(c.to or {}).get("name"))}
+    return [DataTestPlan(name=c.name, kind=c.kind, test=c.test, column=c.column or ", ".join(c.columns or []),
+                         on_failure={"fail": "fails the refresh", "warn": "counted", "drop": "rows kept out"}[c.action],
+                         reads=f"nothing: {c.proven}" if c.proven
+                         else _READS[c.shape].format(to=(c.to or {}).get("name")))
             for c in (spec.checks if spec else [])]
 
 
-def _rewritten(checked: Checked, name: str) -> dict[str, Any]:
+def _rewritten(checked: Checked, name: str) -> tuple[str | None, list[RuleRewrite]]:
     """The query as dt refreshes it when its rules rewrote constructs of it (subqueries as
     joins...): the rewritten SQL, and what each rewrite replaced. The top_n rule's note is no
     rewrite (it splits the query: `top_n`)."""
     rewrites = [r for r in checked.qualified.rewrites(name) if r.rule != "top_n"]
     if not rewrites:
-        return {"rewritten_sql": None, "rewrites": []}
-    return {"rewritten_sql": checked.qualified[name].sql(dialect="spark", pretty=True),
-            "rewrites": [{"rule": r.rule, "construct": r.construct, "rewritten_as": r.rewritten_as,
-                          "strategy": r.strategy} for r in rewrites]}
+        return None, []
+    return (checked.qualified[name].sql(dialect="spark", pretty=True),
+            [RuleRewrite(r.rule, r.construct, r.rewritten_as, r.strategy) for r in rewrites])
 
 
-def _top_n(checked: Checked, name: str) -> dict[str, Any] | None:
+def _top_n(checked: Checked, name: str) -> TopN | None:
     """How an incremental top-N is split: the query under it (whose change is computed), its
     sort keys (columns of that query), n and the offset, where its rows are kept."""
     spec = internal.top_n_spec(checked, name)
@@ -131,30 +152,38 @@ def _top_n(checked: Checked, name: str) -> dict[str, Any] | None:
         return None
     from sqlglot import parse_one
 
-    return {"inner_sql": parse_one(spec.inner_sql, read="spark").sql(dialect="spark", pretty=True),
-            "order": [{"column": k.position, "descending": k.desc, "nulls_first": k.nulls_first}
-                      for k in spec.order],
-            "limit": spec.limit, "offset": spec.offset, "hidden_sort_columns": spec.hidden,
-            "recomputed_from": spec.state.path if spec.state else "its input"}
+    return TopN(inner_sql=parse_one(spec.inner_sql, read="spark").sql(dialect="spark", pretty=True),
+                order=[SortOrder(k.position, k.desc, k.nulls_first) for k in spec.order],
+                limit=spec.limit, offset=spec.offset, hidden_sort_columns=spec.hidden,
+                recomputed_from=spec.state.path if spec.state else "its input")
 
 
-def _column_lineage(checked: Checked, name: str) -> dict[str, Any] | None:
+def _column_lineage(checked: Checked, name: str) -> ColumnLineage | None:
     """Each output column's input columns and how it is made of them, and the columns every row
     depends on (filters, joins, grouping): what the DT's OpenLineage events carry."""
     lineage = column_lineage(checked, name)
-    return lineage.to_dict() if lineage is not None else None
+    if lineage is None:
+        return None
+
+    def inputs(deps) -> list[LineageInput]:
+        return [LineageInput(f.input, f.column, [LineageTransformation(t.type, t.subtype, t.masking)
+                                                 for t in sorted(ts)])
+                for f, ts in sorted(deps.items())]
+
+    return ColumnLineage(columns=[LineageColumn(n, inputs(deps)) for n, deps in lineage.columns.items()],
+                         dataset=inputs(lineage.dataset))
 
 
-def _shape_row(mode) -> list[dict[str, Any]]:
+def _shape_row(mode) -> list[Operator]:
     """The query's shape as a row of its own when it, not one operator, makes the DT refresh FULL,
     so that the operator table and the refresh mode never disagree."""
     if not mode.shape_reason:
         return []
-    return [{"operator": "(the query as a whole)", "strategy": "recompute in full",
-             "considerations": [mode.shape_reason], "line": None, "incremental": False}]
+    return [Operator(operator="(the query as a whole)", strategy="recompute in full",
+                     considerations=[mode.shape_reason], line=None, incremental=False)]
 
 
-def _frozen(checked: Checked, name: str) -> dict[str, Any] | None:
+def _frozen(checked: Checked, name: str) -> Frozen | None:
     """The frozen region: its predicate, the columns it reads, the RELY constraints it was checked
     against, and how many rows it froze at the last refresh (read without Spark)."""
     predicate = checked.frozen.get(name)
@@ -162,28 +191,27 @@ def _frozen(checked: Checked, name: str) -> dict[str, Any] | None:
     rely = [c for c in table.config.get("constraints") or () if c.get("rely")]
     if predicate is None:
         return None
-    out: dict[str, Any] = {
-        "predicate": predicate.text, "columns": list(predicate.columns),
-        "rely_constraints": [{c["kind"]: c["columns"]} for c in rely],
-        "rely_check": ("every predicate column is in every RELY constraint" if rely
-                       else "no RELY constraint: any of the table's columns may be used"),
-        "frozen_rows": None, "active_rows": None, "as_of": None,
-    }
+    out = Frozen(predicate=predicate.text, columns=list(predicate.columns),
+                 rely_constraints=[{c["kind"]: c["columns"]} for c in rely],
+                 rely_check=("every predicate column is in every RELY constraint" if rely
+                             else "no RELY constraint: any of the table's columns may be used"),
+                 frozen_rows=None, active_rows=None, as_of=None)
     info = checked.snapshot.tables.get(name)
     if info is not None and info.frontier is not None and info.frontier.frozen_where:
         from dtcli.errors import DtError
         from dtcli.state import rows
 
         try:
-            out.update(rows.counts(checked.project.table_path(name), list(info.columns),
-                                   rows.frozen_as_refreshed(info, checked.project.dialect)))
-            out["as_of"] = info.frontier.data_timestamp
+            counted = rows.counts(checked.project.table_path(name), list(info.columns),
+                                  rows.frozen_as_refreshed(info, checked.project.dialect))
+            out.frozen_rows, out.active_rows = counted["frozen_rows"], counted["active_rows"]
+            out.as_of = info.frontier.data_timestamp
         except DtError:
             pass        # counted when the table can be read; explain still answers
     return out
 
 
-def _adaptive(checked: Checked, name: str, history: list[RefreshRecord]) -> dict[str, Any]:
+def _adaptive(checked: Checked, name: str, history: list[RefreshRecord]) -> AdaptiveChoice:
     """What ADAPTIVE would choose if the DT refreshed now: the change since its frontier, the
     expected cost of each action, and the change size from which FULL wins."""
     from dtcli.planning import adaptive
@@ -192,8 +220,12 @@ def _adaptive(checked: Checked, name: str, history: list[RefreshRecord]) -> dict
     info = checked.snapshot.tables.get(name)
     previous = info.frontier.source_versions if info and info.frontier else {}
     change, rows = input_sizes(checked, name, previous, {})
-    out = adaptive.estimate(change, rows, adaptive.learn([r for r in history if r.name == name])).to_dict()
+    guess = adaptive.estimate(change, rows, adaptive.learn([r for r in history if r.name == name]))
+    out = AdaptiveChoice(action=guess.action, change_rows=guess.change_rows, input_rows=guess.input_rows,
+                         expected_incremental_seconds=round(guess.incremental_seconds, 3),
+                         expected_full_seconds=round(guess.full_seconds, 3), threshold_rows=guess.threshold_rows,
+                         basis=guess.basis, reason=guess.reason)
     if info is None or info.frontier is None:   # the first refresh creates it, whatever the estimate
-        out["action"] = "FULL"
-        out["reason"] = "creation (the table does not exist yet); ADAPTIVE chooses from the next refresh on"
+        out.action = "FULL"
+        out.reason = "creation (the table does not exist yet); ADAPTIVE chooses from the next refresh on"
     return out

@@ -28,6 +28,7 @@ import pytest
 from deltalake import write_deltalake
 
 from dtcli import api
+from dtcli.artifacts.typed_json import to_json
 from dtcli.errors import ValidationError
 from dtcli.model import FULL
 from dtcli.planning.explain import explain
@@ -189,7 +190,7 @@ def disagreements(checked) -> list[str]:
     """Every DT whose operator table and refresh mode tell different stories."""
     out = []
     for name in checked.graph.order:
-        doc = explain(checked, name)
+        doc = to_json(explain(checked, name))
         mode, reason, rows = doc["refresh_mode"], doc["refresh_mode_reason"], doc["operators"]
         blocked = [r for r in rows if not r["incremental"]]
         analysis = checked.analyses[name]
@@ -228,7 +229,7 @@ def refused_as_incremental(checked) -> list[str]:
     cdf = {n: i.change_data_feed for n, i in checked.snapshot.sources.items()}
     out = []
     for name in checked.graph.order:
-        every = all(r["incremental"] for r in explain(checked, name)["operators"])
+        every = all(r["incremental"] for r in to_json(explain(checked, name))["operators"])
         upstream = checked.graph.ordered(checked.graph.upstream_closure({name}))
         if every and any(checked.modes[u].mode == FULL for u in upstream if u != name):
             continue        # FULL for its upstream: `incremental` is refused whatever its query

@@ -351,6 +351,7 @@ def test_explain_and_the_refresh_mode_agree_on_every_case_and_tpch_query(checked
 def test_every_case_and_tpch_subquery_is_rewritten_into_joins(checked_subquery_projects):
     """Every hand-written case refreshes incrementally; every TPC-H query with a subquery does
     too, or is FULL only for a construct that is no subquery (LIMIT, an unnamed column)."""
+    from dtcli.artifacts.typed_json import to_json
     from dtcli.model import FULL
     from dtcli.planning.explain import explain
 
@@ -361,6 +362,6 @@ def test_every_case_and_tpch_subquery_is_rewritten_into_joins(checked_subquery_p
         mode = tpch.modes[name]
         if mode.mode == FULL:
             assert re.search(r"^(LIMIT|.*has no column name|.*name)", mode.reason or ""), (name, mode.reason)
-        rows = explain(tpch, name)["operators"]
+        rows = to_json(explain(tpch, name))["operators"]
         assert not any("subquery" in r["operator"] and not r["incremental"] for r in rows), (name, rows)
         assert any("subquery" in r["operator"] and "→" in r["operator"] for r in rows), (name, rows)

@@ -13,6 +13,7 @@ from decimal import Decimal
 import pytest
 
 from dtcli import api
+from dtcli.artifacts.typed_json import to_json
 from dtcli.model import CREATION, INCREMENTAL, SUCCEEDED
 from tests.helpers import multiset, recompute, write_project
 from tests.sched_helpers import in_process
@@ -104,7 +105,7 @@ def test_frozen_region_on_order_date(spark, tmp_path, dialect, predicate):
     assert flagged == {1001: True, 1002: True, 1004: False, 1005: False, 1006: False}
     shown = {r["name"]: r for r in api.show_tables(api.check(root, with_stats=True))}["dt_orders"]
     assert shown["immutable_where"] == predicate
-    explained = api.explain(api.check(root), "dt_orders")["frozen"]
+    explained = to_json(api.explain(api.check(root), "dt_orders"))["frozen"]
     assert (explained["columns"], explained["frozen_rows"], explained["active_rows"]) == (["order_date"], 2, 3)
 
 

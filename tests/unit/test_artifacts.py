@@ -182,3 +182,58 @@ def test_an_older_version_is_upgraded_step_by_step():
     assert to_json(_Doc(3, [_Part("a")])) == {"schema_version": 3, "parts": [{"label": "a", "count": 0}], "extra": {}}
     assert "note" not in kind.schema()["$defs"]["_Doc"]["required"]
     assert from_json(float | None, 2) == 2.0 and isinstance(from_json(float | None, 2), float)
+
+
+SECTIONS = ("qualified_name", "refresh_mode_reason", "rewritten_sql", "column_lineage", "adaptive", "custom", "top_n",
+            "internal_tables", "frozen", "cluster_by", "partition_by", "ignored_properties", "data_tests", "warnings")
+
+
+def _sections_project(root):
+    from dtcli import api
+
+    root = write_project(root, {
+        "top_grouped": "SELECT id, SUM(v) AS s FROM a GROUP BY id ORDER BY s DESC LIMIT 2",
+        "filtered": "SELECT id, v FROM a WHERE id IN (SELECT id FROM b)",
+        "ddl": "CREATE DYNAMIC TABLE ddl\n  TARGET_LAG = '1 hour'\n  WAREHOUSE = transform_wh\nAS SELECT id FROM a",
+    }, seeds={s: "id,v\n1,2\n" for s in ("a", "b")}, config="dialect: snowflake\n",
+        table_yml={"filtered": "partition_by: [id]\ncolumns:\n  - {name: id, data_tests: [not_null]}\n  - v\n",
+                   "top_grouped": "cluster_by: [id]\nscheduler: disable\ntarget_lag: 5 minutes\n"})
+    api.seed(root)
+    return root
+
+
+def test_explain_reports_validate_with_every_section(tmp_path):
+    """`dt explain --format json` of the example project (custom tables, ADAPTIVE, catalog names),
+    the docs test shop (frozen regions, history) and a project with the remaining sections
+    validates; every optional section appears in one of them, so each part of the schema is used."""
+    import shutil
+
+    from dtcli import api
+    from dtcli.artifacts.explain import EXPLAIN
+    from tests.docs_projects import shop_project
+
+    example = tmp_path / "example"
+    shutil.copytree(SCHEMAS.parents[1] / "example_project", example)
+    api.seed(example)
+    seen = set()
+    for root in (example, shop_project(tmp_path / "shop"), _sections_project(tmp_path / "more")):
+        checked = api.check(root, use_cache=False)
+        for name in checked.graph.order:
+            report = api.explain(checked, name)
+            data = json.loads(json.dumps(to_json(report)))
+            assert schema_errors("explain", data) == [], name
+            assert data["schema_version"] == EXPLAIN.version and EXPLAIN.read(data) == report
+            seen |= {k for k in SECTIONS if data.get(k) not in (None, [], "")}
+    assert seen == set(SECTIONS)
+
+
+def test_an_explain_report_of_another_version_is_read_or_refused(tmp_path):
+    from dtcli import api
+    from dtcli.artifacts.explain import EXPLAIN
+
+    root = _sections_project(tmp_path / "p")
+    data = to_json(api.explain(api.check(root, use_cache=False), "filtered"))
+    older = {k: v for k, v in data.items() if k != "schema_version"}      # a project.json of an earlier dt
+    assert EXPLAIN.read(older).rewrites == EXPLAIN.read(data).rewrites
+    with pytest.raises(ArtifactVersionError, match="explain schema_version 2 was written by a newer dt"):
+        EXPLAIN.read({**data, "schema_version": 2})

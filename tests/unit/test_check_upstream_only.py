@@ -7,6 +7,7 @@ from __future__ import annotations
 import pytest
 
 from dtcli import api
+from dtcli.artifacts.typed_json import to_json
 from tests.helpers import dt, write_project
 from tests.sched_helpers import write_source
 
@@ -34,7 +35,7 @@ def test_explain_of_the_upstream_check_is_the_whole_checks(root, name):
     assert api.explain(api.check(root, use_cache=False, upstream_of=name), name) == whole
     # clean's lag is `downstream`: it comes from its consumers, which are not upstream of it
     if name == "clean":
-        assert whole["effective_lag"] == 300
+        assert to_json(whole)["effective_lag"] == 300
 
 
 def test_checks_only_the_upstream(root):

@@ -11,6 +11,7 @@ import pytest
 from deltalake import write_deltalake
 
 from dtcli import api
+from dtcli.artifacts.typed_json import to_json
 from dtcli.data_tests import KEEP_OUT, KEY, LINK, QUERY, RECORD, STOP
 from dtcli.planning.data_tests import compile_checks
 from dtcli.planning.definition import definition_hash
@@ -214,13 +215,13 @@ def test_dt_test_plans_one_step_per_tested_table_without_expectations(tmp_path):
 
 def test_explain_lists_the_checks_with_what_a_failure_does_and_what_a_refresh_reads(tmp_path):
     root = _project(tmp_path, GOOD)
-    found = {c["name"]: c for c in api.explain(api.check(root), "orders")["data_tests"]}
+    found = {c["name"]: c for c in to_json(api.explain(api.check(root), "orders"))["data_tests"]}
     assert (found["not_null_orders_order_id"]["on_failure"], found["not_null_orders_order_id"]["reads"]) == \
         ("fails the refresh", "the rows each refresh writes")
     assert found["unique_orders_order_id"]["reads"].startswith("the keys each refresh writes")
     assert found["relationships_orders_customer_id__customer_id__customers"]["reads"] == \
         "the values each refresh writes, against customers"
     assert (found["small"]["kind"], found["small"]["on_failure"]) == ("expectation", "rows kept out")
-    assert api.explain(api.check(root), "customers")["data_tests"] == []
+    assert to_json(api.explain(api.check(root), "customers"))["data_tests"] == []
     shown = dt("explain", "orders", "-p", str(root))
     assert shown.code == 0 and "checked before each commit" in shown.out and "rows kept out" in shown.out, shown.err

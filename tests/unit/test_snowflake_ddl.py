@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from dtcli import api
+from dtcli.artifacts.typed_json import to_json
 from dtcli.errors import ValidationError
 from dtcli.project.snowflake_ddl import is_ddl, parse_ddl
 from tests.helpers import dt, write_project
@@ -141,7 +142,7 @@ def test_a_pasted_statement_plans_like_its_yaml_equivalent(tmp_path):
     assert ddl.schemas["dt_orders"] == yml.schemas["dt_orders"]
     table = ddl.project.tables["dt_orders"]
     assert (table.target_lag, table.config["frozen_where"]) == ("10 minutes", "order_date < '2025-01-01'")
-    explained = api.explain(ddl, "dt_orders")
+    explained = to_json(api.explain(ddl, "dt_orders"))
     assert explained["ignored_properties"] == [{"property": "WAREHOUSE", "value": "transform_wh", "line": 3}]
     assert explained["frozen"]["columns"] == ["order_date"]
 

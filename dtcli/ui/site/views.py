@@ -7,6 +7,8 @@ import json
 from datetime import datetime
 from typing import Any
 
+from dtcli.artifacts.explain import ColumnLineage
+from dtcli.artifacts.typed_json import from_json
 from dtcli.ui.explain_view import lineage_text
 from dtcli.ui.site import charts, highlight
 from dtcli.ui.site.lineage_chart import column_lineage_svg
@@ -77,6 +79,7 @@ def table_view(doc: dict[str, Any], table: dict[str, Any], now: datetime,
                pages: dict[str, str] | None = None) -> dict[str, Any]:
     explained = table["explain"] or {}
     lineage = explained.get("column_lineage")
+    typed = from_json(ColumnLineage, lineage) if lineage else None
     status = table["status"]
     rows = table["refresh_history"]
     stamp = parse_time(table["lag"]["data_timestamp"])
@@ -99,10 +102,10 @@ def table_view(doc: dict[str, Any], table: dict[str, Any], now: datetime,
         "timeline": charts.refresh_timeline(rows, scale),
         "lag_chart": charts.lag_chart(rows, scale, now, table["lag"]["target_seconds"], stamp),
         "lineage_svg": column_lineage_svg(table["name"], lineage, pages or {}),
-        "lineage_rows": [{"name": c["name"], "made_from": lineage_text(c["inputs"], "DIRECT"),
-                          "depends_on": lineage_text(c["inputs"], "INDIRECT")}
-                         for c in (lineage or {}).get("columns", [])],
-        "lineage_every_row": lineage_text(lineage["dataset"], "INDIRECT") if lineage else "",
+        "lineage_rows": [{"name": c.name, "made_from": lineage_text(c.inputs, "DIRECT"),
+                          "depends_on": lineage_text(c.inputs, "INDIRECT")}
+                         for c in (typed.columns if typed else [])],
+        "lineage_every_row": lineage_text(typed.dataset, "INDIRECT") if typed else "",
         "history": listed, "history_total": len(rows),
         **_tests_view(table.get("data_tests") or {}),
         "lag_text": duration(table["lag"]["current_seconds"]) if table["lag"]["current_seconds"] is not None else "",
