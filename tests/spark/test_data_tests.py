@@ -5,7 +5,9 @@ DT's Delta version does not move, readers (Spark, DuckDB) keep the last good row
 UPSTREAM_FAILED, the record names the test, the count and sample rows; the next run after the
 source is fixed succeeds INCREMENTAL. Warn tests and expectations commit and count; drop
 expectations keep exactly the violating rows out; custom tables (INSERT INTO SELF, MERGE INTO
-SELF) are audited the same way, on what their statement is about to write."""
+SELF) are audited the same way, on what their statement is about to write. The failing `dt run`,
+`dt test`, `dt build` and `dt test --unit` go through the CLI in this process (exit codes, what
+they print), their Spark work in the shared session."""
 
 from __future__ import annotations
 
@@ -14,12 +16,11 @@ import pytest
 from deltalake import DeltaTable, write_deltalake
 
 from dtcli import api
-from dtcli.artifacts.typed_json import to_json
 from dtcli.data_tests import TEST_FAILED
 from dtcli.model import FAILED, FULL, INCREMENTAL, NO_DATA, SUCCEEDED, UPSTREAM_FAILED
 from dtcli.state import history
 from dtcli.state.delta_log import table_version
-from tests.helpers import assert_matches_recompute, write_project
+from tests.helpers import assert_matches_recompute, dt, write_project
 from tests.sched_helpers import in_process
 
 pytestmark = pytest.mark.spark
@@ -116,7 +117,25 @@ def _duckdb_rows(path):
         return sorted(con.sql("SELECT * FROM snapshot").fetchall(), key=repr)
 
 
-def test_a_refresh_whose_rows_break_a_check_commits_nothing(spark, tmp_path):
+@pytest.fixture
+def spark_in_cli(spark, monkeypatch):
+    """`dt run`, `dt test`, `dt build` in this process run their plan in the shared session
+    instead of a spark-submit application of their own."""
+    import dtcli.engine.launch.launcher as launcher
+
+    monkeypatch.setattr(launcher, "launch", in_process(spark))
+
+
+def _cli_records(root):
+    """The refreshes of the last command, as target/run_results.json holds them."""
+    import json
+    from types import SimpleNamespace
+
+    doc = json.loads((root / "target" / "run_results.json").read_text())
+    return doc, {r["name"]: SimpleNamespace(**r) for r in doc["results"]}
+
+
+def test_a_refresh_whose_rows_break_a_check_commits_nothing(spark, tmp_path, spark_in_cli):
     root = write_project(tmp_path / "p", TABLES, config=SOURCES, table_yml=YML)
     (root / "tests").mkdir()
     (root / "tests" / "no_negative_amounts.sql").write_text("SELECT order_id, amount\nFROM {{ ref('o_checked') }}\n"
@@ -136,8 +155,11 @@ def test_a_refresh_whose_rows_break_a_check_commits_nothing(spark, tmp_path):
     _failed_four_times_before(project, "o_checked")
 
     write_deltalake(source, _orders(BAD), mode="append", configuration=CDF)
-    result = api.run(api.check(root, with_stats=True), all_tables=True, launcher=in_process(spark))
-    records = {r.name: r for r in result.records}
+    ran = dt("run", "--all", "-p", str(root))      # as a user runs it: exit 1, each failing check named
+    assert ran.code == 1, (ran.out, ran.err)
+    doc, records = _cli_records(root)
+    printed = " ".join((ran.out + ran.err).split())
+    assert "not_null_o_checked_order_id failed: 1 row" in printed and "e.g. {" in printed, printed
     checked = records["o_checked"]
     assert (checked.state, checked.state_code) == (FAILED, TEST_FAILED), checked.state_message
     assert checked.refresh_action == INCREMENTAL
@@ -173,7 +195,8 @@ def test_a_refresh_whose_rows_break_a_check_commits_nothing(spark, tmp_path):
     assert history.read(project.warehouse, "o_checked")[0].state_code == TEST_FAILED
     # a failed audit is a failed scheduled refresh: the fifth in a row suspends the DT (and holds
     # back the one downstream), and `dt resume` clears it as usual
-    assert [(s["name"], s["downstream"]) for s in result.suspended] == [("o_checked", ["per_status"])]
+    assert [(s["name"], s["downstream"]) for s in doc["suspended"]] == [("o_checked", ["per_status"])]
+    assert "suspended o_checked" in printed
     shown = {r["name"]: r for r in api.show_tables(api.check(root))}
     assert shown["o_checked"]["scheduling_state"] == "SUSPENDED"
     assert "5 consecutive failed scheduled refreshes; last error: data test" in \
@@ -221,9 +244,10 @@ BUILD_YML = {"orders": "columns:\n  - name: order_id\n    data_tests: [not_null,
 
 
 def test_dt_test_runs_every_test_over_whole_tables_and_dt_build_holds_back_what_a_failed_source_test_feeds(
-        spark, tmp_path):
-    from dtcli.api import run_results
-    from dtcli.api.testing import build, test
+        spark, tmp_path, spark_in_cli):
+    import json
+
+    from dtcli.api.testing import build
 
     root = write_project(tmp_path / "b", BUILD_TABLES, config=BUILD_SOURCES, table_yml=BUILD_YML)
     (root / "tests").mkdir()
@@ -251,34 +275,36 @@ def test_dt_test_runs_every_test_over_whole_tables_and_dt_build_holds_back_what_
     version = table_version(orders)
 
     write_deltalake(source, _orders([(4, 7, "lost", 7), (5, 8, "placed", -1)]), mode="append", configuration=CDF)
-    tested = test(api.check(root, with_stats=True), launcher=launcher)       # the tables as they are
-    assert tested.failed
-    found = {t["name"]: (t["status"], t["failures"]) for t in tested.results}
+    # the CLI as a user runs it: --select limits the tests (the failing source test is not run)
+    selected = dt("test", "--select", "per_status", "-p", str(root), "--format", "json")
+    assert selected.code == 0, (selected.out, selected.err)
+    assert [r["name"] for r in json.loads(selected.out)["results"]] == ["unique_per_status_status"]
+    tested = dt("test", "-p", str(root), "--format", "json")       # the tables as they are: exit 1
+    assert tested.code == 1, (tested.out, tested.err)
+    doc = json.loads(tested.out)
+    found = {t["name"]: (t["status"], t["failures"]) for t in doc["results"]}
     assert found["accepted_values_orders_src_status__placed__shipped"] == ("fail", 1)
     assert found["no_negative"] == ("pass", 0)          # orders was not refreshed: it holds no negative amount
-    doc = to_json(run_results.test_document(api.load(root), tested, command="test", args={}, started_at=_now()))
     assert not doc["success"] and doc["summary"]["data_tests"] == {"fail": 1, "pass": 5, "warn": 1}
     assert {r["unique_id"].split(".")[2] for r in doc["results"]} >= {"no_negative", "unique_orders_order_id"}
+    assert "accepted_values_orders_src_status__placed__shipped" in tested.err and "FAIL" in tested.err
 
-    built = build(api.check(root, with_stats=True), launcher=launcher)
-    assert built.failed and set(built.held) == {"orders", "per_status"}
-    states = {r.name: r.state for r in built.run.records}       # customers: refreshed if due (lag)
+    built = dt("build", "-p", str(root), "--format", "json")
+    assert built.code == 1, (built.out, built.err)
+    doc = json.loads(built.out)
+    states = {r["name"]: r["state"] for r in doc["results"]}       # customers: refreshed if due (lag)
     assert {n: states[n] for n in ("orders", "per_status")} == dict.fromkeys(("orders", "per_status"), UPSTREAM_FAILED)
     assert states.get("customers", SUCCEEDED) == SUCCEEDED
     assert "accepted_values_orders_src_status__placed__shipped failed: 1 row" in \
-        next(r.state_message for r in built.run.records if r.name == "orders")
+        next(r["state_message"] for r in doc["results"] if r["name"] == "orders")
+    assert not doc["success"] and ("accepted_values_orders_src_status__placed__shipped", "fail") in \
+        {(t["name"], t["status"]) for t in doc["data_tests"]}
     assert table_version(orders) == version
     from dtcli.api.test_results import show_test_results  # kept after run_results.json is replaced
 
     last = {r["name"]: (r["status"], r["by"]) for r in show_test_results(api.check(root))}
     assert last["accepted_values_orders_src_status__placed__shipped"] == ("fail", "dt build")
     assert last["unique_orders_order_id"] == ("pass", "dt test")     # build held orders back: dt test's stands
-
-
-def _now():
-    from datetime import datetime, timezone
-
-    return datetime.now(timezone.utc)
 
 
 UNIT_YML = """
