@@ -32,6 +32,9 @@ FAILURE_STATES = frozenset({FAILED, UPSTREAM_FAILED})
 # state_code of the FAILED rows of a run whose Spark application could not start: no refresh
 # ran, so they neither count toward auto-suspension nor break a streak
 APPLICATION_NOT_STARTED = "APPLICATION_NOT_STARTED"
+# state_code of the refreshes the application of a dt process that died did not run (the driver
+# records them as it stops; reconcile, those of an application that died with it)
+DT_PROCESS_GONE = "DT_PROCESS_GONE"
 
 # How a recompute writes the DT (docs/configuration.md, "Layout"): optionally its rows in order of
 # the key its incremental refreshes name rows by, in files of at most this many rows, so that Delta

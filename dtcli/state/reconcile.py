@@ -25,13 +25,12 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from dtcli.model import FAILED, SCHEDULED, SUCCEEDED, Frontier, Plan, Project, RefreshRecord
+from dtcli.model import DT_PROCESS_GONE, FAILED, SCHEDULED, SUCCEEDED, Frontier, Plan, Project, RefreshRecord
 from dtcli.state import history, owner
 from dtcli.state.delta_log import FRONTIER_KEY, HISTORY_DEPTH, TableInfo, open_table
 
 RECORDED = "recorded"        # marker file in a run's folder: every refresh of it has its row
 OWNER_FILE = "owner"         # `PID:START` of the dt process that launched the run
-GONE_CODE = "DT_PROCESS_GONE"
 
 
 @dataclass
@@ -127,7 +126,7 @@ def missing(project: Project, tables: dict[str, TableInfo | None],
         for step in plan.spark_steps:
             if (step.name, plan.run_id) not in recorded:
                 new.append(RefreshRecord.of_step(
-                    step, plan.run_id, FAILED, stamp, code=GONE_CODE,
+                    step, plan.run_id, FAILED, stamp, code=DT_PROCESS_GONE,
                     message=f"{gone} of run {plan.run_id} is gone; its Spark application ended "
                             "before this refresh committed"))
                 recorded.add((step.name, plan.run_id))

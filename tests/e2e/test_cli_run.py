@@ -8,11 +8,8 @@ import os
 import signal
 import subprocess
 import time
-from pathlib import Path
 
-import pyarrow as pa
 import pytest
-from deltalake import DeltaTable, write_deltalake
 
 from dtcli.engine.launch import class_archive
 from dtcli.engine.launch.launcher import class_archive_of
@@ -20,47 +17,10 @@ from dtcli.project import load_project
 from dtcli.state import history
 from dtcli.state.delta_log import table_info
 from tests.e2e.kill_helpers import descendants, is_java
+from tests.e2e.shop_project import SEEDS, TABLES, change_shop_sources
 from tests.helpers import DT_BIN, assert_matches_recompute, dt_process, no_java_env, write_project
 
 pytestmark = [pytest.mark.e2e, pytest.mark.spark]
-
-TABLES = {
-    "paid": "SELECT order_id, customer_id, amount FROM orders WHERE status = 'paid'",
-    "paid_lines": """
-        SELECT p.order_id, p.customer_id, l.sku, l.qty, l.qty * p.amount AS weighted
-        FROM {{ ref('paid') }} AS p JOIN lines AS l ON l.order_id = p.order_id
-    """,
-    "per_customer": """
-        SELECT customer_id, COUNT(*) AS line_count, SUM(weighted) AS total
-        FROM {{ ref('paid_lines') }} GROUP BY customer_id
-    """,
-    "ranked": """
-        SELECT customer_id, total, RANK() OVER (PARTITION BY line_count ORDER BY total DESC) AS rnk
-        FROM {{ ref('per_customer') }}
-    """,
-}
-SEEDS = {
-    "orders": "order_id,customer_id,status,amount\n" + "\n".join(
-        f"{i},{i % 7 if i % 11 else ''},{'paid' if i % 3 else 'open'},{i * 1.5:.2f}" for i in range(1, 60)),
-    "lines": "order_id,sku,qty\n" + "\n".join(f"{i // 2},sku{i % 5},{i % 4}" for i in range(2, 120)),
-}
-
-
-def _project(tmp_path: Path) -> Path:
-    root = write_project(tmp_path / "shop", TABLES, seeds=SEEDS)
-    (root / "seeds" / "orders.yml").write_text("columns:\n  amount: decimal(10,2)\n  customer_id: int\n")
-    assert dt_process("seed", "-p", str(root)).returncode == 0
-    return root
-
-
-def _change_sources(root: Path) -> None:
-    orders = DeltaTable(str(root / "warehouse" / "orders"))
-    orders.update(predicate="order_id = 4", updates={"status": "'open'"})
-    orders.delete("order_id = 5")
-    write_deltalake(str(root / "warehouse" / "lines"), pa.table({
-        "order_id": pa.array([1, 1, None], pa.int64()), "sku": ["skuX", "skuX", None],
-        "qty": pa.array([2, 2, 1], pa.int64())}), mode="append")
-
 
 def _java_descendants(pid: int) -> list[int]:
     return [p for p in descendants(pid) if is_java(p)]
@@ -118,7 +78,7 @@ def test_create_no_data_without_java_then_a_jvm_kill_loses_nothing(tmp_path, spa
 
     # 3. a change, and the run refreshing it loses its JVM once `paid` committed
     before = {n: table_info(project.table_path(n)).version for n in TABLES}
-    _change_sources(root)
+    change_shop_sources(root)
     proc = subprocess.Popen([str(DT_BIN), "run", "--all", "-p", str(root)], stdout=subprocess.PIPE,
                             stderr=subprocess.STDOUT, text=True, env=dict(os.environ, COLUMNS="200"))
     killed = False

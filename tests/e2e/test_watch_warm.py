@@ -12,7 +12,7 @@ from dtcli.api.watch import watch
 from dtcli.engine.launch.warm import WarmEngine
 from dtcli.planning.schedule import ManualClock
 from dtcli.project import load_project
-from tests.e2e.test_cli_run import TABLES, _change_sources, _project
+from tests.e2e.shop_project import TABLES, change_shop_sources, shop_project
 from tests.helpers import assert_matches_recompute
 
 pytestmark = [pytest.mark.e2e, pytest.mark.spark]
@@ -31,7 +31,7 @@ class ChangingClock(ManualClock):
 
     def sleep(self, seconds: float) -> None:
         self.sleeps += 1
-        _change_sources(self.root)
+        change_shop_sources(self.root)
         if self.sleeps == 2:
             time.sleep(IDLE + 3)
             self.alive_after_idle = self.engine.running
@@ -39,7 +39,7 @@ class ChangingClock(ManualClock):
 
 
 def test_watch_passes_share_one_application_until_it_idles_out(spark, tmp_path):
-    root = _project(tmp_path)
+    root = shop_project(tmp_path)
     engine = WarmEngine(idle_timeout=IDLE)
     clock = ChangingClock(datetime.now(timezone.utc) - timedelta(days=1), root, engine)
     results = []

@@ -38,6 +38,7 @@ import duckdb
 import sqlglot
 from sqlglot import exp
 
+from dtcli.engine.runtime.key_predicates import MAX_LITERALS
 from dtcli.sql.analysis import analyze
 from dtcli.sql.incremental_rewrite import Bindings, DeltaCompiler, KeySet, Unsupported, unsupported_reason
 from dtcli.sql.output_names import check_output_names
@@ -50,7 +51,7 @@ WEIGHTS = {"insert": 1, "update_postimage": 1, "delete": -1, "update_preimage": 
 TYPES = {"int": "INTEGER", "str": "VARCHAR", "arr": "INTEGER[]", "float": "DOUBLE"}
 SPARK_TYPES = {"int": "int", "str": "string", "arr": "array<int>", "float": "double"}
 CHAINED = 0.1      # share of cases with a second DT reading the first
-LITERAL_KEYS = 10_000
+LITERAL_KEYS = MAX_LITERALS      # the engine's: key sets up to it are named as literals
 # DuckDB types whose Spark counterparts dt writes as literals (engine/runtime/key_predicates.py renders
 # integral, string, decimal, date and boolean values; not floating point, arrays or NULL's type)
 _RENDERABLE = re.compile(r"(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|VARCHAR|DATE|BOOLEAN|DECIMAL\(.*\))")

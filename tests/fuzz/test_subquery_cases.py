@@ -341,7 +341,7 @@ def test_a_scalar_subquery_returning_several_rows_fails_the_refresh_as_it_fails_
 
 
 def test_explain_and_the_refresh_mode_agree_on_every_case_and_tpch_query(checked_subquery_projects):
-    from tests.fuzz.test_explain_agrees import disagreements, refused_as_incremental
+    from tests.fuzz.explain_agreement import disagreements, refused_as_incremental
 
     for checked in checked_subquery_projects:
         problems = disagreements(checked) + refused_as_incremental(checked)

@@ -48,9 +48,23 @@ def test_prefetched_state_spares_a_later_scan_its_state_jobs(spark, tmp_path):
 
 
 def test_a_table_that_cannot_be_read_is_left_to_the_refresh(spark, tmp_path):
+    """A missing table (or version) neither fails the prefetch nor stops it: the tables after it
+    in the list are still loaded, and their scans find their state built."""
     from dtcli.engine.runtime.table_state import Prefetch
 
-    Prefetch(spark, [(str(tmp_path / "missing"), None), (str(tmp_path / "missing"), 3)]).join()
+    path = str(tmp_path / "after")
+    spark.range(500).selectExpr("id AS k").write.format("delta").save(path)
+
+    def plan_scan():
+        spark.read.format("delta").load(path).filter("k < 5")._jdf.queryExecution().executedPlan()
+
+    _cold(spark)
+    cold = _jobs_in(spark, "missing-cold", plan_scan)
+    _cold(spark)
+    missing = str(tmp_path / "missing")
+    Prefetch(spark, [(missing, None), (path, 3), (path, None)]).join()
+    warm = _jobs_in(spark, "missing-warm", plan_scan)
+    assert warm < cold, f"the table after the missing one was not loaded: {warm} jobs, {cold} cold"
 
 
 def test_the_state_is_loaded_at_the_version_asked_for(spark, tmp_path):

@@ -142,3 +142,18 @@ def test_jvm_free_commands_do_not_import_pandas(tmp_path):
     done = subprocess.run([sys.executable, "-c", code, str(root)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip().splitlines()[-1] == "False"
+
+
+def test_no_test_module_imports_another():
+    """What two test modules share lives in a helper module (tests/helpers.py and its kind): a test
+    module imported by another runs its fixtures and collection side effects twice, and moves
+    break both."""
+    tests = PACKAGE.parent / "tests"
+    found = []
+    for path in tests.rglob("test_*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            names = ([node.module] if isinstance(node, ast.ImportFrom) and node.module
+                     else [a.name for a in node.names] if isinstance(node, ast.Import) else [])
+            found += [f"{path.relative_to(tests)} imports {n}" for n in names
+                      if n.startswith("tests.") and n.rsplit(".", 1)[-1].startswith("test_")]
+    assert found == []

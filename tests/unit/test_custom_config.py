@@ -181,10 +181,10 @@ def test_the_seed_ddl_file_validates_like_its_yaml_equivalent(tmp_path):
 def test_the_seed_examples_compile_alike_in_both_dialects(tmp_path):
     """The Spark-dialect project of tests/spark/test_custom_incremental.py runs the same Spark SQL
     as the Snowflake one (the seed's DDL as written): by default only the latter runs in Spark."""
-    from tests.spark.test_custom_incremental import SOURCES as SPARK_SOURCES
-    from tests.spark.test_custom_incremental import _projects
+    from tests.custom_seed_projects import SOURCES as SPARK_SOURCES
+    from tests.custom_seed_projects import seed_projects
 
-    roots = _projects(tmp_path)
+    roots = seed_projects(tmp_path)
     compiled = []
     for root in roots:
         project = load_project(root)

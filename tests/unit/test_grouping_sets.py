@@ -9,7 +9,7 @@ import pytest
 
 from dtcli.sql.incremental_rewrite import unsupported_reason
 from dtcli.sql.rules import top_n
-from tests.unit.test_set_operations import checked
+from tests.sql_checks import analysed as checked
 
 
 @pytest.mark.parametrize("group, sets", [

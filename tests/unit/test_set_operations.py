@@ -7,21 +7,10 @@ from __future__ import annotations
 
 import pytest
 
-from dtcli.model import Column
-from dtcli.sql.analysis import analyze
 from dtcli.sql.incremental_rewrite import unsupported_reason
-from dtcli.sql.parse import parse_sql, the_query
-from dtcli.sql.resolve import resolve
+from tests.sql_checks import analysed
 
-INPUTS = {"a": (Column("k", "INT"), Column("g", "STRING"), Column("v", "INT")),
-          "b": (Column("k", "INT"), Column("g", "STRING"), Column("w", "INT"))}
-
-
-def checked(sql: str):
-    """(analysis, rewritten query) as a checked project has them."""
-    parsed = parse_sql(sql, "spark")
-    resolved = resolve(the_query(parsed), INPUTS, "spark").normalized()
-    return analyze(parsed, resolved.query, resolved.rewrites), resolved
+checked = analysed
 
 
 def rows(sql: str) -> dict:

@@ -5,20 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from dtcli.model import Column
-from dtcli.sql.analysis import analyze
 from dtcli.sql.incremental_rewrite import unsupported_reason
-from dtcli.sql.parse import parse_sql, the_query
-from dtcli.sql.resolve import resolve
+from tests.sql_checks import AB, analysed
 
-INPUTS = {"a": (Column("k", "int"), Column("g", "string"), Column("v", "int")),
-          "b": (Column("k", "int"), Column("g", "string"), Column("w", "int"))}
-
-
-def explain(sql: str):
-    parsed = parse_sql(sql, "spark")
-    resolved = resolve(the_query(parsed), INPUTS, "spark").normalized()
-    return analyze(parsed, resolved.query, resolved.rewrites), resolved
+explain = analysed
 
 
 def test_a_rewritten_subquery_is_a_row_at_its_line_saying_how_it_refreshes():
@@ -55,7 +45,7 @@ def test_a_subquery_left_as_written_is_full_with_the_rules_reason(sql, reason):
     said = [c for op in analysis.operators if not op.incremental for c in op.considerations]
     assert any(reason in c for c in said), said
     # and the change compiler refuses it too: explain and the refresh agree
-    assert unsupported_reason(resolved.query, list(INPUTS))
+    assert unsupported_reason(resolved.query, list(AB))
 
 
 @pytest.mark.parametrize("sql", [
@@ -68,7 +58,7 @@ def test_a_subquery_left_as_written_is_full_with_the_rules_reason(sql, reason):
 def test_the_compiler_refuses_a_subquery_left_in_a_derived_table(sql):
     analysis, resolved = explain(sql)
     assert not analysis.incremental
-    assert unsupported_reason(resolved.query, list(INPUTS)) == (
+    assert unsupported_reason(resolved.query, list(AB)) == (
         "a subquery outside FROM cannot be refreshed incrementally")
 
 

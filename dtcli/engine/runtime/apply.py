@@ -28,8 +28,6 @@ from dtcli.model import Frontier
 
 OP = "__dt_op"
 DELETE, INSERT = "D", "I"
-# A locator slice is named by at most this many literal values.
-LOCATOR_VALUES = 10_000
 
 
 # How a change was applied (the history's `refresh_strategy`).
@@ -180,8 +178,8 @@ def _locate(changes, cols: list[str], local: list | None, prefer: str | None = N
         values = list({r[column] for r in local})
     else:
         values = [r[0] for r in changes.select(F.col(quote(column))).distinct()
-                  .limit(LOCATOR_VALUES + 1).collect()]
-    if len(values) > LOCATOR_VALUES:
+                  .limit(key_predicates.MAX_LITERALS + 1).collect()]
+    if len(values) > key_predicates.MAX_LITERALS:
         return None
     predicate = key_predicates.match_keys([column], [fields[column]], [(v,) for v in values])
     if predicate is None:

@@ -16,9 +16,6 @@ from dtcli.engine.runtime.checkpoints import release
 from dtcli.engine.runtime.spark_errors import is_unavailable
 from dtcli.sql.custom import ACTION, APPEND_ONLY, ISUPDATE
 
-# Touched keys up to this many are pushed into the reads of a RELY-keyed input as literals.
-KEY_LITERALS = 10_000
-
 
 def _with_meta(df, action, isupdate):
     from pyspark.sql import functions as F
@@ -106,11 +103,11 @@ def _compacted(feed, old, new, data: list[str], key: list[str], name: str, held:
     keys = feed.select(*[F.col(quote(k)) for k in key]).distinct().localCheckpoint(eager=True)
     try:
         fields = {f.name: f.dataType for f in feed.schema.fields}
-        found = keys.limit(KEY_LITERALS + 1).collect()
+        found = keys.limit(key_predicates.MAX_LITERALS + 1).collect()
         predicate = None
         if not found:
             predicate = "false"
-        elif len(found) <= KEY_LITERALS:
+        elif len(found) <= key_predicates.MAX_LITERALS:
             predicate = key_predicates.match_keys(key, [fields[k] for k in key], [tuple(r) for r in found])
 
         def side(df, mark):

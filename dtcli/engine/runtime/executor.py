@@ -18,6 +18,7 @@ from dtcli.engine.runtime.progress import job_group
 from dtcli.engine.runtime.spark_errors import at_file, condition_of, error_condition, error_message
 from dtcli.engine.runtime.strategies import kind_of, strategy_for
 from dtcli.model import (
+    DT_PROCESS_GONE,
     FAILED,
     FULL,
     REINITIALIZE,
@@ -59,7 +60,6 @@ def unbind_inputs(spark, step: RefreshStep) -> None:
             pass
 
 
-OWNER_GONE = "DT_PROCESS_GONE"      # state_code of refreshes a dead dt's application did not start
 # state_code of a record whose state says it all (a FAILED one carries the error's condition)
 METASTORE_UNREACHABLE = "METASTORE_UNREACHABLE"
 STATE_CODES = {SUCCEEDED: "SUCCESS", UPSTREAM_FAILED: "UPSTREAM_FAILED", SKIPPED: "RUN_STOPPED",
@@ -231,7 +231,7 @@ class _Run:
         if self.unavailable:
             return _record(self.plan, step, FAILED, start, message=self.unavailable, code=METASTORE_UNREACHABLE)
         if isinstance(stopping, str):   # dt is gone: nobody will record this refresh but us
-            return _record(self.plan, step, FAILED, start, message=stopping, code=OWNER_GONE)
+            return _record(self.plan, step, FAILED, start, message=stopping, code=DT_PROCESS_GONE)
         if stopping:                    # its downstream must not run on a stale input either
             return _record(self.plan, step, SKIPPED, start, message="the run was stopped before this refresh")
         if blocked:

@@ -22,6 +22,10 @@ from __future__ import annotations
 from datetime import date, datetime
 from decimal import Decimal
 
+# The most values dt names as literals in one predicate (a key set, a locator slice): beyond it
+# Spark's analysis of the statement costs more than the join that replaces it.
+MAX_LITERALS = 10_000
+
 # Ranges a key set is folded into for file skipping. Each is checked against every candidate
 # file's statistics, and Spark also evaluates them on every row it reads (behind the cheap
 # min/max test): a dozen or so separate clusters of keys without costing the scan much.

@@ -29,9 +29,6 @@ from dtcli.sql.incremental_rewrite.own_rows import (
     output_column,
 )
 
-# Affected keys up to this many are named as literals in the commit's predicate.
-KEY_LITERALS = 10_000
-
 
 def _exact_sum_type(data_type) -> bool:
     return type(data_type).__name__ in ("ByteType", "ShortType", "IntegerType", "LongType", "DecimalType")
@@ -46,8 +43,8 @@ def _key_predicate(df, rows: list | None, positions: list[int], columns: list[st
     if rows is not None:
         found = list(dict.fromkeys(tuple(r[n] for n in names) for r in rows))
     else:
-        found = df.select(*[quote(n) for n in names]).distinct().limit(KEY_LITERALS + 1).collect()
-    if not found or len(found) > KEY_LITERALS:
+        found = df.select(*[quote(n) for n in names]).distinct().limit(keys_sql.MAX_LITERALS + 1).collect()
+    if not found or len(found) > keys_sql.MAX_LITERALS:
         return None
     return keys_sql.match_keys([columns[p] for p in positions], [types[p] for p in positions],
                                [tuple(r) for r in found])

@@ -44,10 +44,6 @@ from dtcli.sql.incremental_rewrite import (
 )
 from dtcli.sql.incremental_rewrite.own_rows import AggregateUpkeep
 
-# Affected-key sets up to this size are also pushed into scans as literal IN lists, so that
-# Delta's file skipping prunes the files that cannot hold an affected key, and a keyed DT
-# replaces exactly those keys' rows in one `replaceWhere` commit.
-LITERAL_KEYS = 10_000
 _views = itertools.count()
 # How the change was applied, as the history's `refresh_strategy` records it (with
 # apply.APPENDED, SLICE_REPLACED, MERGED for the general case).
@@ -360,7 +356,7 @@ class ChangeRefresh:
         if found is None:
             return None
         values, data_type = found
-        if len(values) > LITERAL_KEYS:
+        if len(values) > key_predicates.MAX_LITERALS:   # beyond: joined, not named
             return None
 
         def restrict(expr: exp.Expression) -> exp.Expression | None:
@@ -375,7 +371,9 @@ class ChangeRefresh:
         df, rows = kept(df, LOCAL_ROWS, self._small())
         self.cached.append(df)
         self._view(name, df)
-        if rows is None or len(rows) > LITERAL_KEYS:
+        # a key set small enough is also named in scans as literals, so that Delta's file skipping
+        # prunes the files without an affected key, and a keyed DT replaces exactly those keys' rows
+        if rows is None or len(rows) > key_predicates.MAX_LITERALS:
             return KeySet(name)
         types = [field.dataType for field in df.schema.fields]
         filters = [_column_filter([r[k] for r in rows], t) for k, t in enumerate(types)]
