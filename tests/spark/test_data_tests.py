@@ -5,7 +5,8 @@ DT's Delta version does not move, readers (Spark, DuckDB) keep the last good row
 UPSTREAM_FAILED, the record names the test, the count and sample rows; the next run after the
 source is fixed succeeds INCREMENTAL. Warn tests and expectations commit and count; drop
 expectations keep exactly the violating rows out; custom tables (INSERT INTO SELF, MERGE INTO
-SELF) are audited the same way, on what their statement is about to write. The failing `dt run`,
+SELF) are audited the same way, on what their statement is about to write, and so is a creation
+from a backfill copy (a failing one creates nothing). The failing `dt run`,
 `dt test`, `dt build` and `dt test --unit` go through the CLI in this process (exit codes, what
 they print), their Spark work in the shared session."""
 
@@ -153,6 +154,11 @@ def test_a_refresh_whose_rows_break_a_check_commits_nothing(spark, tmp_path, spa
     versions = {n: table_version(project.table_path(n)) for n in TABLES}
     before = {n: _rows(spark, project.table_path(n)) for n in ("o_checked", "o_full")}
     _failed_four_times_before(project, "o_checked")
+    # a DT new in the next run, created as a backfill copy of the source, which will hold the NULL:
+    # its creation fails the audit and creates nothing
+    (root / "tables" / "o_backfill.sql").write_text(ORDERS + "\n")
+    (root / "tables" / "o_backfill.yml").write_text("backfill: {from: orders_src}\n"
+                                                    "columns:\n  - name: order_id\n    data_tests: [not_null]\n")
 
     write_deltalake(source, _orders(BAD), mode="append", configuration=CDF)
     ran = dt("run", "--all", "-p", str(root))      # as a user runs it: exit 1, each failing check named
@@ -177,6 +183,10 @@ def test_a_refresh_whose_rows_break_a_check_commits_nothing(spark, tmp_path, spa
         assert _duckdb_rows(project.table_path(name)) == before[name], name         # in DuckDB too
     assert records["per_status"].state == UPSTREAM_FAILED
     assert records["customers"].refresh_action == NO_DATA
+    backfilled = records["o_backfill"]
+    assert (backfilled.state, backfilled.state_code, backfilled.refresh_trigger) == (FAILED, TEST_FAILED, "CREATION")
+    assert "not_null_o_backfill_order_id failed: 1 row" in backfilled.state_message, backfilled.state_message
+    assert table_version(project.table_path("o_backfill")) is None           # not created
 
     kept = records["o_kept"]            # warn: committed and counted; drop: kept out and counted
     assert kept.state == SUCCEEDED, kept.state_message
@@ -226,6 +236,9 @@ def test_a_refresh_whose_rows_break_a_check_commits_nothing(spark, tmp_path, spa
     checked_path = project.table_path("o_checked")       # DuckDB reads the fixed refresh's rows
     assert _duckdb_rows(checked_path) == _rows(spark, checked_path) != before["o_checked"]
     assert _rows(spark, project.table_path("o_kept")) == sorted(GOOD + [(9, 8, "shipped", 40)], key=repr)
+    assert (fixed["o_backfill"].state, fixed["o_backfill"].refresh_trigger) == (SUCCEEDED, "CREATION"), \
+        fixed["o_backfill"].state_message                                     # the fixed source's copy
+    assert _rows(spark, project.table_path("o_backfill")) == sorted(GOOD + [(9, 8, "shipped", 40)], key=repr)
     # the failed refresh did not move c_merge's frontier: its statement reads the same inserts again
     # (without a RELY key its CHANGES are the commits as Delta recorded them) and still writes a
     # second amount 30
