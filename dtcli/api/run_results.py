@@ -13,7 +13,6 @@ types, schema_version and published JSON Schema: dtcli/artifacts/run_results.py.
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterable
 from datetime import datetime, timezone
@@ -39,7 +38,7 @@ from dtcli.artifacts.run_results import (
     UnitTestResult,
     UnitTestResults,
 )
-from dtcli.artifacts.typed_json import JSON, to_json
+from dtcli.artifacts.typed_json import JSON, dumps
 from dtcli.model import SKIPPED, SUCCEEDED, Project, RefreshRecord
 from dtcli.redact import scrub
 
@@ -177,6 +176,6 @@ def write(project: Project, doc: Document) -> Path:
     path = project.target_dir / FILE_NAME
     path.parent.mkdir(parents=True, exist_ok=True)
     aside = path.with_name(f".{FILE_NAME}.{os.getpid()}")
-    aside.write_text(scrub(json.dumps(to_json(doc), indent=2, default=str)) + "\n", encoding="utf-8")
+    aside.write_text(scrub(dumps(doc, indent=2)) + "\n", encoding="utf-8")
     os.replace(aside, path)
     return path

@@ -9,9 +9,10 @@ read their fields. This package imports nothing of dt's but errors: any layer ma
 from __future__ import annotations
 
 from dtcli.artifacts.explain import EXPLAIN
+from dtcli.artifacts.manifest import MANIFEST
 from dtcli.artifacts.run_results import RUN_RESULTS
 from dtcli.artifacts.versions import ArtifactKind, ArtifactVersionError
 
-KINDS: tuple[ArtifactKind, ...] = (RUN_RESULTS, EXPLAIN)
+KINDS: tuple[ArtifactKind, ...] = (RUN_RESULTS, EXPLAIN, MANIFEST)
 
-__all__ = ["EXPLAIN", "KINDS", "RUN_RESULTS", "ArtifactKind", "ArtifactVersionError"]
+__all__ = ["EXPLAIN", "KINDS", "MANIFEST", "RUN_RESULTS", "ArtifactKind", "ArtifactVersionError"]

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import dataclasses
 import functools
+import json
 import types
 import typing
 from typing import Union
@@ -50,21 +51,63 @@ def _is_union(hint: object) -> bool:
     return typing.get_origin(hint) in (Union, types.UnionType)
 
 
+_SCALAR_TYPES = (str, int, float, bool, type(None))
+
+
+@functools.cache
+def _written(cls: type) -> tuple[int, tuple[str, ...]]:
+    """A dataclass's number of fields, and the fields left out when None."""
+    fields = dataclasses.fields(cls)
+    return len(fields), tuple(f.name for f in fields if f.metadata.get("omit_none"))
+
+
 def to_json(value: object) -> object:
-    """A dataclass (and what it holds) as the JSON value dt writes, fields in their order."""
-    if dataclasses.is_dataclass(value) and not isinstance(value, type):
-        out = {}
-        for f in dataclasses.fields(value):
-            item = getattr(value, f.name)
-            if item is None and f.metadata.get("omit_none"):
-                continue
-            out[f.name] = to_json(item)
-        return out
+    """A dataclass (and what it holds) as the JSON value dt writes, fields in their order.
+    An instance's __dict__ holds its fields in that order, copied in one step, and only its
+    values that are not scalars are walked: a big site's project.json holds 20,000 history
+    rows, and a walk field by field added about a second to `dt docs generate`."""
+    if isinstance(value, _SCALAR_TYPES):
+        return value
     if isinstance(value, (list, tuple)):
         return [to_json(v) for v in value]
     if isinstance(value, dict):
         return {k: to_json(v) for k, v in value.items()}
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        count, omitted = _written(type(value))
+        out = dict(vars(value))
+        if len(out) != count:       # an attribute set beside the fields: the fields only
+            out = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+        for key, item in out.items():
+            if not isinstance(item, _SCALAR_TYPES):
+                out[key] = to_json(item)
+        for key in omitted:
+            if out[key] is None:
+                del out[key]
+        return out
     return value
+
+
+def dumps(value: object, **options) -> str:
+    """`json.dumps(to_json(value))` without building the intermediate copy: the C encoder asks
+    `_fields_of` for each dataclass it meets (one call per object, not one per value: 20,000
+    history rows of a big site's project.json took 0.5 s more through `to_json`). Anything
+    else JSON does not know is written as its str(), as dt always wrote it."""
+    return json.dumps(value, default=_fields_of, **options)
+
+
+def _fields_of(value: object) -> object:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        count, omitted = _written(type(value))
+        out = dict(vars(value))
+        if len(out) != count:
+            out = {f.name: getattr(value, f.name) for f in dataclasses.fields(value)}
+        for key in omitted:
+            if out[key] is None:
+                del out[key]
+        return out
+    if isinstance(value, tuple):
+        return list(value)
+    return str(value)
 
 
 def from_json(hint: object, value: object) -> object:

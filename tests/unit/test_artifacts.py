@@ -237,3 +237,51 @@ def test_an_explain_report_of_another_version_is_read_or_refused(tmp_path):
     assert EXPLAIN.read(older).rewrites == EXPLAIN.read(data).rewrites
     with pytest.raises(ArtifactVersionError, match="explain schema_version 2 was written by a newer dt"):
         EXPLAIN.read({**data, "schema_version": 2})
+
+
+def test_the_docs_manifest_validates_and_carries_show_s_rows_whole(tmp_path):
+    """project.json of the docs test shop (every state, action, check result and markup) validates
+    against manifest.v1; each DT's `status` is its `dt show dynamic tables` row with no key lost."""
+    from dtcli import api
+    from dtcli.api.docs import facts, generate
+    from dtcli.api.show import show_tables
+    from dtcli.artifacts.manifest import MANIFEST
+    from tests.docs_projects import shop_project
+
+    root = shop_project(tmp_path / "shop")
+    checked = api.check(root, use_cache=False)
+    generate(checked)
+    data = json.loads((root / "target" / "docs" / "project.json").read_text())
+    assert schema_errors("manifest", data) == []
+    assert data["metadata"]["schema_version"] == data["metadata"]["format_version"] == MANIFEST.version
+    shown = {r["name"]: r for r in json.loads(json.dumps(show_tables(checked), default=str))}
+    assert {n: t["status"] for n, t in data["dynamic_tables"].items()} == {n: shown[n] for n in data["dynamic_tables"]}
+    assert {t["state"] for t in data["dynamic_tables"].values()} >= {"ACTIVE", "SUSPENDED", "FAILED", "ORPHANED"}
+    assert any(t["data_tests"]["last"] for t in data["dynamic_tables"].values())
+    read = MANIFEST.load(root / "target" / "docs" / "project.json")
+    assert read == facts(checked)               # the file read back is the typed document it was written from
+    assert read.dynamic_tables["order_audit"].explain.refresh_mode == "CUSTOM_INCREMENTAL"
+
+    # a project.json of an earlier dt: format_version only, explain without schema_version
+    older = json.loads(json.dumps(data))
+    del older["metadata"]["schema_version"]
+    for table in older["dynamic_tables"].values():
+        if table["explain"]:
+            del table["explain"]["schema_version"]
+    assert MANIFEST.read(older).dynamic_tables.keys() == read.dynamic_tables.keys()
+    newer = {**data, "metadata": {**data["metadata"], "schema_version": 2, "format_version": 2}}
+    with pytest.raises(ArtifactVersionError, match="manifest schema_version 2 was written by a newer dt"):
+        MANIFEST.read(newer, "target/docs/project.json")
+
+
+def test_a_history_row_is_a_refresh_record_as_show_prints_it():
+    """HistoryRow (project.json) lists RefreshRecord's fields, its statistics nested: a field added
+    to the record must be added to the manifest (and its schema_version raised)."""
+    import dataclasses
+
+    from dtcli.artifacts.manifest import HistoryRow
+
+    record = {f.name for f in dataclasses.fields(RefreshRecord)}
+    row = {f.name for f in dataclasses.fields(HistoryRow)}
+    assert row == record - {"num_inserted_rows", "num_deleted_rows", "num_copied_rows"} | {"statistics"}
+    assert set(_record("a", SUCCEEDED, FULL).to_row()) == row

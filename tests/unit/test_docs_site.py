@@ -166,13 +166,15 @@ def test_a_project_of_200_dts_generates_a_page_each(tmp_path):
 def test_lag_over_time_drops_when_a_refresh_ends_and_failures_do_not_move_it():
     from datetime import datetime, timedelta, timezone
 
+    from dtcli.artifacts.manifest import HistoryRow
+    from dtcli.artifacts.typed_json import from_json
     from dtcli.ui.site.charts import lag_points
 
     t0 = datetime(2025, 1, 1, tzinfo=timezone.utc)
 
     def row(state, stamp_min, end_min):
-        return {"state": state, "data_timestamp": (t0 + timedelta(minutes=stamp_min)).isoformat(),
-                "refresh_end_time": (t0 + timedelta(minutes=end_min)).isoformat()}
+        return from_json(HistoryRow, {"state": state, "data_timestamp": (t0 + timedelta(minutes=stamp_min)).isoformat(),
+                                      "refresh_end_time": (t0 + timedelta(minutes=end_min)).isoformat()})
 
     rows = [row("SUCCEEDED", 60, 61), row("FAILED", 30, 31), row("SUCCEEDED", 0, 2)]   # newest first
     points = [((t - t0).total_seconds() / 60, lag / 60) for t, lag in lag_points(rows, t0 + timedelta(minutes=90))]
@@ -296,6 +298,7 @@ def test_expectation_counts_name_what_happened_to_the_rows():
     """A `fail` expectation's rows were not committed: counted failed; warn and drop counted as such;
     a DT not defined now (orphaned) shows its last audited refresh's results."""
     from dtcli.api.docs import _test_results
+    from dtcli.artifacts.typed_json import to_json
     from dtcli.model import RefreshRecord
 
     def refresh(end, state, *found):
@@ -307,11 +310,11 @@ def test_expectation_counts_name_what_happened_to_the_rows():
     newest_first = [refresh("2026-11-26T10:00:00", "FAILED", ("key", "fail", "fail", 2), ("big", "drop", "pass", 0)),
                     refresh("2026-11-26T09:00:00", "SUCCEEDED", ("key", "fail", "pass", 0), ("big", "drop", "warn", 5)),
                     refresh("2026-11-26T08:00:00", "SUCCEEDED", ("key", "warn", "warn", 7))]   # key was warn then
-    found = _test_results(newest_first, None)
+    found = to_json(_test_results(newest_first, None))
     assert found["expectations"] == {"key": {"refreshes": 3, "dropped": 0, "warned": 7, "failed": 2},
                                      "big": {"refreshes": 2, "dropped": 5, "warned": 0, "failed": 0}}
     assert [(t["name"], t["status"], t["at"], t["by"]) for t in found["last"]] == [
         ("key", "fail", "2026-11-26T10:00:00", "refresh INCREMENTAL"),
         ("big", "pass", "2026-11-26T10:00:00", "refresh INCREMENTAL")]
     assert [p["failures"] for p in found["over_time"]["key"]] == [7, 0, 2]
-    assert _test_results([], None) == {"last": [], "last_at": None, "over_time": {}, "expectations": {}}
+    assert to_json(_test_results([], None)) == {"last": [], "last_at": None, "over_time": {}, "expectations": {}}

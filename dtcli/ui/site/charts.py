@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime, timedelta
-from typing import Any
 
 from markupsafe import Markup, escape
 
+from dtcli.artifacts.manifest import HistoryRow
 from dtcli.model import FAILURE_STATES
 from dtcli.ui.site.text import duration, parse_time, seconds_between, timestamp
 
@@ -19,16 +19,16 @@ _TICKS = (1, 5, 10, 30, 60, 300, 600, 1800, 3600, 3 * 3600, 6 * 3600, 12 * 3600,
           7 * 86400, 14 * 86400, 30 * 86400)
 
 
-def lane(row: dict[str, Any]) -> str:
+def lane(row: HistoryRow) -> str:
     """The timeline lane of a refresh: FAILED for failures, else its action."""
-    return "FAILED" if row["state"] in FAILURE_STATES else (row.get("refresh_action") or "UNKNOWN")
+    return "FAILED" if row.state in FAILURE_STATES else (row.refresh_action or "UNKNOWN")
 
 
 class TimeScale:
     """Times to x positions, shared by the timeline and the lag chart so that they line up."""
 
-    def __init__(self, rows: list[dict[str, Any]], now: datetime, also: datetime | None = None):
-        times = [t for r in rows for t in (parse_time(r["refresh_start_time"]), parse_time(r["refresh_end_time"]))
+    def __init__(self, rows: list[HistoryRow], now: datetime, also: datetime | None = None):
+        times = [t for r in rows for t in (parse_time(r.refresh_start_time), parse_time(r.refresh_end_time))
                  if t is not None] + ([also] if also else [])
         self.start = min(times, default=now - timedelta(hours=1))
         self.end = max([*times, now])
@@ -58,7 +58,7 @@ class TimeScale:
         return "".join(out)
 
 
-def refresh_timeline(rows: list[dict[str, Any]], scale: TimeScale) -> Markup:
+def refresh_timeline(rows: list[HistoryRow], scale: TimeScale) -> Markup:
     """One mark per refresh, in the lane of its action, as wide as it took (at least 3 px), with
     its action, state, duration and rows in its tooltip."""
     lanes = list(ACTIONS) + sorted({lane(r) for r in rows} - set(ACTIONS))
@@ -70,39 +70,38 @@ def refresh_timeline(rows: list[dict[str, Any]], scale: TimeScale) -> Markup:
         out.append(f'<rect class="lane" x="{LEFT}" y="{y}" width="{WIDTH - LEFT - RIGHT}" height="{LANE - 4}"/>'
                    f'<text class="lane-label" x="{LEFT - 8}" y="{y + 14}" text-anchor="end">{escape(name)}</text>')
     for r in reversed(rows):      # oldest first: newer marks are drawn on top
-        start, end = parse_time(r["refresh_start_time"]), parse_time(r["refresh_end_time"])
+        start, end = parse_time(r.refresh_start_time), parse_time(r.refresh_end_time)
         if start is None:
             continue
         x0 = scale.x(start)
         x1 = scale.x(end) if end else x0
         y = 4 + lanes.index(lane(r)) * LANE + 3
-        stats = r.get("statistics") or {}
-        took = seconds_between(r["refresh_start_time"], r["refresh_end_time"])
-        tip = (f"{r.get('refresh_action')} {r['state']} ({r.get('refresh_trigger')}) at "
-               f"{timestamp(r['refresh_start_time'])}, took {duration(took)}, "
-               f"+{stats.get('num_inserted_rows', 0)} -{stats.get('num_deleted_rows', 0)} rows"
-               + (f": {r['state_message']}" if r.get("state_message") else ""))
-        out.append(f'<rect class="mark mark-{escape(lane(r))}" data-action="{escape(r.get("refresh_action"))}" '
-                   f'data-state="{escape(r["state"])}" x="{x0:.1f}" y="{y}" width="{max(3.0, x1 - x0):.1f}" '
+        took = seconds_between(r.refresh_start_time, r.refresh_end_time)
+        tip = (f"{r.refresh_action} {r.state} ({r.refresh_trigger}) at "
+               f"{timestamp(r.refresh_start_time)}, took {duration(took)}, "
+               f"+{r.statistics.num_inserted_rows} -{r.statistics.num_deleted_rows} rows"
+               + (f": {r.state_message}" if r.state_message else ""))
+        out.append(f'<rect class="mark mark-{escape(lane(r))}" data-action="{escape(r.refresh_action)}" '
+                   f'data-state="{escape(r.state)}" x="{x0:.1f}" y="{y}" width="{max(3.0, x1 - x0):.1f}" '
                    f'height="{LANE - 10}" rx="1.5"><title>{escape(tip)}</title></rect>')
     out.append(scale.axis(len(lanes) * LANE + 6))
     out.append("</svg>")
     return Markup("".join(out))
 
 
-def lag_points(rows: list[dict[str, Any]], now: datetime,
+def lag_points(rows: list[HistoryRow], now: datetime,
                stamp: datetime | None = None) -> list[tuple[datetime, float]]:
     """The lag (now minus the data timestamp) over time: it grows until a refresh ends, then drops
     to that refresh's end minus its data timestamp. Failed refreshes do not move it; NO_DATA ones
     do (the data is current as of their timestamp). `stamp`: the DT's data timestamp now, as its
     Delta log has it (the last point agrees with the page's "lag now" even when the history
     lacks that refresh)."""
-    done = sorted((r for r in rows if r["state"] not in FAILURE_STATES and r.get("data_timestamp")
-                   and r.get("refresh_end_time")), key=lambda r: r["refresh_end_time"])
+    done = sorted((r for r in rows if r.state not in FAILURE_STATES and r.data_timestamp and r.refresh_end_time),
+                  key=lambda r: r.refresh_end_time)
     points: list[tuple[datetime, float]] = []
     current: datetime | None = None
     for r in done:
-        end, stamp = parse_time(r["refresh_end_time"]), parse_time(r["data_timestamp"])
+        end, stamp = parse_time(r.refresh_end_time), parse_time(r.data_timestamp)
         if current is not None:
             points.append((end, (end - current).total_seconds()))
         current = stamp if current is None else max(current, stamp)
@@ -116,7 +115,7 @@ def lag_points(rows: list[dict[str, Any]], now: datetime,
     return points
 
 
-def lag_chart(rows: list[dict[str, Any]], scale: TimeScale, now: datetime, target: float | None,
+def lag_chart(rows: list[HistoryRow], scale: TimeScale, now: datetime, target: float | None,
               stamp: datetime | None = None) -> Markup:
     """The lag over time as a line, the target lag as a dashed line."""
     points = lag_points(rows, now, stamp)

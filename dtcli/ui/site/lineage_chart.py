@@ -6,9 +6,9 @@ joins, grouping) carry that as a tag on the left. Every text goes through `escap
 
 from __future__ import annotations
 
-from typing import Any
-
 from markupsafe import Markup, escape
+
+from dtcli.artifacts.explain import ColumnLineage, LineageTransformation
 
 ROW, HEAD, GAP, PAD = 20, 24, 12, 8
 CHAR = 7.4            # px per character of the 12 px labels: boxes sized without a browser
@@ -16,33 +16,33 @@ MIDDLE = 200          # room for the curves between the two columns
 _RANK = {"IDENTITY": 0, "TRANSFORMATION": 1, "AGGREGATION": 2}
 
 
-def _kind(transformations: list[dict[str, Any]]) -> str | None:
+def _kind(transformations: list[LineageTransformation]) -> str | None:
     """The edge's style: the strongest DIRECT subtype, else indirect; None for dataset-only."""
-    direct = [t["subtype"] for t in transformations if t["type"] == "DIRECT"]
+    direct = [t.subtype for t in transformations if t.type == "DIRECT"]
     if direct:
         return max(direct, key=lambda s: _RANK.get(s, 0)).lower()
     return "indirect" if transformations else None
 
 
-def _how(transformations: list[dict[str, Any]]) -> str:
-    return ", ".join(t["subtype"].lower().replace("_", " ") + (" (masked)" if t.get("masking") else "")
+def _how(transformations: list[LineageTransformation]) -> str:
+    return ", ".join(t.subtype.lower().replace("_", " ") + (" (masked)" if t.masking else "")
                      for t in transformations)
 
 
-def column_lineage_svg(name: str, lineage: dict[str, Any] | None, pages: dict[str, str]) -> Markup:
+def column_lineage_svg(name: str, lineage: ColumnLineage | None, pages: dict[str, str]) -> Markup:
     """The drawing of `lineage` (explain's `column_lineage`), links to the inputs' pages."""
-    if not lineage or not lineage["columns"]:
+    if not lineage or not lineage.columns:
         return Markup("")
     inputs: dict[str, dict[str, list[str]]] = {}      # input -> column -> the rows' roles (filter, join...)
-    for column in lineage["columns"]:
-        for f in column["inputs"]:
-            inputs.setdefault(f["input"], {}).setdefault(f["column"], [])
-    for f in lineage["dataset"]:
-        roles = inputs.setdefault(f["input"], {}).setdefault(f["column"], [])
-        roles += [t["subtype"].lower().replace("_", " ") for t in f["transformations"] if t["subtype"]]
+    for column in lineage.columns:
+        for f in column.inputs:
+            inputs.setdefault(f.input, {}).setdefault(f.column, [])
+    for f in lineage.dataset:
+        roles = inputs.setdefault(f.input, {}).setdefault(f.column, [])
+        roles += [t.subtype.lower().replace("_", " ") for t in f.transformations if t.subtype]
     left_texts = [i for i in inputs] + [c + "  " + " · ".join(r) for cols in inputs.values() for c, r in cols.items()]
     left_w = max(140, int(CHAR * max(map(len, left_texts), default=8)) + 2 * PAD)
-    right_w = max(140, int(CHAR * max(len(name), *(len(c["name"]) for c in lineage["columns"]))) + 2 * PAD)
+    right_w = max(140, int(CHAR * max(len(name), *(len(c.name) for c in lineage.columns))) + 2 * PAD)
     right_x = left_w + MIDDLE
     out, where, y = [], {}, PAD
     for input_name, columns in inputs.items():
@@ -63,20 +63,20 @@ def column_lineage_svg(name: str, lineage: dict[str, Any] | None, pages: dict[st
     left_h = y
     y = PAD
     out.append(f'<rect class="cl-box cl-own" x="{right_x}" y="{y}" width="{right_w}" '
-               f'height="{HEAD + ROW * len(lineage["columns"]) + 4}" rx="6"/>')
+               f'height="{HEAD + ROW * len(lineage.columns) + 4}" rx="6"/>')
     out.append(f'<text class="cl-input" x="{right_x + PAD}" y="{y + 16}">{escape(name)}</text>')
     y += HEAD
     edges = []
-    for column in lineage["columns"]:
+    for column in lineage.columns:
         mid = y + ROW / 2
-        out.append(f'<text class="cl-col" x="{right_x + PAD + 6}" y="{y + 14}">{escape(column["name"])}</text>')
-        for f in column["inputs"]:
-            kind = _kind(f["transformations"])
-            start = where.get((f["input"], f["column"]))
+        out.append(f'<text class="cl-col" x="{right_x + PAD + 6}" y="{y + 14}">{escape(column.name)}</text>')
+        for f in column.inputs:
+            kind = _kind(f.transformations)
+            start = where.get((f.input, f.column))
             if kind is None or start is None:
                 continue
             x1, x2, bend = left_w - 1, right_x, MIDDLE / 2
-            title = escape(f"{f['input']}.{f['column']} → {column['name']}: {_how(f['transformations'])}")
+            title = escape(f"{f.input}.{f.column} → {column.name}: {_how(f.transformations)}")
             edges.append(f'<path class="cl-edge cl-{kind}" d="M{x1},{start:.1f} C{x1 + bend},{start:.1f} '
                          f'{x2 - bend},{mid:.1f} {x2},{mid:.1f}"><title>{title}</title></path>')
         y += ROW

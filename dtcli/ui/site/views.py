@@ -1,5 +1,5 @@
-"""What each page shows, taken from the project.json document: plain values for the templates
-(which escape them) and SVG charts (which escape their own text)."""
+"""What each page shows, taken from the project.json document (dtcli/artifacts/manifest.py):
+plain values for the templates (which escape them) and SVG charts (which escape their own text)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,7 @@ import json
 from datetime import datetime
 from typing import Any
 
-from dtcli.artifacts.explain import ColumnLineage
-from dtcli.artifacts.typed_json import from_json
+from dtcli.artifacts.manifest import Lag, Manifest, SourceFacts, TableFacts, TableTestResults
 from dtcli.ui.explain_view import lineage_text
 from dtcli.ui.site import charts, highlight
 from dtcli.ui.site.lineage_chart import column_lineage_svg
@@ -22,105 +21,108 @@ def mode_label(mode: str | None) -> str:
     return MODE_LABELS.get(mode, mode or "")
 
 
-def _lag_text(table: dict[str, Any]) -> str:
-    status = table["status"]
-    if table["state"] in ("ORPHANED", "DISABLED"):
-        return table["state"].lower()
-    if status.get("target_lag") is None:
+def _lag_text(table: TableFacts) -> str:
+    status = table.status
+    if table.state in ("ORPHANED", "DISABLED"):
+        return table.state.lower()
+    if status.target_lag is None:
         return "on demand"
-    if status.get("target_lag") == "downstream" and status.get("effective_lag_seconds"):
-        return f"downstream ({duration(status['effective_lag_seconds'])})"
-    return str(status["target_lag"])
+    if status.target_lag == "downstream" and status.effective_lag_seconds:
+        return f"downstream ({duration(status.effective_lag_seconds)})"
+    return str(status.target_lag)
 
 
-def graph_data(doc: dict[str, Any], pages: dict[str, str]) -> dict[str, Any]:
+def _mode(table: TableFacts) -> str | None:
+    """The resolved refresh mode: explain's, or the last refresh's for a DT explain does not cover."""
+    return (table.explain.refresh_mode if table.explain else None) or table.status.refresh_mode
+
+
+def graph_data(doc: Manifest, pages: dict[str, str]) -> dict[str, Any]:
     """Nodes and edges for the lineage graph the page lays out (site.js, with dagre)."""
     nodes = []
-    for name, source in doc["sources"].items():
-        cdf = source["change_data_feed"]
-        nodes.append({"id": name, "kind": source["kind"], "state": "SOURCE", "frozen": False, "tags": [],
+    for name, source in doc.sources.items():
+        cdf = source.change_data_feed
+        nodes.append({"id": name, "kind": source.kind, "state": "SOURCE", "frozen": False, "tags": [],
                       "href": pages[name],
-                      "sub": source["kind"] + ("" if cdf is None else (" · CDF on" if cdf else " · CDF off"))})
-    for name, table in doc["dynamic_tables"].items():
-        mode = (table["explain"] or {}).get("refresh_mode") or table["status"].get("refresh_mode")
-        nodes.append({"id": name, "kind": "dynamic_table", "state": table["state"], "mode": mode,
-                      "frozen": table["frozen"], "tags": table["status"].get("tags") or [],
+                      "sub": source.kind + ("" if cdf is None else (" · CDF on" if cdf else " · CDF off"))})
+    for name, table in doc.dynamic_tables.items():
+        mode = _mode(table)
+        nodes.append({"id": name, "kind": "dynamic_table", "state": table.state, "mode": mode,
+                      "frozen": table.frozen, "tags": table.status.tags or [],
                       "href": pages[name], "sub": f"{mode_label(mode)} · {_lag_text(table)}"})
-    return {"nodes": nodes, "edges": doc["edges"]}
+    return {"nodes": nodes, "edges": doc.edges}
 
 
-def index_view(doc: dict[str, Any]) -> dict[str, Any]:
-    overview = doc["overview"]
-    tables = doc["dynamic_tables"]
-    freshness = [{**f, "lag_text": duration(f["current_seconds"]) if f["current_seconds"] is not None
-                  else "not created", "target_text": _lag_text(tables[f["name"]]),
-                  "peak_text": duration(f.get("peak_seconds")),
-                  "mode": mode_label(tables[f["name"]]["status"].get("refresh_mode")),
-                  "last": tables[f["name"]]["status"].get("last_refresh_action")}
-                 for f in overview["freshness"]]
-    failures = [{**r, "when": timestamp(r["refresh_end_time"]),
-                 "took": duration(seconds_between(r["refresh_start_time"], r["refresh_end_time"]))}
-                for r in overview["failures_last_day"]]
-    mix = overview["refresh_mode_mix"]
+def index_view(doc: Manifest) -> dict[str, Any]:
+    overview = doc.overview
+    tables = doc.dynamic_tables
+    freshness = [{**vars(f), "lag_text": duration(f.current_seconds) if f.current_seconds is not None
+                  else "not created", "target_text": _lag_text(tables[f.name]),
+                  "peak_text": duration(f.peak_seconds),
+                  "mode": mode_label(tables[f.name].status.refresh_mode),
+                  "last": tables[f.name].status.last_refresh_action}
+                 for f in overview.freshness]
+    failures = [{**vars(r), "when": timestamp(r.refresh_end_time),
+                 "took": duration(seconds_between(r.refresh_start_time, r.refresh_end_time))}
+                for r in overview.failures_last_day]
+    mix = overview.refresh_mode_mix
     total = sum(mix.values()) or 1
-    per_day = overview["refresh_time_per_day"]
-    day_chart = charts.bars((d["day"][5:], d["seconds"], f"{d['refreshes']} runs"
-                             + (f"\n{d['failed']} failed" if d["failed"] else "")) for d in per_day)
-    others = [{"name": n, "state": t["state"], "reason": t["status"].get("scheduling_state_reason")}
-              for n, t in tables.items() if t["state"] in ("ORPHANED", "DISABLED")]
+    per_day = overview.refresh_time_per_day
+    day_chart = charts.bars((d.day[5:], d.seconds, f"{d.refreshes} runs"
+                             + (f"\n{d.failed} failed" if d.failed else "")) for d in per_day)
+    others = [{"name": n, "state": t.state, "reason": t.status.scheduling_state_reason}
+              for n, t in tables.items() if t.state in ("ORPHANED", "DISABLED")]
     return {"freshness": freshness, "behind": sum(f["behind"] for f in freshness), "failures": failures,
             "mode_mix": [{"mode": mode_label(None if m == "NOT CREATED" else m), "count": c,
                           "share": round(100 * c / total)} for m, c in mix.items()],
             "day_chart": day_chart, "per_day": per_day, "others": others,
-            "sources": list(doc["sources"].values()), "dynamic_table_count": len(tables)}
+            "sources": list(doc.sources.values()), "dynamic_table_count": len(tables)}
 
 
-def table_view(doc: dict[str, Any], table: dict[str, Any], now: datetime,
+def table_view(doc: Manifest, table: TableFacts, now: datetime,
                pages: dict[str, str] | None = None) -> dict[str, Any]:
-    explained = table["explain"] or {}
-    lineage = explained.get("column_lineage")
-    typed = from_json(ColumnLineage, lineage) if lineage else None
-    status = table["status"]
-    rows = table["refresh_history"]
-    stamp = parse_time(table["lag"]["data_timestamp"])
+    explained = table.explain
+    lineage = explained.column_lineage if explained else None
+    status = table.status
+    rows = table.refresh_history
+    stamp = parse_time(table.lag.data_timestamp)
     scale = charts.TimeScale(rows, now, stamp)
-    upstream = [i for i, t in doc["edges"] if t == table["name"]]
-    downstream = [t for i, t in doc["edges"] if i == table["name"]]
-    listed = [{**r, "start": timestamp(r["refresh_start_time"]), "lane": charts.lane(r),
-               "took": duration(seconds_between(r["refresh_start_time"], r["refresh_end_time"]))}
+    upstream = [i for i, t in doc.edges if t == table.name]
+    downstream = [t for i, t in doc.edges if i == table.name]
+    listed = [{**vars(r), "start": timestamp(r.refresh_start_time), "lane": charts.lane(r),
+               "took": duration(seconds_between(r.refresh_start_time, r.refresh_end_time))}
               for r in rows[:HISTORY_ROWS]]
     return {
         "t": table, "status": status, "x": explained,
-        "mode": explained.get("refresh_mode") or status.get("refresh_mode"),
-        "mode_label": mode_label(explained.get("refresh_mode") or status.get("refresh_mode")),
-        "columns": explained.get("columns") or status.get("columns") or [],
+        "mode": _mode(table),
+        "mode_label": mode_label(_mode(table)),
+        "columns": (explained.columns if explained else None) or status.columns or [],
         "config_rows": _config_rows(table),
         "state_rows": _state_rows(table),
         "upstream": upstream, "downstream": downstream,
-        "sql_html": highlight.sql(table["sql"], jinja=True),
-        "compiled_html": highlight.sql(table["compiled_sql"]),
+        "sql_html": highlight.sql(table.sql, jinja=True),
+        "compiled_html": highlight.sql(table.compiled_sql),
         "timeline": charts.refresh_timeline(rows, scale),
-        "lag_chart": charts.lag_chart(rows, scale, now, table["lag"]["target_seconds"], stamp),
-        "lineage_svg": column_lineage_svg(table["name"], lineage, pages or {}),
+        "lag_chart": charts.lag_chart(rows, scale, now, table.lag.target_seconds, stamp),
+        "lineage_svg": column_lineage_svg(table.name, lineage, pages or {}),
         "lineage_rows": [{"name": c.name, "made_from": lineage_text(c.inputs, "DIRECT"),
                           "depends_on": lineage_text(c.inputs, "INDIRECT")}
-                         for c in (typed.columns if typed else [])],
-        "lineage_every_row": lineage_text(typed.dataset, "INDIRECT") if typed else "",
+                         for c in (lineage.columns if lineage else [])],
+        "lineage_every_row": lineage_text(lineage.dataset, "INDIRECT") if lineage else "",
         "history": listed, "history_total": len(rows),
-        **_tests_view(table.get("data_tests") or {}),
-        "lag_text": duration(table["lag"]["current_seconds"]) if table["lag"]["current_seconds"] is not None else "",
+        **_tests_view(table.data_tests),
+        "lag_text": duration(table.lag.current_seconds) if table.lag.current_seconds is not None else "",
     }
 
 
-def _tests_view(tests: dict[str, Any]) -> dict[str, Any]:
+def _tests_view(tests: TableTestResults) -> dict[str, Any]:
     """Each check's last result (when, and what ran it) and count per refresh; per expectation,
     its rows dropped, warned of and failed on over the kept history."""
-    over = tests.get("over_time") or {}
-    checks = [{**c, "when": timestamp(c.get("at")), "counts": over.get(c["name"], [])}
-              for c in tests.get("last") or []]
-    actions = {c["name"]: c.get("action") for c in checks if c.get("kind") == "expectation"}
-    expectations = [{"name": n, "action": actions.get(n), **counts}
-                    for n, counts in (tests.get("expectations") or {}).items()]
+    checks = [{**vars(c), "when": timestamp(c.at), "counts": tests.over_time.get(c.name, [])}
+              for c in tests.last]
+    actions = {c.name: c.action for c in tests.last if c.kind == "expectation"}
+    expectations = [{"name": n, "action": actions.get(n), **vars(counts)}
+                    for n, counts in tests.expectations.items()]
     return {"checks": checks, "expectations": expectations}
 
 
@@ -134,67 +136,66 @@ def _value(value: Any) -> str:
     return str(value)
 
 
-def _config_rows(table: dict[str, Any]) -> list[tuple[str, str]]:
+def _config_rows(table: TableFacts) -> list[tuple[str, str]]:
     """Config as set, with the lag and mode as resolved."""
-    x, config, status = table["explain"] or {}, table["config"], table["status"]
+    x, config, status = table.explain, table.config, table.status
     rows = [("target lag", _lag_text(table)),
-            ("effective lag", duration(x.get("effective_lag"))),
-            ("refresh period", duration(x.get("period_seconds"))),
-            ("refresh mode", f"{config.get('refresh_mode', '')} → {x.get('refresh_mode') or ''}".strip(" →")),
-            ("scheduler", x.get("scheduler") or status.get("scheduler")),
+            ("effective lag", duration(x.effective_lag if x else None)),
+            ("refresh period", duration(x.period_seconds if x else None)),
+            ("refresh mode", f"{config.get('refresh_mode', '')} → {x.refresh_mode if x else ''}".strip(" →")),
+            ("scheduler", (x.scheduler if x else None) or status.scheduler),
             ("frozen_where", config.get("frozen_where")),
             ("backfill", config.get("backfill")),
             ("cluster_by", config.get("cluster_by")), ("partition_by", config.get("partition_by")),
-            ("tags", status.get("tags")), ("comment", status.get("comment")),
+            ("tags", status.tags), ("comment", status.comment),
             ("initialize", config.get("initialize")), ("deletion_vectors", config.get("deletion_vectors")),
             ("constraints", config.get("constraints")), ("start_at", config.get("start_at"))]
-    frozen = x.get("frozen") or {}
-    if frozen.get("frozen_rows") is not None:
-        rows.append(("frozen / active rows", f"{frozen['frozen_rows']} / {frozen['active_rows']} "
-                                             f"(as of {timestamp(frozen.get('as_of'))})"))
+    frozen = x.frozen if x else None
+    if frozen and frozen.frozen_rows is not None:
+        rows.append(("frozen / active rows", f"{frozen.frozen_rows} / {frozen.active_rows} "
+                                             f"(as of {timestamp(frozen.as_of)})"))
     return [(k, _value(v)) for k, v in rows if _value(v)]
 
 
-def _state_rows(table: dict[str, Any]) -> list[tuple[str, str]]:
-    status = table["status"]
-    rows = [("state", table["state"]), ("scheduling", status.get("scheduling_state")),
-            ("why", status.get("scheduling_state_reason")),
-            ("data timestamp", timestamp(status.get("data_timestamp"))),
-            ("lag now", duration(table["lag"]["current_seconds"])),
-            ("peak lag, last hour", _peak_text(table["lag"])),
-            ("refresh time", _refresh_time_text(table["lag"])),
-            ("next due", timestamp(status.get("next_due"))),
-            ("last refresh", " ".join(filter(None, (status.get("last_refresh_action"),
-                                                    status.get("last_refresh_state"))))),
-            ("last suspended", timestamp(status.get("last_suspended_on"))),
-            ("rows", status.get("rows")), ("bytes", status.get("bytes")),
-            ("Delta version", status.get("version")), ("created", timestamp(status.get("created_on"))),
-            ("path", status.get("path")), ("file", status.get("file"))]
+def _state_rows(table: TableFacts) -> list[tuple[str, str]]:
+    status = table.status
+    rows = [("state", table.state), ("scheduling", status.scheduling_state),
+            ("why", status.scheduling_state_reason),
+            ("data timestamp", timestamp(status.data_timestamp)),
+            ("lag now", duration(table.lag.current_seconds)),
+            ("peak lag, last hour", _peak_text(table.lag)),
+            ("refresh time", _refresh_time_text(table.lag)),
+            ("next due", timestamp(status.next_due)),
+            ("last refresh", " ".join(filter(None, (status.last_refresh_action, status.last_refresh_state)))),
+            ("last suspended", timestamp(status.last_suspended_on)),
+            ("rows", status.rows), ("bytes", status.bytes),
+            ("Delta version", status.version), ("created", timestamp(status.created_on)),
+            ("path", status.path), ("file", status.file)]
     return [(k, _value(v)) for k, v in rows if _value(v)]
 
 
-def _peak_text(lag: dict[str, Any]) -> str:
-    if lag.get("peak_seconds") is None:
+def _peak_text(lag: Lag) -> str:
+    if lag.peak_seconds is None:
         return ""
-    verdict = {True: "within the target lag", False: "over the target lag"}.get(lag.get("target_met"))
-    return duration(lag["peak_seconds"]) + (f" ({verdict})" if verdict else "")
+    verdict = {True: "within the target lag", False: "over the target lag"}.get(lag.target_met)
+    return duration(lag.peak_seconds) + (f" ({verdict})" if verdict else "")
 
 
-def _refresh_time_text(lag: dict[str, Any]) -> str:
+def _refresh_time_text(lag: Lag) -> str:
     """The measured time from snapshot to commit, and when it is too long for the target lag."""
-    if lag.get("refresh_seconds") is None:
+    if lag.refresh_seconds is None:
         return ""
-    text = f"{duration(lag['refresh_seconds'])} from snapshot to commit"
-    if lag.get("can_meet_target") is False:
+    text = f"{duration(lag.refresh_seconds)} from snapshot to commit"
+    if lag.can_meet_target is False:
         text += " (too long to meet the target lag: lag reaches about twice this)"
     return text
 
 
-def source_view(doc: dict[str, Any], source: dict[str, Any]) -> dict[str, Any]:
-    rows = [("kind", source["kind"]), ("path", source["path"]),
-            ("declared in", f"{source['file']}:{source['line']}" if source.get("file") else ""),
-            ("primary key", source["primary_key"]), ("rely", "yes" if source["rely"] else ""),
-            ("change data feed", {True: "on", False: "off"}.get(source["change_data_feed"], "")),
-            ("Delta version", source["version"]), ("rows", source["rows"])]
+def source_view(doc: Manifest, source: SourceFacts) -> dict[str, Any]:
+    rows = [("kind", source.kind), ("path", source.path),
+            ("declared in", f"{source.file}:{source.line}" if source.file else ""),
+            ("primary key", source.primary_key), ("rely", "yes" if source.rely else ""),
+            ("change data feed", {True: "on", False: "off"}.get(source.change_data_feed, "")),
+            ("Delta version", source.version), ("rows", source.rows)]
     return {"s": source, "rows": [(k, _value(v)) for k, v in rows if _value(v)],
-            "downstream": source["downstream"]}
+            "downstream": source.downstream}

@@ -11,6 +11,8 @@ from typing import Any
 
 from markupsafe import Markup
 
+from dtcli.artifacts.manifest import Manifest
+from dtcli.artifacts.typed_json import dumps
 from dtcli.redact import scrub
 from dtcli.ui.site import highlight
 from dtcli.ui.site.text import page_name, parse_time
@@ -23,12 +25,12 @@ ASSET_FILES = ("site.js", "site.css", "vendor/dagre/dagre.min.js", "vendor/dagre
                "vendor/dagre/LICENSE.graphlib", "vendor/dagre/VERSION")
 
 
-def write_site(doc: dict[str, Any], out: Path) -> int:
+def write_site(doc: Manifest, out: Path) -> int:
     """Write every file of the site under `out`; returns the number of HTML pages."""
     env = _environment()
-    now = parse_time(doc["metadata"]["generated_at"])
-    pages = {n: f"tables/{page_name(n)}" for n in doc["dynamic_tables"]}
-    pages.update({n: f"sources/{page_name(n)}" for n in doc["sources"]})
+    now = parse_time(doc.metadata.generated_at)
+    pages = {n: f"tables/{page_name(n)}" for n in doc.dynamic_tables}
+    pages.update({n: f"sources/{page_name(n)}" for n in doc.sources})
     written: set[Path] = set()
 
     def write(relative: str, text: str | bytes) -> None:
@@ -39,19 +41,19 @@ def write_site(doc: dict[str, Any], out: Path) -> int:
     for asset in ASSET_FILES:
         write(f"assets/{asset}", (ASSETS / asset).read_bytes())
     write("assets/sql.css", highlight.style_sheet())
-    common = {"meta": doc["metadata"], "pages": pages}
+    common = {"meta": doc.metadata, "pages": pages}
     write("index.html", env.get_template("index.html").render(
         **common, root="", graph_json=_script_json(graph_data(doc, pages)), **index_view(doc)))
     table_page = env.get_template("table.html")
-    for name, table in doc["dynamic_tables"].items():
+    for name, table in doc.dynamic_tables.items():
         write(pages[name], table_page.render(**common, root="../", **table_view(doc, table, now, pages)))
     source_page = env.get_template("source.html")
-    for name, source in doc["sources"].items():
+    for name, source in doc.sources.items():
         write(pages[name], source_page.render(**common, root="../", **source_view(doc, source)))
     # one line: json's C encoder (an indent falls back to the Python one, seconds on a big site)
-    write("project.json", json.dumps(doc, separators=(",", ":"), default=str) + "\n")
+    write("project.json", dumps(doc, separators=(",", ":")) + "\n")
     _remove_stale(out, written)
-    return 1 + len(doc["dynamic_tables"]) + len(doc["sources"])
+    return 1 + len(doc.dynamic_tables) + len(doc.sources)
 
 
 def _environment():
