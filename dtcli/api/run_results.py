@@ -157,12 +157,26 @@ def test_document(project: Project, result, *, command: str, args: dict[str, JSO
         not_created=list(result.not_created), spark_log=result.log_path)
 
 
+def unit_entry(result, project: str) -> UnitTestResult:
+    """One unit test case's result (an api/unit_tests.py UnitResult), its rows by column name."""
+    def rows(found):
+        return [dict(zip(result.columns, r)) for r in found]
+
+    case = result.test
+    return UnitTestResult(
+        unique_id=case.unique_id(project), name=case.name, table=case.table, status=result.status,
+        failures=len(result.missing) + len(result.unexpected), message=result.message,
+        given_after=case.given_after is not None, refresh_action=result.refresh_action,
+        columns=list(result.columns), expected=rows(result.expected), actual=rows(result.actual),
+        missing=rows(result.missing), unexpected=rows(result.unexpected))
+
+
 def unit_document(project: Project, results, *, args: dict[str, JSON], started_at: datetime,
                   finished_at: datetime | None = None) -> UnitTestResults:
     """`dt test --unit`'s results (api/unit_tests.py UnitResult), one per unit test, as dbt
     reports unit tests (`unique_id` unit_test.<project>.<table>.<name>)."""
     finished_at = finished_at or datetime.now(timezone.utc)
-    entries = [UnitTestResult(**r.to_dict(project.name)) for r in results]
+    entries = [unit_entry(r, project.name) for r in results]
     run_id = finished_at.strftime("unit-%Y%m%dT%H%M%S")
     return UnitTestResults(
         metadata=_metadata(project, "test --unit", run_id, finished_at), run_id=run_id,

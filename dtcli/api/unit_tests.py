@@ -56,16 +56,6 @@ class UnitResult:
     unexpected: list[tuple] = field(default_factory=list)    # rows it held that were not expected
     refresh_action: str | None = None           # of the refresh `expect` was compared after
 
-    def to_dict(self, project: str) -> dict[str, Any]:
-        def rows(found):
-            return [dict(zip(self.columns, r)) for r in found]
-
-        return {"unique_id": self.test.unique_id(project), "name": self.test.name, "table": self.test.table,
-                "status": self.status, "failures": len(self.missing) + len(self.unexpected),
-                "message": self.message, "given_after": self.test.given_after is not None,
-                "refresh_action": self.refresh_action, "columns": self.columns, "expected": rows(self.expected),
-                "actual": rows(self.actual), "missing": rows(self.missing), "unexpected": rows(self.unexpected)}
-
 
 def selected_cases(checked: Checked, names: list[str] | None = None) -> list[UnitTest]:
     tables = selectors.select(checked.project, checked.graph, names)

@@ -228,5 +228,7 @@ EXPLAIN = ArtifactKind(
     name="explain", version=SCHEMA_VERSION, root=ExplainReport, version_at=("schema_version",),
     description="dt explain NAME --format json (and each DT's `explain` in the docs site's project.json): "
                 "how a dynamic table refreshes and why, before anything runs.",
-    # a report of an earlier dt (an older project.json) has no schema_version: the same shape
-    legacy_version=lambda doc: 1 if "refresh_mode" in doc else None)
+    # a report of an earlier dt (an older project.json) has no schema_version: version 0, which
+    # is version 1's shape without the field
+    legacy_version=lambda doc: 0 if "refresh_mode" in doc else None,
+    upgrades={0: lambda doc: {"schema_version": 1, **doc}})

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from dtcli.artifacts.explain import ColumnType, ExplainReport
+from dtcli.artifacts.explain import EXPLAIN, ColumnType, ExplainReport
 from dtcli.artifacts.run_results import Statistics
 from dtcli.artifacts.typed_json import JSON, OMIT_NONE
-from dtcli.artifacts.versions import ArtifactKind
+from dtcli.artifacts.versions import ArtifactKind, set_version
 
 SCHEMA_VERSION = 1
 
@@ -265,12 +265,18 @@ class Manifest:
 
 
 def _legacy_version(doc: dict) -> int | None:
-    """A project.json of an earlier dt carries its version as `format_version` only."""
-    found = (doc.get("metadata") or {}).get("format_version")
-    return found if isinstance(found, int) else None
+    """A project.json of an earlier dt carries `format_version` 1 only: version 0 here, version 1's
+    shape without the schema_version fields (its own and its explain reports')."""
+    return 0 if (doc.get("metadata") or {}).get("format_version") == 1 else None
+
+
+def _from_format_version_1(doc: dict) -> dict:
+    tables = {name: {**table, "explain": EXPLAIN.upgrade(table["explain"]) if table.get("explain") else None}
+              for name, table in (doc.get("dynamic_tables") or {}).items()}
+    return {**set_version(doc, ("metadata", "schema_version"), 1), "dynamic_tables": tables}
 
 
 MANIFEST = ArtifactKind(
     name="manifest", version=SCHEMA_VERSION, root=Manifest, version_at=("metadata", "schema_version"),
     description="target/docs/project.json, the docs site's facts (dt docs generate); see docs/docs-site.md.",
-    legacy_version=_legacy_version)
+    legacy_version=_legacy_version, upgrades={0: _from_format_version_1})
