@@ -39,6 +39,9 @@ def test_the_published_schema_is_the_classes(kind):
     assert path.is_file(), f"run: python -m dtcli.artifacts docs/schemas ({path} is missing)"
     assert path.read_text(encoding="utf-8") == schema_text(kind), "run: python -m dtcli.artifacts docs/schemas"
     assert published_schema(kind.name)["$id"].endswith(f"{kind.name}:v{kind.version}")
+    from jsonschema import Draft202012Validator
+
+    Draft202012Validator.check_schema(published_schema(kind.name))      # a schema a validator accepts
 
 
 def _record(name, state, action, *, tests=None, message=None):
