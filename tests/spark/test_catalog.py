@@ -5,11 +5,13 @@ remote metastores are exercised through spark-submit in tests/e2e/test_catalog_s
 from __future__ import annotations
 
 import pytest
+from deltalake import DeltaTable
 
 from dtcli import api
+from dtcli.data_tests import TEST_FAILED
 from dtcli.engine.runtime.catalog import location
 from dtcli.events import to_wire
-from dtcli.model import SUCCEEDED
+from dtcli.model import FAILED, SUCCEEDED
 from dtcli.project import load_project
 from dtcli.state import catalog as catalog_state
 from tests.helpers import write_project
@@ -74,6 +76,15 @@ def test_a_dt_is_a_table_by_name_through_creation_reinitialize_config_change_and
     quiet = _run(spark, project.root, all_tables=True)
     assert {r.name: r.refresh_action for r in quiet.records}["d"] == "NO_DATA"
     assert _comment(spark, "cat_life.d") == "third"
+
+    # a refresh whose rows break a data test commits nothing: the name reads the last good rows
+    (project.root / "tables" / "d.yml").write_text(
+        "comment: third\ndata_tests:\n  - expression_is_true: {expression: 'x < 10'}\n")
+    write_source(project, [50])
+    failed = {r.name: r for r in _run(spark, project.root, all_tables=True).records}
+    assert (failed["d"].state, failed["d"].state_code) == (FAILED, TEST_FAILED), failed["d"].state_message
+    assert sorted(r.y for r in spark.table("cat_life.d").collect()) == [2, 4, 6, 8]
+    DeltaTable(project.sources["src"].path).delete("x = 50")      # fixed: d's next refresh passes
 
     # an orphan (its file removed) stays registered until it is dropped
     (project.root / "tables" / "o.sql").unlink()
