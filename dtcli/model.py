@@ -486,19 +486,6 @@ class RefreshRecord:
         return dataclasses.asdict(self)
 
     @classmethod
-    def of_step(cls, step: RefreshStep, run_id: str, state: str, at: str, *, message: str | None = None,
-                code: str | None = None, data_timestamp: str | None = None, **fields: Any) -> RefreshRecord:
-        """The row of a planned step that no refresh of the engine wrote (NO_DATA, a run that did
-        not start, an application or a dt process that died): every such row carries the same
-        step fields, so history, `show` and run_results read them as they read the engine's."""
-        return cls(name=step.name, state=state, refresh_action=fields.pop("refresh_action", step.action),
-                   refresh_trigger=step.trigger, data_timestamp=data_timestamp, refresh_start_time=at,
-                   refresh_end_time=at, run_id=run_id, state_message=message,
-                   definition_hash=step.definition_hash, state_code=code,
-                   target_lag_sec=step.options.target_lag_sec,
-                   completion_target=step.options.completion_target, **fields)
-
-    @classmethod
     def from_dict(cls, raw: dict[str, Any]) -> RefreshRecord:
         known = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in raw.items() if k in known})

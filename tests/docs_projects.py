@@ -141,7 +141,7 @@ def shop_project(root: Path) -> Path:
     from dtcli.model import Frontier
     from dtcli.planning.definition import definition_hash
     from dtcli.project.seed import arrow_type
-    from dtcli.state import history, test_results
+    from dtcli.state import ledger, test_results
     from dtcli.state.delta_log import frontier_metadata, table_version
     from tests.helpers import dt
 
@@ -196,7 +196,7 @@ def shop_project(root: Path) -> Path:
                 record("broken_feed", "INCREMENTAL", hours_ago(0.1), 1.7, state="FAILED",
                        message=f"{SCRIPT} [CAST_INVALID_INPUT] The value 'placed' cannot be cast to INT"),
                 record("broken_feed", "INCREMENTAL", hours_ago(30), 1.1, state="FAILED", message="two days ago")]
-    history.append(project.warehouse, records)
+    ledger.append(project.warehouse, records)
     assert dt("suspend", "paused_feed", "-p", str(root)).code == 0
     (root / "tables" / "lost_table.sql").unlink()
     return root

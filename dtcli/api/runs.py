@@ -16,12 +16,9 @@ from typing import Any
 from dtcli.api.lineage_transport import destination as lineage_destination
 from dtcli.events import Events, RefreshFinished, Suspended
 from dtcli.model import (
-    APPLICATION_NOT_STARTED,
-    FAILED,
     MANUAL,
     NO_DATA,
     SCHEDULED,
-    SUCCEEDED,
     Plan,
     RefreshRecord,
     any_failed,
@@ -31,7 +28,7 @@ from dtcli.planning.checked import Checked
 from dtcli.planning.critical_path import critical_path_first
 from dtcli.planning.plan import build_plan
 from dtcli.state import catalog as catalog_state
-from dtcli.state import history, reconcile, scheduling
+from dtcli.state import history, ledger, reconcile, scheduling
 from dtcli.state.lock import warehouse_lock
 
 # Waiting longer than this for the lock means another run committed meanwhile: plan at the
@@ -112,12 +109,8 @@ def _now() -> str:
 
 
 def no_data_records(plan: Plan) -> list[RefreshRecord]:
-    stamp = _now()
-    return [RefreshRecord.of_step(s, plan.run_id, SUCCEEDED, stamp, code="SUCCESS",
-                                  data_timestamp=plan.data_timestamp,
-                                  source_versions=s.previous.source_versions if s.previous else {},
-                                  refresh_action_reason="no input changed since the last refresh")
-            for s in plan.steps if s.action == NO_DATA]
+    stamp = ledger.now()
+    return [ledger.no_data(plan, s, stamp) for s in plan.steps if s.action == NO_DATA]
 
 
 def spark_submit(project, plan: Plan, on_event: Events):
@@ -139,7 +132,7 @@ def execute(checked: Checked, plan: Plan, on_event: Events = lambda e: None,
     project = checked.project
     result = RunResult(plan)
     quiet = no_data_records(plan)
-    history.append(project.warehouse, quiet)
+    ledger.append(project.warehouse, quiet)
     for record in quiet:
         _announce(record, result, on_event)
     if not plan.needs_spark:
@@ -156,11 +149,9 @@ def execute(checked: Checked, plan: Plan, on_event: Events = lambda e: None,
         # No refresh ran: one error for the run, and records that do not count toward
         # auto-suspension (a mistyped setting must not suspend the project after five runs).
         result.not_started = not_started
-        stamp = _now()
-        records = [RefreshRecord.of_step(s, plan.run_id, FAILED, stamp, code=APPLICATION_NOT_STARTED,
-                                         message=f"the run failed to start: {not_started}")
-                   for s in lost]
-        history.append(project.warehouse, records)
+        stamp = ledger.now()
+        records = [ledger.not_started(s, plan.run_id, not_started, stamp) for s in lost]
+        ledger.append(project.warehouse, records)
         result.records.extend(records)
         lost = []
     if lost:
@@ -168,12 +159,10 @@ def execute(checked: Checked, plan: Plan, on_event: Events = lambda e: None,
         # it died between a commit and its history row.
         why = (f"spark-submit exited with code {launched.returncode} before this refresh finished; "
                f"see {launched.log_path}")
-        stamp = _now()
+        stamp = ledger.now()
         records = [reconcile.committed_in_run(s.name, s.path, plan.run_id, s.trigger)
-                   or RefreshRecord.of_step(s, plan.run_id, FAILED, stamp, message=why,
-                                            code="SPARK_APPLICATION_EXITED")
-                   for s in lost]
-        history.append(project.warehouse, records)
+                   or ledger.exited(s, plan.run_id, why, stamp) for s in lost]
+        ledger.append(project.warehouse, records)
         for record in records:
             _announce(record, result, on_event)
     reconcile.mark_recorded(project, plan.run_id)

@@ -18,11 +18,11 @@ from typing import Any
 
 from dtcli.api.runs import RunResult, run, spark_submit
 from dtcli.events import Events
-from dtcli.model import FAILED, FAILURE_STATES, SUCCEEDED, UPSTREAM_FAILED, Plan, RefreshRecord
+from dtcli.model import FAILURE_STATES, SUCCEEDED, Plan, RefreshRecord
 from dtcli.planning import selectors
 from dtcli.planning.checked import Checked
 from dtcli.planning.test_plan import build_test_plan
-from dtcli.state import test_results
+from dtcli.state import ledger, test_results
 
 
 @dataclass
@@ -65,8 +65,7 @@ def test(checked: Checked, names: list[str] | None = None, *, on_event: Events =
         result.not_started = _not_started(launched) if not result.records else None
         why = result.not_started or f"the Spark application exited before this table's tests ran; see {result.log_path}"
         stamp = datetime.now(timezone.utc).isoformat()
-        result.records += [RefreshRecord.of_step(s, planned.plan.run_id, FAILED, stamp, message=why,
-                                                 code="SPARK_APPLICATION_EXITED") for s in lost]
+        result.records += [ledger.exited(s, planned.plan.run_id, why, stamp) for s in lost]
     test_results.append(checked.project.warehouse, test_results.rows_of(result.records, command))
     return result
 
@@ -106,10 +105,7 @@ def build(checked: Checked, names: list[str] | None = None, *, all_tables: bool 
                  launcher=launcher) if rest else RunResult(Plan("", project.name, project.warehouse, "", {}, []))
     stamp = datetime.now(timezone.utc).isoformat()
     for name in graph.ordered(set(held)):
-        result.records.append(RefreshRecord(name=name, state=UPSTREAM_FAILED, refresh_action="NO_DATA",
-                                            refresh_trigger="MANUAL", data_timestamp=None, refresh_start_time=stamp,
-                                            refresh_end_time=stamp, run_id=result.plan.run_id,
-                                            state_message=held[name], state_code=UPSTREAM_FAILED))
+        result.records.append(ledger.held_back(name, result.plan.run_id, held[name], stamp))
     refreshed = {r.name: r.state for r in result.records}
     tested = [n for n in graph.ordered(set(rest)) if refreshed.get(n, SUCCEEDED) == SUCCEEDED]
     checked.snapshot.refresh(project, datetime.now(timezone.utc))      # the DTs the run created

@@ -1,7 +1,8 @@
 """The refresh history: an append-only Delta table at `<warehouse>/_dt/refresh_history`.
 
 Written through `deltalake` both by the CLI (NO_DATA entries, no JVM) and by the spark-submit
-driver (one append per finished refresh), so one schema and one writer live here.
+driver (one append per finished refresh), always through state/ledger.py; read here, with the one
+schema both sides share.
 """
 
 from __future__ import annotations
@@ -12,11 +13,9 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from dtcli.model import RefreshRecord, join_path
-from dtcli.redact import scrub
-from dtcli.state import storage
 from dtcli.state.delta_log import open_table, query_rows, read_rows
 
-_JSON_FIELDS = ("inputs_with_changed_data", "source_versions", "data_tests")
+JSON_FIELDS = ("inputs_with_changed_data", "source_versions", "data_tests")
 _INT_FIELDS = ("num_inserted_rows", "num_deleted_rows", "num_copied_rows", "num_updated_rows", "table_version",
                "change_rows", "input_rows", "target_lag_sec")
 # counts read back as 0 when absent; the other integers (added later, or not known) as None
@@ -27,7 +26,7 @@ def history_path(warehouse: str) -> str:
     return join_path(warehouse, "_dt", "refresh_history")
 
 
-def _schema():
+def record_schema():
     import pyarrow as pa
 
     fields = []
@@ -37,31 +36,6 @@ def _schema():
         else:
             fields.append(pa.field(name, pa.string()))
     return pa.schema(fields)
-
-
-def append(warehouse: str, records: list[RefreshRecord]) -> None:
-    if not records:
-        return
-    import pyarrow as pa
-    from deltalake import write_deltalake
-
-    schema = _schema()
-    rows = []
-    for record in records:
-        row = {k: (scrub(v) if isinstance(v, str) else v) for k, v in record.to_dict().items()}
-        for key in _JSON_FIELDS:
-            row[key] = scrub(json.dumps(row[key], sort_keys=True, default=str))
-        rows.append(row)
-    table = pa.Table.from_pylist(rows, schema=schema)
-    path = history_path(warehouse)
-    if not storage.is_remote(path):
-        import os
-
-        os.makedirs(path, exist_ok=True)
-    # merge: a history written before a field existed gains the column (older rows: null)
-    write_deltalake(storage.uri(path), table, mode="append", schema_mode="merge",
-                    storage_options=storage.options(path))
-    compact_now_and_then(path)
 
 
 COMPACT_EVERY = 50   # commits; each append adds a small file, and reads slow down with many
@@ -215,7 +189,7 @@ def audited(warehouse: str, newest: int = AUDITED_PER_TABLE) -> list[RefreshReco
 
 def _record(row: dict[str, Any]) -> RefreshRecord:
     out = dict(row)
-    for key in _JSON_FIELDS:
+    for key in JSON_FIELDS:
         empty = {"inputs_with_changed_data": [], "source_versions": {}}.get(key)
         out[key] = json.loads(row[key]) if row.get(key) else empty
     for key in _COUNTS:

@@ -25,8 +25,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from dtcli.model import DT_PROCESS_GONE, FAILED, SCHEDULED, SUCCEEDED, Frontier, Plan, Project, RefreshRecord
-from dtcli.state import history, owner
+from dtcli.model import SCHEDULED, SUCCEEDED, Frontier, Plan, Project, RefreshRecord
+from dtcli.state import history, ledger, owner
 from dtcli.state.delta_log import FRONTIER_KEY, HISTORY_DEPTH, TableInfo, open_table
 
 RECORDED = "recorded"        # marker file in a run's folder: every refresh of it has its row
@@ -73,22 +73,14 @@ def record_for_commit(name: str, commits: list[Commit], previous: Frontier | Non
     frontier = last.frontier
     updated = sum(_metric(c.metrics, "numTargetRowsUpdated", "numUpdatedRows") for c in commits)
     before = previous.source_versions if previous else {}
-    return RefreshRecord(
-        name=name, state=SUCCEEDED, refresh_action=frontier.refresh_action or "UNKNOWN", refresh_trigger=trigger,
-        data_timestamp=frontier.data_timestamp, refresh_start_time=commits[0].timestamp,
-        refresh_end_time=last.timestamp, run_id=frontier.run_id or "",
-        state_message=(f"committed at version {last.version} by run {frontier.run_id}, which was interrupted "
-                       "before it recorded this refresh (recorded later from the table's commit)"),
-        # Spark's metric names, and delta-rs's for a commit it wrote
-        num_inserted_rows=updated + sum(_metric(c.metrics, "numTargetRowsInserted", "numOutputRows",
-                                                "num_added_rows") for c in commits),
-        num_deleted_rows=updated + sum(_metric(c.metrics, "numTargetRowsDeleted", "numDeletedRows")
-                                       for c in commits),
-        num_copied_rows=sum(_metric(c.metrics, "numTargetRowsCopied", "numCopiedRows") for c in commits),
-        inputs_with_changed_data=sorted(n for n, v in frontier.source_versions.items() if before.get(n) != v),
-        source_versions=frontier.source_versions, table_version=last.version,
-        definition_hash=frontier.definition_hash, state_code="SUCCESS",
-        refresh_action_reason="recorded from the table's commit: its run was interrupted")
+    # Spark's metric names, and delta-rs's for a commit it wrote
+    counts = (updated + sum(_metric(c.metrics, "numTargetRowsInserted", "numOutputRows", "num_added_rows")
+                            for c in commits),
+              updated + sum(_metric(c.metrics, "numTargetRowsDeleted", "numDeletedRows") for c in commits),
+              sum(_metric(c.metrics, "numTargetRowsCopied", "numCopiedRows") for c in commits))
+    changed = sorted(n for n, v in frontier.source_versions.items() if before.get(n) != v)
+    return ledger.recovered(name, frontier, commits[0].timestamp, last.timestamp, last.version, counts, changed,
+                            trigger)
 
 
 def missing(project: Project, tables: dict[str, TableInfo | None],
@@ -125,10 +117,8 @@ def missing(project: Project, tables: dict[str, TableInfo | None],
         gone = f"dt (pid {who[0]})" if who else "the dt process"
         for step in plan.spark_steps:
             if (step.name, plan.run_id) not in recorded:
-                new.append(RefreshRecord.of_step(
-                    step, plan.run_id, FAILED, stamp, code=DT_PROCESS_GONE,
-                    message=f"{gone} of run {plan.run_id} is gone; its Spark application ended "
-                            "before this refresh committed"))
+                new.append(ledger.gone(step, plan.run_id, f"{gone} of run {plan.run_id} is gone; its Spark "
+                                       "application ended before this refresh committed", stamp))
                 recorded.add((step.name, plan.run_id))
     return new, dead
 
@@ -138,7 +128,7 @@ def reconcile(project: Project, tables: dict[str, TableInfo | None],
     """Append the missing rows; call under the warehouse lock. Returns what was appended."""
     past = recorded_history(project) if past is None else past
     new, dead = missing(project, tables, past)
-    history.append(project.warehouse, new)
+    ledger.append(project.warehouse, new)
     for run_id in dead:
         mark_recorded(project, run_id)
     return new

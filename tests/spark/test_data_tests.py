@@ -19,7 +19,7 @@ from deltalake import DeltaTable, write_deltalake
 from dtcli import api
 from dtcli.data_tests import TEST_FAILED
 from dtcli.model import FAILED, FULL, INCREMENTAL, NO_DATA, SUCCEEDED, UPSTREAM_FAILED
-from dtcli.state import history
+from dtcli.state import history, ledger
 from dtcli.state.delta_log import table_version
 from tests.helpers import assert_matches_recompute, dt, write_project
 from tests.sched_helpers import in_process
@@ -96,7 +96,7 @@ def _failed_four_times_before(project, name):
 
     created = history.read(project.warehouse, name)[0]
     end = datetime.fromisoformat(created.refresh_end_time)
-    history.append(project.warehouse, [
+    ledger.append(project.warehouse, [
         replace(created, state=FAILED, state_code=TEST_FAILED, refresh_trigger="SCHEDULED",
                 refresh_action=INCREMENTAL, state_message=f"earlier failed audit {k}", run_id=f"earlier{k}",
                 table_version=None, data_tests=None, refresh_start_time=(end + timedelta(milliseconds=k)).isoformat(),

@@ -157,3 +157,21 @@ def test_no_test_module_imports_another():
             found += [f"{path.relative_to(tests)} imports {n}" for n in names
                       if n.startswith("tests.") and n.rsplit(".", 1)[-1].startswith("test_")]
     assert found == []
+
+
+def test_one_module_builds_refresh_records_and_writes_the_history():
+    """state/ledger.py: every history row is built there (its state_code with it) and appended
+    there, whichever process writes it (the driver, dt, reconcile, dt build)."""
+    def calls(tree, name):
+        return any(isinstance(n, ast.Call) and (getattr(n.func, "id", None) == name
+                                                or getattr(n.func, "attr", None) == name) for n in ast.walk(tree))
+
+    builders, writers = [], []
+    for module, path in MODULES.items():
+        text = path.read_text(encoding="utf-8")
+        tree = ast.parse(text)
+        if calls(tree, "RefreshRecord"):
+            builders.append(module)
+        if "history_path" in text and calls(tree, "write_deltalake"):
+            writers.append(module)
+    assert builders == ["dtcli.state.ledger"] and writers == ["dtcli.state.ledger"]

@@ -9,7 +9,7 @@ import pytest
 from deltalake import write_deltalake
 
 from dtcli.model import RefreshRecord
-from dtcli.state import history
+from dtcli.state import ledger
 from tests.helpers import dt, write_project
 
 SHOW_FIELDS = {"name", "target_lag", "refresh_mode", "refresh_mode_reason", "scheduling_state",
@@ -54,7 +54,7 @@ def test_show_like_filters_with_sql_patterns(project):
 
 def test_show_refresh_history_json_fields(project):
     warehouse = str(project / "warehouse")
-    history.append(warehouse, [RefreshRecord(
+    ledger.append(warehouse, [RefreshRecord(
         name="big_orders", state="SUCCEEDED", refresh_action="FULL", refresh_trigger="CREATION",
         data_timestamp="2026-11-01T00:00:00+00:00", refresh_start_time="2026-11-01T00:00:01+00:00",
         refresh_end_time="2026-11-01T00:00:02+00:00", run_id="r1", num_inserted_rows=1,

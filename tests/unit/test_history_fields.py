@@ -6,7 +6,7 @@ import pyarrow as pa
 from deltalake import write_deltalake
 
 from dtcli.model import SUCCEEDED, RefreshRecord
-from dtcli.state import history
+from dtcli.state import history, ledger
 
 NEW = ("state_code", "query_id", "target_lag_sec", "completion_target")
 
@@ -18,12 +18,12 @@ def test_a_history_written_before_the_new_fields_takes_them_and_keeps_its_rows(t
     for key in NEW:
         old.pop(key)
     old["inputs_with_changed_data"], old["source_versions"] = "[]", "{}"
-    schema = pa.schema([f for f in history._schema() if f.name not in NEW])
+    schema = pa.schema([f for f in history.record_schema() if f.name not in NEW])
     path = history.history_path(warehouse)
     (tmp_path / "wh" / "_dt" / "refresh_history").mkdir(parents=True)
     write_deltalake(path, pa.Table.from_pylist([old], schema=schema))
 
-    history.append(warehouse, [RefreshRecord(
+    ledger.append(warehouse, [RefreshRecord(
         "a", SUCCEEDED, "NO_DATA", "SCHEDULED", "2026-01-01T01:00:00+00:00", "2026-01-01T01:00:00+00:00",
         "2026-01-01T01:00:00+00:00", "r1", state_code="SUCCESS", target_lag_sec=3600,
         completion_target="2026-01-01T01:00:00+00:00")])

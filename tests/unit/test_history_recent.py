@@ -8,7 +8,7 @@ from datetime import datetime, timedelta, timezone
 
 from dtcli.model import FAILED, FULL, INCREMENTAL, NO_DATA, SUCCEEDED, RefreshRecord
 from dtcli.planning import adaptive, refresh_times, scheduler
-from dtcli.state import history
+from dtcli.state import history, ledger
 
 T0 = datetime(2026, 11, 20, tzinfo=timezone.utc)
 
@@ -39,7 +39,7 @@ def _history(warehouse: str, runs: int = 400) -> None:
                 change_rows=None if name == "quiet" else rnd.randint(10, 5000),
                 input_rows=None if name == "quiet" else 60_000 + run))
     for chunk in range(0, len(rows), 90):
-        history.append(warehouse, rows[chunk:chunk + 90])
+        ledger.append(warehouse, rows[chunk:chunk + 90])
 
 
 def test_recent_rows_give_the_same_plan_streaks_timestamps_and_reconciliation_inputs(tmp_path):

@@ -10,7 +10,7 @@ from datetime import datetime, timedelta, timezone
 from dtcli.model import INCREMENTAL, NO_DATA, SCHEDULED, SUCCEEDED, RefreshRecord
 from dtcli.planning import lag_stats
 from dtcli.project import load_project
-from dtcli.state import history
+from dtcli.state import history, ledger
 from tests.helpers import dt, write_project
 from tests.sched_helpers import SRC_CONFIG, T0, fake_dt, write_source
 
@@ -45,8 +45,8 @@ def test_peak_is_the_lag_just_before_a_commit_or_now():
 def test_history_is_read_back_only_as_far_as_every_dt_needs(tmp_path):
     warehouse = str(tmp_path / "w")
     now = datetime.now(timezone.utc)
-    history.append(warehouse, [_refresh("old", now - timedelta(hours=5), now - timedelta(hours=5))])
-    history.append(warehouse, [_refresh("new", now - timedelta(minutes=m), now - timedelta(minutes=m)) for m in (1, 2)])
+    ledger.append(warehouse, [_refresh("old", now - timedelta(hours=5), now - timedelta(hours=5))])
+    ledger.append(warehouse, [_refresh("new", now - timedelta(minutes=m), now - timedelta(minutes=m)) for m in (1, 2)])
     rows, since = history.read_recent(warehouse, ["new"], now)
     assert {r.name for r in rows} == {"new"} and since == (now - timedelta(hours=1)).isoformat()
     rows, since = history.read_recent(warehouse, ["new", "old"], now)      # widened to a day
@@ -66,7 +66,7 @@ def test_show_dynamic_tables_gives_lag_peak_target_and_who_cannot_meet_it(tmp_pa
     ago = lambda seconds: now - timedelta(seconds=seconds)   # noqa: E731
     fake_dt(project, "quick", ago(20))
     fake_dt(project, "slow", ago(45))
-    history.append(project.warehouse, [
+    ledger.append(project.warehouse, [
         _refresh("quick", ago(80), ago(75), previous=ago(120)),     # lag 45 s before it
         _refresh("quick", ago(20), ago(15), previous=ago(80)),      # 65 s: over
         *[_refresh("slow", ago(t), ago(t - 40), previous=ago(t + 20)) for t in (165, 125, 85, 45)],
@@ -101,7 +101,7 @@ def test_dt_run_warns_about_a_dt_that_cannot_meet_its_lag_and_watch_says_it_once
     for name in ("b", "c"):
         fake_dt(project, name, T0)
     past = [_refresh("b", T0 - timedelta(seconds=t), T0 - timedelta(seconds=t - 40)) for t in (400, 300, 200, 100)]
-    history.append(project.warehouse, [replace(r, query_id=f"local-7/r{k}") for k, r in enumerate(past)])
+    ledger.append(project.warehouse, [replace(r, query_id=f"local-7/r{k}") for k, r in enumerate(past)])
     monkeypatch.setenv("DT_CLOCK_START", (T0 + timedelta(seconds=60)).isoformat())
     once = dt("run", "-p", str(project.root))
     assert once.code == 0, once.err

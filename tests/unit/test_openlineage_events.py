@@ -18,6 +18,7 @@ from dtcli.api.lineage_ids import refresh_uuid, run_uuid
 from dtcli.api.lineage_transport import destination
 from dtcli.events import RefreshFinished, RefreshStarted, Warned
 from dtcli.model import FAILED, SKIPPED, SUCCEEDED, UPSTREAM_FAILED, LineageSpec, RefreshRecord
+from dtcli.state import ledger
 from tests.helpers import REPO
 from tests.openlineage_events import Receiver, by_job, free_port, problems, read_file_events
 
@@ -39,7 +40,7 @@ def _checked(root, transport, **spec):
 
 def _record(step, plan, state, **kw) -> RefreshRecord:
     at = datetime.now(timezone.utc).isoformat()
-    return RefreshRecord.of_step(step, plan.run_id, state, at, data_timestamp=plan.data_timestamp if state == SUCCEEDED
+    return ledger.planned(step, plan.run_id, state, at, data_timestamp=plan.data_timestamp if state == SUCCEEDED
                                  else None, source_versions={i.name: i.version or 0 for i in step.inputs}, **kw)
 
 

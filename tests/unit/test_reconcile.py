@@ -11,7 +11,7 @@ from deltalake import CommitProperties, write_deltalake
 
 from dtcli import api
 from dtcli.model import Frontier
-from dtcli.state import history, reconcile
+from dtcli.state import history, ledger, reconcile
 from dtcli.state.delta_log import frontier_metadata
 from dtcli.state.owner import start_time
 from tests.helpers import dt, write_project
@@ -38,7 +38,7 @@ def test_a_commit_without_a_history_row_gets_exactly_one(tmp_path):
     project = api.load(root)
     _commit(project, "a", [1, 2, 3], "r1")
     _commit(project, "a", [4], "r2", action="INCREMENTAL", mode="append")
-    history.append(project.warehouse, [reconcile.record_for_commit(
+    ledger.append(project.warehouse, [reconcile.record_for_commit(
         "a", reconcile.frontier_commits(project.table_path("a"), -1, 0), None)])   # r1 was recorded
 
     shown = dt("show", "refresh-history", "-p", str(root), "--format", "json")

@@ -10,7 +10,7 @@ import pytest
 
 from dtcli.model import FAILED, REINITIALIZE, SCHEDULED, SUCCEEDED, RefreshRecord
 from dtcli.project import load_project
-from dtcli.state import history
+from dtcli.state import ledger
 from dtcli.ui.fit import Col, render
 from tests.helpers import dt, write_project
 from tests.sched_helpers import SRC_CONFIG, fake_dt, write_source
@@ -39,7 +39,7 @@ def project(tmp_path):
         fake_dt(project, name, now - timedelta(minutes=3))
     message = ("tables/" + LONGER + ".sql: [DIVIDE_BY_ZERO] Division by zero. Use `try_divide` to "
                "tolerate divisor being 0 and return NULL instead. " * 3)
-    history.append(project.warehouse, [
+    ledger.append(project.warehouse, [
         RefreshRecord(LONGER, FAILED, REINITIALIZE, SCHEDULED, None, (now - timedelta(seconds=95)).isoformat(),
                       (now - timedelta(seconds=5)).isoformat(), "r1", state_message=message,
                       state_code="DIVIDE_BY_ZERO", query_id="local-1/r1", target_lag_sec=600,

@@ -11,7 +11,7 @@ from deltalake import write_deltalake
 
 from dtcli import api
 from dtcli.model import FAILED, INCREMENTAL, SUCCEEDED, RefreshRecord
-from dtcli.state import history, test_results
+from dtcli.state import ledger, test_results
 from tests.helpers import dt, dt_process, no_java_env, write_project
 
 YML = """
@@ -65,7 +65,7 @@ def test_the_newest_result_of_each_check_from_refreshes_and_dt_test(tmp_path):
     ids = _ids(checked)
     nn, uq, av = "not_null_orders_order_id", "unique_orders_order_id", "accepted_values_orders_status__placed__shipped"
     warehouse = checked.project.warehouse
-    history.append(warehouse, [
+    ledger.append(warehouse, [
         _record("orders", SUCCEEDED, "2026-11-26T08:00:00+00:00",
                 [_result(ids, uq, "fail", 2), _result(ids, "positive", "pass")]),
         _record("orders", FAILED, "2026-11-26T09:00:00+00:00",      # the audit that stopped a refresh

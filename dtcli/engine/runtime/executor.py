@@ -9,7 +9,6 @@ step alone; each finished step is appended to the refresh history at once.
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime, timezone
 
 from dtcli import events
 from dtcli.engine.runtime import audit, commit, deletion_vectors
@@ -31,11 +30,7 @@ from dtcli.model import (
     RefreshRecord,
     RefreshStep,
 )
-from dtcli.state import history
-
-
-def now_iso() -> str:
-    return datetime.now(timezone.utc).isoformat()
+from dtcli.state import ledger
 
 
 def bind_inputs(spark, step: RefreshStep, produced: dict[str, int]) -> dict[str, int]:
@@ -60,45 +55,11 @@ def unbind_inputs(spark, step: RefreshStep) -> None:
             pass
 
 
-# state_code of a record whose state says it all (a FAILED one carries the error's condition)
-METASTORE_UNREACHABLE = "METASTORE_UNREACHABLE"
-STATE_CODES = {SUCCEEDED: "SUCCESS", UPSTREAM_FAILED: "UPSTREAM_FAILED", SKIPPED: "RUN_STOPPED",
-               FAILED: "REFRESH_FAILED"}
-
-
 def application_id(spark) -> str | None:
     try:
         return spark.sparkContext.applicationId
     except Exception:
         return None
-
-
-def _record(plan: Plan, step: RefreshStep, state: str, start: str, *, message: str | None = None,
-            result: RefreshResult | None = None, versions: dict[str, int] | None = None,
-            code: str | None = None, query_id: str | None = None) -> RefreshRecord:
-    previous = step.previous.source_versions if step.previous else {}
-    versions = versions or {}
-    changed = [n for n, v in versions.items() if previous.get(n) != v]
-    done = result or RefreshResult()     # a strategy may fall back (INCREMENTAL -> FULL)
-    return RefreshRecord(
-        name=step.name, state=state, refresh_action=done.fallback_action or step.action,
-        refresh_trigger=step.trigger,
-        data_timestamp=plan.data_timestamp if state == SUCCEEDED else None,
-        refresh_start_time=start, refresh_end_time=now_iso(), run_id=plan.run_id,
-        state_message=message or done.message,
-        reinit_reason=done.reinit_reason or step.reinit_reason,
-        num_inserted_rows=done.inserted, num_deleted_rows=done.deleted,
-        num_copied_rows=done.copied, num_updated_rows=done.updated,
-        inputs_with_changed_data=changed, source_versions=versions,
-        table_version=done.table_version,
-        definition_hash=step.definition_hash,
-        # a strategy that fell back (INCREMENTAL -> FULL) says why; else the planner's reason
-        refresh_action_reason=done.message or step.options.action_reason,
-        change_rows=step.options.change_rows, input_rows=step.options.input_rows,
-        state_code=code or STATE_CODES.get(state), query_id=query_id,
-        target_lag_sec=step.options.target_lag_sec,
-        completion_target=step.options.completion_target,
-        refresh_strategy=done.strategy)
 
 
 def _align_deletion_vectors(spark, step: RefreshStep, result: RefreshResult) -> None:
@@ -156,7 +117,7 @@ def execute_plan(spark, plan: Plan, emit: events.Events = lambda event: None,
             run.failed.add(step.name)
         if write_history and step.action != TEST:     # `dt test` reports; it refreshes nothing
             before_write()      # the driver exits here if its JVM (holding the lock) is gone
-            history.append(plan.warehouse, [record])
+            ledger.append(plan.warehouse, [record])
         run.records[step.name] = record
         finished.add(step.name)
         emit(events.RefreshFinished(record))
@@ -226,23 +187,24 @@ class _Run:
 
     def not_run(self, step: RefreshStep, stopping: bool | str) -> RefreshRecord | None:
         """The record of a refresh that does not start (the run stops, an upstream failed)."""
-        start = now_iso()
+        start = ledger.now()
         blocked = [u for u in step.upstream if u in self.failed]
         if self.unavailable:
-            return _record(self.plan, step, FAILED, start, message=self.unavailable, code=METASTORE_UNREACHABLE)
+            return ledger.refreshed(self.plan, step, FAILED, start, message=self.unavailable,
+                                    code=ledger.METASTORE_UNREACHABLE)
         if isinstance(stopping, str):   # dt is gone: nobody will record this refresh but us
-            return _record(self.plan, step, FAILED, start, message=stopping, code=DT_PROCESS_GONE)
+            return ledger.refreshed(self.plan, step, FAILED, start, message=stopping, code=DT_PROCESS_GONE)
         if stopping:                    # its downstream must not run on a stale input either
-            return _record(self.plan, step, SKIPPED, start, message="the run was stopped before this refresh")
+            return ledger.refreshed(self.plan, step, SKIPPED, start, message="the run was stopped before this refresh")
         if blocked:
-            return _record(self.plan, step, UPSTREAM_FAILED, start,
+            return ledger.refreshed(self.plan, step, UPSTREAM_FAILED, start,
                            message=f"upstream dynamic table {blocked[0]} failed in this run")
         return None
 
     def refresh(self, spark, step: RefreshStep) -> RefreshRecord:
         """One refresh, in `spark` (the run's session, or one of its own when steps run side by
         side), its Spark jobs under the step's job group (progress counts them by it)."""
-        plan, start = self.plan, now_iso()
+        plan, start = self.plan, ledger.now()
         versions: dict[str, int] = {}
         spark.sparkContext.setJobGroup(job_group(plan.run_id, step.name), f"dt refresh {step.name}")
         try:
@@ -271,18 +233,18 @@ class _Run:
             if result.table_version is not None:
                 with self.lock:
                     self.produced[step.name] = result.table_version
-            record = _record(plan, step, SUCCEEDED, start, result=result, versions=versions,
+            record = ledger.refreshed(plan, step, SUCCEEDED, start, result, versions=versions,
                              query_id=self.query_id)
             record.data_tests = tests
             return record
         except audit.AuditFailed as exc:      # nothing was committed: the DT is as it was
-            record = _record(plan, step, FAILED, start, versions=versions, message=str(exc),
+            record = ledger.refreshed(plan, step, FAILED, start, versions=versions, message=str(exc),
                              code=exc.getCondition(), query_id=self.query_id)
             record.data_tests = [r.to_dict() for r in exc.results]
             return record
         except Exception as exc:
             message = error_message(exc)
-            return _record(plan, step, FAILED, start, versions=versions, message=at_file(step, message),
+            return ledger.refreshed(plan, step, FAILED, start, versions=versions, message=at_file(step, message),
                            code=condition_of(message) or error_condition(exc), query_id=self.query_id)
         finally:
             unbind_inputs(spark, step)
@@ -294,7 +256,7 @@ class _Run:
         from dtcli.engine.runtime.table_tests import test_table
 
         results, failed = test_table(spark, step)
-        record = _record(self.plan, step, FAILED if failed else SUCCEEDED, start, message=failed,
+        record = ledger.refreshed(self.plan, step, FAILED if failed else SUCCEEDED, start, message=failed,
                          code=TEST_FAILED if failed else None, query_id=self.query_id)
         record.data_tests = [r.to_dict() for r in results]
         return record
