@@ -141,7 +141,7 @@ def check(project: Project, snapshot: Snapshot, *, use_cache: bool = True,
     cdf = {n: i.change_data_feed for n, i in snapshot.sources.items()}
     qualified = Qualified(resolutions)
     modes = resolve_modes(project, Graph(graph.upstream, graph.downstream, order), cdf, analyses, qualified,
-                          _cached_reasons(project, cache, keys, qualified))
+                          _cached_reasons(project, cache, keys, qualified), schemas)
     units = check_unit_tests(project, schemas, order, modes)
     cache.save(prune=only is None)
     snapshot.keep()

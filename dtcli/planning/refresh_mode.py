@@ -13,11 +13,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from dtcli.errors import ValidationError
-from dtcli.model import ADAPTIVE, CUSTOM_INCREMENTAL, FULL, INCREMENTAL, Project
+from dtcli.model import ADAPTIVE, CUSTOM_INCREMENTAL, FULL, INCREMENTAL, Column, Project
 from dtcli.planning.graph import Graph
 from dtcli.sql.analysis import QueryAnalysis
 from dtcli.sql.incremental_rewrite import unsupported_reason
 from dtcli.sql.rules import top_n
+from dtcli.sql.types import map_reason
 
 
 @dataclass(frozen=True)
@@ -40,11 +41,12 @@ def enable_cdf_sql(path: str) -> str:
 
 def resolve_modes(project: Project, graph: Graph, source_cdf: dict[str, bool],
                   analysed: dict[str, QueryAnalysis], qualified: dict[str, Any],
-                  compiler_reason: Callable[[str], str | None] | None = None
-                  ) -> dict[str, ResolvedMode]:
+                  compiler_reason: Callable[[str], str | None] | None = None,
+                  schemas: dict[str, tuple[Column, ...]] | None = None) -> dict[str, ResolvedMode]:
     """Resolve in DAG order: a DT downstream of a FULL one must refresh FULL too. `qualified`
     holds each DT's query with its columns bound (None where sqlglot could not bind them).
-    `compiler_reason(name)` (the check cache's) stands for the change compiler's verdict."""
+    `compiler_reason(name)` (the check cache's) stands for the change compiler's verdict;
+    `schemas`: each DT's columns as far as they are known (a MAP among them keeps it FULL)."""
     if compiler_reason is None:
         def compiler_reason(name: str) -> str | None:
             return change_compiler_reason(project, name, qualified.get(name))
@@ -55,8 +57,9 @@ def resolve_modes(project: Project, graph: Graph, source_cdf: dict[str, bool],
             modes[name] = ResolvedMode(CUSTOM_INCREMENTAL, "REFRESH USING: the table's statement applies "
                                                            "the changes of its CHANGES() inputs")
             continue
+        typed = _map_column((schemas or {}).get(name, ()))
         reason = _blocker(project, name, analysed[name], compiler_reason, source_cdf, modes) \
-            or _frozen_top_n(table, qualified)
+            or _frozen_top_n(table, qualified) or typed
         if table.refresh_mode == "full":
             modes[name] = ResolvedMode(FULL, "refresh_mode is full")
         elif reason is None:
@@ -68,7 +71,8 @@ def resolve_modes(project: Project, graph: Graph, source_cdf: dict[str, bool],
                                   line=origin.line if origin else None,
                                   hint="use refresh_mode: auto (or full), or rewrite that construct")
         else:
-            shape = reason if analysed[name].incremental and reason == compiler_reason(name) else None
+            # a whole-query row in explain: no one construct of it is the cause
+            shape = reason if analysed[name].incremental and reason in (compiler_reason(name), typed) else None
             modes[name] = ResolvedMode(FULL, reason, shape)
     return modes
 
@@ -79,6 +83,12 @@ def change_compiler_reason(project: Project, name: str, qualified: Any) -> str |
     table = project.tables[name]
     query = top_n.compiled(qualified) if qualified is not None else table.spark_sql
     return unsupported_reason(query, list(table.inputs))
+
+
+def _map_column(columns: tuple[Column, ...]) -> str | None:
+    """The engine compares the DT's rows to apply a change: a column without equality forbids it.
+    (A type sqlglot could not infer is left to the engine, which refreshes FULL with this reason.)"""
+    return next((r for r in (map_reason(c.name, c.type) for c in columns) if r), None)
 
 
 def _frozen_top_n(table, qualified: dict[str, Any]) -> str | None:

@@ -12,6 +12,15 @@ from functools import lru_cache
 from sqlglot import exp
 
 
+def map_reason(column: str, spark_type: str | None) -> str | None:
+    """Why a DT with this column cannot take changes: a MAP (also inside an ARRAY or STRUCT) has
+    no equality in Spark, and a change is applied by comparing rows (None: the type is fine or
+    unknown)."""
+    if spark_type and "MAP<" in spark_type.upper().replace(" ", ""):
+        return f"column {column} holds a MAP, which rows cannot be compared on"
+    return None
+
+
 @lru_cache(maxsize=512)
 def to_sqlglot(spark_type: str) -> exp.DataType:
     """The sqlglot type of a Spark SQL type name (UNKNOWN when sqlglot cannot read it)."""

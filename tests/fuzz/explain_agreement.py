@@ -72,7 +72,7 @@ def refused_as_incremental(checked) -> list[str]:
         one = dataclasses.replace(project, tables={**project.tables, name: table})
         graph = Graph(checked.graph.upstream, checked.graph.downstream, upstream)
         try:
-            resolve_modes(one, graph, cdf, checked.analyses, checked.qualified, compiler_reason)
+            resolve_modes(one, graph, cdf, checked.analyses, checked.qualified, compiler_reason, checked.schemas)
             accepted = True
         except ValidationError as err:
             accepted = False

@@ -43,6 +43,7 @@ from dtcli.sql.incremental_rewrite import (
     Unsupported,
 )
 from dtcli.sql.incremental_rewrite.own_rows import AggregateUpkeep
+from dtcli.sql.types import map_reason
 
 _views = itertools.count()
 # How the change was applied, as the history's `refresh_strategy` records it (with
@@ -398,18 +399,12 @@ def _column_filter(values: list, data_type):
 
 
 def _check_types(schema) -> None:
-    from pyspark.sql.types import MapType
-
-    def has_map(dt) -> bool:
-        if isinstance(dt, MapType):
-            return True
-        for child in ("elementType", "valueType", "keyType"):
-            if hasattr(dt, child) and has_map(getattr(dt, child)):
-                return True
-        return any(has_map(f.dataType) for f in getattr(dt, "fields", []) or [])
+    """The planner's verdict on a MAP column (planning/refresh_mode.py), for a DT whose output
+    types it could not infer."""
     for f in schema.fields:
-        if has_map(f.dataType):
-            raise Unsupported(f"column {f.name} holds a MAP, which rows cannot be compared on")
+        reason = map_reason(f.name, f.dataType.simpleString())
+        if reason:
+            raise Unsupported(reason)
 
 
 STRATEGIES = {INCREMENTAL: incremental_refresh}   # refresh kinds this module does
