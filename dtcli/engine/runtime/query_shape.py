@@ -17,7 +17,7 @@ from sqlglot import exp
 
 from dtcli.sql.incremental_rewrite import shapes
 from dtcli.sql.incremental_rewrite.ctes import inline_ctes
-from dtcli.sql.incremental_rewrite.relations import parse, scope_nodes
+from dtcli.sql.incremental_rewrite.relations import Unsupported, parse, scope_nodes
 
 SINGLE_ROW_RECOMPUTED = "single_row_recomputed"     # the history's refresh_strategy
 
@@ -34,6 +34,6 @@ def holds_one_row(sql: str) -> bool:
         if any(isinstance(n, exp.Window) for n in scope_nodes(sel, ("expressions", "qualify", "order"))):
             return False        # a window without PARTITION BY is one partition, not one row
         found = shapes.shape(sel)
-    except Exception:       # not for this module to refuse: the compiler says why, if it must
+    except Unsupported:     # not for this module to refuse: the compiler says why, if it must
         return False
     return found is not None and found.join is None and found.keys == []

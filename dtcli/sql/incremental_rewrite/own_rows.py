@@ -33,6 +33,7 @@ from dtcli.sql.incremental_rewrite.relations import (
     NEW,
     PLUS,
     WEIGHTED,
+    Unsupported,
     alias_of,
     block_items,
     is_table_ref,
@@ -167,7 +168,7 @@ def aggregate_upkeep(compiler, query: exp.Expression) -> AggregateUpkeep | None:
         return None
     try:
         shape = shapes.shape(sel)
-    except Exception:
+    except Unsupported:     # the compiler refuses the block for its own reason: no fast path
         return None
     if shape is None or shape.join is not None or not shape.keys:
         return None
@@ -279,7 +280,7 @@ def window_upkeep(compiler, query: exp.Expression) -> WindowUpkeep | None:
         return None
     try:
         shape = shapes.shape(sel)
-    except Exception:
+    except Unsupported:     # the compiler refuses the block for its own reason: no fast path
         return None
     if shape is None or shape.join is not None or shape.keys is None:
         return None
