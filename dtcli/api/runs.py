@@ -104,10 +104,6 @@ class RunResult:
         return not self.failed and not self.interrupted
 
 
-def _now() -> str:
-    return datetime.now(timezone.utc).isoformat()
-
-
 def no_data_records(plan: Plan) -> list[RefreshRecord]:
     stamp = ledger.now()
     return [ledger.no_data(plan, s, stamp) for s in plan.steps if s.action == NO_DATA]
@@ -189,7 +185,7 @@ def _auto_suspend(checked: Checked, on_event: Events) -> list[dict[str, Any]]:
     project, graph = checked.project, checked.graph
     events = scheduling.read_events(project.warehouse)
     streaks = scheduler.failure_streaks(history.recent(project.warehouse), scheduling.resumed_at(events))
-    new = scheduler.auto_suspensions(streaks, scheduling.current(project.warehouse, events), _now())
+    new = scheduler.auto_suspensions(streaks, scheduling.current(project.warehouse, events), ledger.now())
     scheduling.append(project.warehouse, new)
     out = []
     for event in new:

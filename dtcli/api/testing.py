@@ -64,7 +64,7 @@ def test(checked: Checked, names: list[str] | None = None, *, on_event: Events =
 
         result.not_started = _not_started(launched) if not result.records else None
         why = result.not_started or f"the Spark application exited before this table's tests ran; see {result.log_path}"
-        stamp = datetime.now(timezone.utc).isoformat()
+        stamp = ledger.now()
         result.records += [ledger.exited(s, planned.plan.run_id, why, stamp) for s in lost]
     test_results.append(checked.project.warehouse, test_results.rows_of(result.records, command))
     return result
@@ -103,7 +103,7 @@ def build(checked: Checked, names: list[str] | None = None, *, all_tables: bool 
     result = run(checked, None if not held and names is None else rest, all_tables=all_tables,
                  full_refresh=full_refresh, wait=wait, on_event=on_event, on_plan=on_plan,
                  launcher=launcher) if rest else RunResult(Plan("", project.name, project.warehouse, "", {}, []))
-    stamp = datetime.now(timezone.utc).isoformat()
+    stamp = ledger.now()
     for name in graph.ordered(set(held)):
         result.records.append(ledger.held_back(name, result.plan.run_id, held[name], stamp))
     refreshed = {r.name: r.state for r in result.records}

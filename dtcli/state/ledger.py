@@ -13,6 +13,7 @@ history, `dt show`, run_results and auto-suspension read them alike. Reading: st
 from __future__ import annotations
 
 import json
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Protocol
 
@@ -57,30 +58,43 @@ def now() -> str:
     return datetime.now(timezone.utc).isoformat()
 
 
+@dataclass(frozen=True)
+class _NotRun:
+    """The outcome of a step that did not run: nothing written, the planned action."""
+
+    inserted: int = 0
+    deleted: int = 0
+    copied: int = 0
+    updated: int = 0
+    table_version: int | None = None
+    strategy: str | None = None
+    fallback_action: str | None = None
+    message: str | None = None
+    reinit_reason: str | None = None
+
+
 def refreshed(plan: Plan, step: RefreshStep, state: str, start: str, outcome: Outcome | None = None, *,
               message: str | None = None, versions: dict[str, int] | None = None, code: str | None = None,
               query_id: str | None = None) -> RefreshRecord:
     """The row of a step the driver ran (or stopped, skipped, failed before it ran)."""
+    done = outcome or _NotRun()
     previous = step.previous.source_versions if step.previous else {}
     versions = versions or {}
     return RefreshRecord(
-        name=step.name, state=state,
-        refresh_action=(outcome.fallback_action if outcome else None) or step.action,
+        name=step.name, state=state, refresh_action=done.fallback_action or step.action,
         refresh_trigger=step.trigger, data_timestamp=plan.data_timestamp if state == SUCCEEDED else None,
         refresh_start_time=start, refresh_end_time=now(), run_id=plan.run_id,
-        state_message=message or (outcome.message if outcome else None),
-        reinit_reason=(outcome.reinit_reason if outcome else None) or step.reinit_reason,
-        num_inserted_rows=outcome.inserted if outcome else 0, num_deleted_rows=outcome.deleted if outcome else 0,
-        num_copied_rows=outcome.copied if outcome else 0, num_updated_rows=outcome.updated if outcome else 0,
+        state_message=message or done.message, reinit_reason=done.reinit_reason or step.reinit_reason,
+        num_inserted_rows=done.inserted, num_deleted_rows=done.deleted, num_copied_rows=done.copied,
+        num_updated_rows=done.updated,
         inputs_with_changed_data=[n for n, v in versions.items() if previous.get(n) != v],
-        source_versions=versions, table_version=outcome.table_version if outcome else None,
-        definition_hash=step.definition_hash,
+        source_versions=versions, table_version=done.table_version, definition_hash=step.definition_hash,
         # a strategy that fell back (INCREMENTAL -> FULL) says why; else the planner's reason
-        refresh_action_reason=(outcome.message if outcome else None) or step.options.action_reason,
+        refresh_action_reason=done.message or step.options.action_reason,
         change_rows=step.options.change_rows, input_rows=step.options.input_rows,
         state_code=code or STATE_CODES.get(state), query_id=query_id,
         target_lag_sec=step.options.target_lag_sec, completion_target=step.options.completion_target,
-        refresh_strategy=outcome.strategy if outcome else None)
+        refresh_strategy=done.strategy)
 
 
 def planned(step: RefreshStep, run_id: str, state: str, at: str, *, message: str | None = None,

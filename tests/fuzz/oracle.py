@@ -51,7 +51,6 @@ WEIGHTS = {"insert": 1, "update_postimage": 1, "delete": -1, "update_preimage": 
 TYPES = {"int": "INTEGER", "str": "VARCHAR", "arr": "INTEGER[]", "float": "DOUBLE"}
 SPARK_TYPES = {"int": "int", "str": "string", "arr": "array<int>", "float": "double"}
 CHAINED = 0.1      # share of cases with a second DT reading the first
-LITERAL_KEYS = MAX_LITERALS      # the engine's: key sets up to it are named as literals
 # DuckDB types whose Spark counterparts dt writes as literals (engine/runtime/key_predicates.py renders
 # integral, string, decimal, date and boolean values; not floating point, arrays or NULL's type)
 _RENDERABLE = re.compile(r"(TINYINT|SMALLINT|INTEGER|BIGINT|HUGEINT|VARCHAR|DATE|BOOLEAN|DECIMAL\(.*\))")
@@ -222,7 +221,7 @@ class Case:
         # set with a column whose values cannot be written as exact literals (AVG's DOUBLE) is
         # never kept as literals: it is joined through its view
         literal = all(_RENDERABLE.fullmatch(str(d[1])) for d in result.description)
-        small = len(rows) <= LITERAL_KEYS and self.rng.random() < 0.7 and literal
+        small = len(rows) <= MAX_LITERALS and self.rng.random() < 0.7 and literal
         return KeySet(name, rows=[tuple(r) for r in rows] if small else None)
 
     def bind(self, before: dict[str, list], after: dict[str, list], feeds: dict[str, list]) -> Bindings:
