@@ -246,6 +246,34 @@ def test_a_refresh_whose_rows_break_a_check_commits_nothing(spark, tmp_path, spa
     assert table_version(project.table_path("c_merge")) == versions["c_merge"]
 
 
+def test_keys_of_a_slice_replacement_are_checked_on_the_slice_and_the_rest_against_the_table(spark, tmp_path):
+    """An update written as a slice replacement (the rows of the changed `k` values rewritten):
+    a combination holding `k` is counted on the slice's new rows alone, a unique column without
+    it against the rows that stay; both find the duplicate one update makes, and nothing is
+    committed; an update breaking neither passes."""
+    from tests.spark.harness import Env
+
+    env = Env(spark, tmp_path)
+    env.create_source("e", "k INT, line INT, v INT", [(1, 1, 10), (1, 2, 11), (2, 1, 20), (3, 1, 30)])
+    env.write({"lines": "SELECT k, line, v FROM e"}, table_yml={"lines": (
+        "columns:\n  - name: v\n    data_tests: [unique]\n"
+        "data_tests:\n  - dbt_utils.unique_combination_of_columns: {combination_of_columns: [k, line]}\n")})
+    assert env.refresh()["lines"].state == SUCCEEDED
+    env.sql("UPDATE {e} SET v = 12 WHERE k = 1 AND line = 2")
+    passed = env.refresh()["lines"]
+    assert (passed.state, passed.refresh_action, passed.refresh_strategy) == (SUCCEEDED, INCREMENTAL, "slice_replaced"), \
+        passed.state_message
+    assert {t["status"] for t in passed.data_tests} == {"pass"}, passed.data_tests
+    env.check("lines")
+    version = env.version("lines")
+    env.sql("UPDATE {e} SET k = 1, v = 30 WHERE k = 2")      # a second (1, 1), a second v = 30
+    failed = env.refresh()["lines"]
+    assert (failed.state, failed.state_code) == (FAILED, TEST_FAILED), failed.state_message
+    assert {t["name"]: (t["status"], t["failures"]) for t in failed.data_tests} == {
+        "dbt_utils_unique_combination_of_columns_lines__k__line": ("fail", 1), "unique_lines_v": ("fail", 1)}
+    assert env.version("lines") == version
+
+
 BUILD_SOURCES = ("sources:\n  orders_src:\n    path: data/orders\n    columns:\n"
                  "      - name: status\n        data_tests: [{accepted_values: {values: [placed, shipped]}}]\n"
                  "  customers_src:\n    path: data/customers\n"

@@ -262,6 +262,8 @@ def _write(spark, path: str, rows, frontier: Frontier, mode: str, **options: str
     and metrics, or None when Delta wrote no commit (nothing to write)."""
     from dtcli.state.delta_log import frontier_metadata
 
+    audit.settle()
+
     before = commit.last_commit(path)["version"]
     writer = rows.write.format("delta").mode(mode).option("userMetadata",
                                                           frontier_metadata(frontier))
@@ -275,6 +277,7 @@ def _write(spark, path: str, rows, frontier: Frontier, mode: str, **options: str
 def _merge(spark, path: str, source, cols: list[str], frontier: Frontier) -> Applied:
     from delta.tables import DeltaTable
 
+    audit.settle()
     before = commit.last_commit(path)["version"]
     condition = f"s.{OP} = '{DELETE}' AND " + " AND ".join(
         f"t.{quote(c)} <=> s.{quote(c)}" for c in cols)

@@ -30,13 +30,13 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 
-from dtcli.data_tests import KEEP_OUT
+from dtcli.data_tests import KEEP_OUT, KEY
 from dtcli.engine.runtime.auditor import AuditFailed, Auditor, Pending
 from dtcli.engine.runtime.changes import WEIGHT, quote
 from dtcli.engine.runtime.materialize import LOCAL_ROWS, checkpointed, kept
 from dtcli.model import INCREMENTAL
 
-__all__ = ["AuditFailed", "auditing", "change", "has_drops", "rows", "statement", "suspended"]
+__all__ = ["AuditFailed", "auditing", "change", "has_drops", "rows", "settle", "statement", "suspended"]
 
 
 _current: ContextVar[Auditor | None] = ContextVar("dt_auditor", default=None)
@@ -85,23 +85,65 @@ def change(spark, path: str, changes, local: list | None) -> Iterator[tuple[obje
         yield changes, local
         return
     target = spark.read.format("delta").load(path)
-    changes, local = auditor.screen(Pending(changes, target, local))
+    # `unique` and combinations wait for the commit path: a slice replacement reads the old rows
+    # of the slice anyway, and checks its keys there (`rows`); any other path checks them
+    # against the table as it is (`settle`), before it writes
+    auditor.deferred_checks = [c for c in auditor.checks if c.shape == KEY and not c.proven
+                               and c.action != KEEP_OUT]
+    changes, local = auditor.screen(Pending(changes, target, local), stop=False)
+    auditor.deferred = Pending(changes, target, local) if auditor.deferred_checks else None
+    if auditor.stopped():       # failed already: every check is reported, then the refresh stops
+        settle()
+        auditor.stop_if_failed()
     auditor.inside = True
     try:
         yield changes, local
     finally:
         auditor.inside = False
+        auditor.deferred, auditor.deferred_checks = None, []
+
+
+def settle() -> None:
+    """The key checks `change` deferred, evaluated against the table as it is: each commit
+    path of a weighted change calls this before it writes (a no-op once they were checked)."""
+    auditor = _current.get()
+    if auditor is None or auditor.deferred is None:
+        return
+    pending, auditor.deferred = auditor.deferred, None
+    auditor.screen(pending, auditor.deferred_checks, stop=False)
+    auditor.stop_if_failed()
 
 
 def rows(spark, path: str | None, new_rows, replaced: str | None):
     """Rows about to replace the old rows matching `replaced` (None: the whole table), screened
     and checked; returns the rows to write."""
     auditor = _current.get()
-    if auditor is None or auditor.inside:
+    if auditor is None:
+        return new_rows
+    if auditor.inside and (auditor.deferred is None or replaced is None):
+        settle()
         return new_rows
     kept_rows = None if replaced is None else \
         spark.read.format("delta").load(path).filter(f"NOT coalesce(({replaced}), false)")
+    if auditor.inside:
+        return _slice_keys(auditor, new_rows, kept_rows, _columns_of(replaced))
     return _screened(auditor, new_rows, kept_rows, _columns_of(replaced))
+
+
+def _slice_keys(auditor: Auditor, new_rows, kept_rows, replaced_by: frozenset[str] | None):
+    """A weighted change written as a slice replacement (apply.replace): a key check whose
+    columns hold every column the slice is selected by counts the slice's new rows alone (an
+    old row with such a key lay in the slice, so it is replaced, not kept): no second read of
+    the old rows. The other key checks are evaluated against the table as it is."""
+    within = [c for c in auditor.deferred_checks
+              if replaced_by is not None and replaced_by <= {k.lower() for k in c.columns or ()}]
+    pending, auditor.deferred = auditor.deferred, None
+    others = [c for c in auditor.deferred_checks if c not in within]
+    if others:      # every check is reported before a failed one stops the refresh
+        auditor.screen(pending, others, stop=not within)
+    if not within:
+        return new_rows
+    return _screened(auditor, new_rows, kept_rows, replaced_by, within)
 
 
 def _columns_of(predicate: str | None) -> frozenset[str] | None:
@@ -141,7 +183,8 @@ def statement(spark, sql: str, columns: list[dict], targeted: str, path: str, vi
     return f"INSERT INTO delta.{quote(path)} SELECT * FROM {view}"
 
 
-def _screened(auditor: Auditor, new_rows, kept_rows, replaced_by: frozenset[str] | None = None):
+def _screened(auditor: Auditor, new_rows, kept_rows, replaced_by: frozenset[str] | None = None,
+              checks: list | None = None):
     from pyspark.sql import functions as F
 
     weighted = new_rows.withColumn(WEIGHT, F.lit(1).cast("long"))
@@ -150,5 +193,5 @@ def _screened(auditor: Auditor, new_rows, kept_rows, replaced_by: frozenset[str]
     else:                         # a recompute writes every row: kept on the executors
         written, local = checkpointed(weighted), None
     auditor.held.append(written)
-    screened, _ = auditor.screen(Pending(written, kept_rows, local, replaced_by))
+    screened, _ = auditor.screen(Pending(written, kept_rows, local, replaced_by), checks)
     return screened.drop(WEIGHT)

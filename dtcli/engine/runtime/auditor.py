@@ -68,6 +68,9 @@ class Auditor:
         self.inside = False
         self.results: dict[str, CheckResult] = {}
         self.held: list = []        # checkpoints to release after the commit
+        # a weighted change's key checks, waiting for its commit path (audit.change)
+        self.deferred: Pending | None = None
+        self.deferred_checks: list[Check] = []
 
     @property
     def outcome(self) -> list[CheckResult]:
@@ -80,15 +83,21 @@ class Auditor:
             release(df)
         self.held.clear()
 
-    def screen(self, pending: Pending) -> tuple[object, list | None]:
-        """Drop, then check; raise AuditFailed when a `fail` check found rows."""
+    def screen(self, pending: Pending, checks: list[Check] | None = None,
+               stop: bool = True) -> tuple[object, list | None]:
+        """Drop, then check; raise AuditFailed when a `fail` check found rows (unless not `stop`:
+        more checks follow). `checks`: only these (no drop: the rows were screened before), for
+        the key checks a change deferred."""
         from pyspark.sql import functions as F
 
-        written, local = self._drop(pending)
-        pending = Pending(written, pending.kept, local, pending.replaced_by)
-        checks = [c for c in self.checks if c.action != KEEP_OUT]
-        for check in [c for c in checks if c.proven]:
-            self._result(check, PASS, 0, message=f"proven by the query: {check.proven}")
+        if checks is None:
+            written, local = self._drop(pending)
+            pending = Pending(written, pending.kept, local, pending.replaced_by)
+            checks = [c for c in self.checks if c.action != KEEP_OUT and c not in self.deferred_checks]
+            for check in [c for c in checks if c.proven]:
+                self._result(check, PASS, 0, message=f"proven by the query: {check.proven}")
+        else:
+            written, local = pending.written, pending.local
         rows = [c for c in checks if c.shape == ROW and not c.proven]
         counts = self._row_counts(rows, pending)
         for check in checks:
@@ -114,10 +123,14 @@ class Auditor:
                 continue
             status = PASS if not found else (FAILED_STATUS if check.action == STOP else WARN_STATUS)
             self._result(check, status, found, samples)
+        if stop:
+            self.stop_if_failed()
+        return written, local
+
+    def stop_if_failed(self) -> None:
         stopped = self.stopped()
         if stopped:
             raise AuditFailed("; ".join(said(r) for r in stopped) + "; nothing was committed", self.outcome)
-        return written, local
 
     def stopped(self) -> list[CheckResult]:
         """The results that stop a refresh: failed checks, and error-severity ones that could
