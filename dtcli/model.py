@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from dtcli.config_keys import TableConfig
 from dtcli.data_tests import AuditSpec
 from dtcli.lazy import LazyFields
 
@@ -36,21 +37,6 @@ APPLICATION_NOT_STARTED = "APPLICATION_NOT_STARTED"
 # records them as it stops; reconcile, those of an application that died with it)
 DT_PROCESS_GONE = "DT_PROCESS_GONE"
 
-# How a recompute writes the DT (docs/configuration.md, "Layout"): optionally its rows in order of
-# the key its incremental refreshes name rows by, in files of at most this many rows, so that Delta
-# skips the files a change does not touch. Sorting is off by default: on the TPC-H DTs it bought no
-# faster refresh (their rows arrive in key order or hash-spread) and cost every recompute a sort.
-# Not in DEFAULTS: a layout change redefines no data.
-SORT_BY_KEY = False
-MAX_ROWS_PER_FILE = 1_000_000
-# An incremental refresh writes a DT of at most this many rows whole, in one overwrite, instead of
-# replacing its changed rows in place (engine/runtime/rewrite.py says why; `small_table_rows` config).
-# Off by default: it changes what the DT's change feed and history show its readers, and no wall
-# time gain has been measured yet (fewer Spark jobs: (a) 17 -> 10 at TPC-H SF0.01, 2026-11-26).
-SMALL_TABLE_ROWS = 0
-# DTs are written with deletion vectors unless `deletion_vectors: false` (readers.md says who
-# cannot read them).
-DELETION_VECTORS = True
 
 
 @dataclass(frozen=True)
@@ -103,8 +89,8 @@ class TableDef(LazyFields):
     sql: str                      # rendered SQL, in the project's dialect, lines as in the file
     spark_sql: str                # the query in Spark SQL, reading inputs by their logical names
     kind: str                     # "query" or "custom" (REFRESH USING / INSERT INTO SELF)
-    config: dict[str, Any]        # merged config (defaults < folders < yml < config())
-    config_origin: dict[str, Located] = field(default_factory=dict)
+    config: TableConfig           # merged config (defaults < folders < yml < config())
+    config_origin: dict[str, Located] = field(default_factory=dict)   # where each key was set
     inputs: tuple[str, ...] = ()  # names of DTs and sources it reads, in order of appearance
     input_lines: dict[str, int] = field(default_factory=dict)
     folder: str = ""              # folder under tables/ ("" at the top), as in dbt's models/
@@ -115,20 +101,19 @@ class TableDef(LazyFields):
 
     @property
     def enabled(self) -> bool:
-        return self.config.get("enabled", True) is not False
+        return self.config.enabled
 
     @property
     def target_lag(self) -> str:
-        return str(self.config.get("target_lag", "1 hour"))
+        return self.config.target_lag
 
     @property
     def refresh_mode(self) -> str:
-        return str(self.config.get("refresh_mode", "auto")).lower()
+        return self.config.refresh_mode
 
     @property
     def tags(self) -> tuple[str, ...]:
-        tags = self.config.get("tags") or ()
-        return (tags,) if isinstance(tags, str) else tuple(tags)
+        return self.config.tags
 
 
 @dataclass(frozen=True)
@@ -343,9 +328,9 @@ class StepOptions:
     partition_by: list[str] | None = None
     cluster_by: list[str] | None = None
     read_by_tables: bool = False              # another DT of the project reads this one
-    small_table_rows: int = SMALL_TABLE_ROWS  # `small_table_rows` config (engine/runtime/rewrite.py)
+    small_table_rows: int = TableConfig.small_table_rows   # engine/runtime/rewrite.py
     sort_by: list[str] | None = None          # the order a recompute writes the rows in
-    max_rows_per_file: int = MAX_ROWS_PER_FILE
+    max_rows_per_file: int = TableConfig.max_rows_per_file
     comment: str | None = None
     comment_outdated: bool = False            # the table's comment differs from the config's
     columns: Any = None                       # `columns:` config (names and types)
@@ -354,7 +339,7 @@ class StepOptions:
     names: list[str] | None = None
     # the column names need Delta's column mapping (`delta.columnMapping.mode = 'name'`)
     column_mapping: bool = False
-    deletion_vectors: bool = DELETION_VECTORS
+    deletion_vectors: bool = TableConfig.deletion_vectors
     deletion_vectors_outdated: bool = False   # the table's setting differs from the config's
     # frozen regions: the predicate (for the frontier), and at this refresh's data timestamp
     # the active and frozen regions as Spark SQL

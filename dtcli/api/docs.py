@@ -189,7 +189,7 @@ def _table(checked: Checked, name: str, row: dict[str, Any], explained: ExplainR
 def _config(config) -> dict[str, JSON]:
     """The table's config as merged, as JSON values: its data tests, expectations and column notes
     as objects (written before as their Python repr, a string no tool could read)."""
-    return to_json(dict(config))
+    return to_json(config.as_written())
 
 
 _RESULT_KEYS = ("name", "kind", "test", "column", "status", "failures", "message", "action", "at", "by")

@@ -127,9 +127,9 @@ class EventBuilder:
                                                     jobType="DYNAMIC_TABLE", producer=PRODUCER),
             "sql": sql_job.SQLJobFacet(query=scrub(table.sql), dialect=self.project.dialect, producer=PRODUCER),
         }
-        if table.config.get("comment"):
+        if table.config.comment:
             facets["documentation"] = documentation_job.DocumentationJobFacet(
-                description=scrub(str(table.config["comment"])), producer=PRODUCER)
+                description=scrub(table.config.comment), producer=PRODUCER)
         return Job(namespace=self.namespace, name=self.job_name(name), facets=facets)
 
     def run_job(self) -> Job:

@@ -6,7 +6,7 @@ import fnmatch
 from typing import Any
 
 from dtcli.errors import UsageError, suggest
-from dtcli.model import DELETION_VECTORS, Project, RefreshRecord, TableDef
+from dtcli.model import Project, RefreshRecord, TableDef
 from dtcli.planning import internal as internal_tables
 from dtcli.planning import lag_stats, on_demand, refresh_times, scheduler
 from dtcli.planning.checked import Checked
@@ -124,23 +124,24 @@ _EMPTY = dict.fromkeys(("target_lag", "effective_lag_seconds", "period_seconds",
 def _row(project: Project, name: str, table: TableDef | None, info: TableInfo | None,
          recent: RefreshRecord | None) -> dict[str, Any]:
     """The columns every kind of row has: what the table is and what its log says."""
-    config = table.config if table else {}
+    config = table.config if table else None
     frontier = info.frontier if info else None
     return {
         "name": name, **_EMPTY,
         **({"qualified_name": project.qualified_name(name)} if project.catalog else {}),
         "refresh_mode": frontier.refresh_mode if frontier else None,
         "data_timestamp": frontier.data_timestamp if frontier else None,
-        "immutable_where": config.get("frozen_where"),
+        "immutable_where": config.frozen_where if config else None,
         "rows": info.rows if info else None, "bytes": info.bytes if info else None,
         "text": table.sql.strip() if table else None,
         "created_on": info.created_on if info else None,
         "last_refresh_action": recent.refresh_action if recent else None,
         "last_refresh_state": recent.state if recent else None,
-        "comment": (info.description if info else None) or config.get("comment"),
-        "cluster_by": config.get("cluster_by"), "tags": list(table.tags) if table else [],
+        "comment": (info.description if info else None) or (config.comment if config else None),
+        "cluster_by": list(config.cluster_by) if config and config.cluster_by is not None else None,
+        "tags": list(table.tags) if table else [],
         "scheduler": on_demand.scheduler_value(table) if table else None,
-        "deletion_vectors": config.get("deletion_vectors", DELETION_VECTORS) if table else None,
+        "deletion_vectors": config.deletion_vectors if config else None,
         "version": info.version if info else None, "path": project.table_path(name),
         "file": table.file if table else None, "orphaned": table is None,
     }

@@ -170,10 +170,10 @@ def _scratch_project(project: Project, table: TableDef, folder: Path, *, increme
         sources[name] = SourceDef(name, str(folder / "inputs" / name),
                                   primary_key=declared.primary_key if declared else (),
                                   rely=declared.rely if declared else False)
-    config = {k: v for k, v in table.config.items() if k not in _DROPPED}
-    config["expectations"] = [e for e in config.get("expectations") or () if e.on_violation == "drop"]
+    config = table.config.without_keys(*_DROPPED).with_keys(
+        expectations=tuple(e for e in table.config.expectations if e.on_violation == "drop"))
     if incremental:
-        config["refresh_mode"] = "incremental"
+        config = config.with_keys(refresh_mode="incremental")
     copy = dataclasses.replace(table, config=config)
     return dataclasses.replace(project, root=folder, warehouse=str(folder / "warehouse"), sources=sources,
                                tables={table.name: copy}, disabled={}, singular_tests=[], catalog=None,

@@ -33,7 +33,7 @@ class BackfillSource:
 def check_table(project: Project, table: TableDef, columns: tuple[Column, ...],
                 info: TableInfo | None) -> BackfillSource | None:
     """The pinned backfill source of a DT about to be created; None when it has none, or exists."""
-    spec = table.config.get("backfill")
+    spec = table.config.backfill
     origin = table.config_origin.get("backfill")
     where = {"file": origin.file if origin and origin.file else table.file,
              "line": origin.line if origin else None}

@@ -120,12 +120,12 @@ def check(project: Project, snapshot: Snapshot, *, use_cache: bool = True,
         resolutions[name] = resolved
         schemas[name] = _table_schema(project, snapshot, name, hashes[name],
                                       resolved.columns if resolved else ())
-        renamed = bool(table.config.get("columns"))
+        renamed = bool(table.config.columns)
         cache.get(CheckCache.key("names", keys.get(name) or (table.sql, table.spark_sql, table.file),
                                  schemas[name], renamed),
                   _check_output_names, table, schemas[name], renamed)
         if resolved and not resolved.names_certain and schemas[name] == resolved.columns \
-                and not table.config.get("columns"):
+                and not table.config.columns:
             unsure.add(name)
         # the analysis reads the parse of the file and the (qualified) query: both follow from the key
         key = CheckCache.key("analysis", keys[name] if resolved else
@@ -219,7 +219,7 @@ def _table_schema(project: Project, snapshot: Snapshot, name: str, digest: str,
             and info.schema:
         return info.schema
     table = project.tables[name]
-    declared = table.config.get("columns")
+    declared = table.config.columns
     if not declared:
         return derived
     origin = table.config_origin.get("columns")

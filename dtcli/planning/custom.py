@@ -49,7 +49,7 @@ def _where(table: TableDef, key: str) -> dict[str, Any]:
 def check_config(table: TableDef) -> None:
     """Config that only a custom table may have, and what it may not."""
     if table.kind != "custom":
-        if table.config.get("start_at") is not None:
+        if table.config.start_at is not None:
             raise ValidationError("start_at is for custom incremental tables (REFRESH USING)",
                                   **_where(table, "start_at"),
                                   hint="a query table's copy is set by backfill alone; remove start_at")
@@ -66,17 +66,17 @@ def check_config(table: TableDef) -> None:
                               "table (REFRESH USING): its statement applies the changes",
                               **_where(table, "refresh_mode"),
                               hint="use refresh_mode: auto (it resolves to CUSTOM_INCREMENTAL), or remove it")
-    if table.config.get("frozen_where") is not None:
+    if table.config.frozen_where is not None:
         raise ValidationError("frozen_where cannot be combined with REFRESH USING", **_where(table, "frozen_where"),
                               hint="remove frozen_where; the statement decides which rows change")
-    if table.config.get("start_at") is not None and table.config.get("backfill") is None:
+    if table.config.start_at is not None and table.config.backfill is None:
         raise ValidationError("start_at needs backfill: without it the first refresh reads every row of the "
                               "sources", **_where(table, "start_at"),
                               hint="add backfill: {from: TABLE}, or remove start_at")
 
 
 def declared_columns(table: TableDef) -> tuple[Column, ...]:
-    declared = table.config.get("columns")
+    declared = table.config.columns
     if not declared:
         raise ValidationError(f"{table.name} is a custom incremental table and needs columns: its statement "
                               "has no output to derive them from", file=table.file, line=1,
@@ -100,13 +100,13 @@ def check_table(project: Project, table: TableDef, schemas: dict[str, tuple[Colu
     statement: CustomStatement = table.custom
     _check_targets(table, statement, columns)
     add = _evolution(table, columns, info)
-    if info is not None and info.frontier is not None and table.config.get("start_at") != info.frontier.start_at:
+    if info is not None and info.frontier is not None and table.config.start_at != info.frontier.start_at:
         raise ValidationError(f"start_at is set at creation only, and was changed on {table.name}, which exists",
                               **_where(table, "start_at"),
                               hint=f"to recreate it, run `dt drop {table.name} --yes` and then `dt run`; "
                                    "or undo the change")
     sql = _spark_sql(project, table, statement, columns, schemas)
-    starts = _start_versions(project, table, snapshot) if table.config.get("backfill") and info is None else None
+    starts = _start_versions(project, table, snapshot) if table.config.backfill and info is None else None
     return CustomCheck(columns, sql, add, start_versions=starts)
 
 
@@ -117,7 +117,7 @@ def _start_versions(project: Project, table: TableDef, snapshot) -> dict[str, in
 
     from dtcli.state.delta_log import open_table
 
-    start = table.config.get("start_at")
+    start = table.config.start_at
     where = _where(table, "start_at")
     out: dict[str, int] = {}
     for name in change_inputs(table):
@@ -269,7 +269,7 @@ def source_key(project: Project, name: str) -> list[str] | None:
         source = project.sources[name]
         return list(source.primary_key) if source.primary_key and source.rely else None
     table = project.tables.get(name)
-    for constraint in (table.config.get("constraints") or ()) if table else ():
+    for constraint in table.config.constraints if table else ():
         if constraint["kind"] == "primary_key" and constraint.get("rely"):
             return list(constraint["columns"])
     return None
@@ -292,7 +292,7 @@ def step_options(checked, name: str) -> CustomSpec:
         changes=[ChangeInputSpec(name=n, mode=m, path=project.input_path(n), key=source_key(project, n))
                  for n, m, _ in statement.change_inputs],
         start_versions=checked.customs[name].start_versions,
-        start_at=table.config.get("start_at"),
+        start_at=table.config.start_at,
     )
 
 
@@ -330,7 +330,7 @@ def explain(checked, name: str) -> tuple[CustomSection, list[str]]:
                         "RELY primary key: its changes reach them as Delta records them; declare one with "
                         "constraints: [{primary_key: [...], rely: true}] so that CHANGES() of it compact per key")
     first = ("copied from the backfill source; CHANGES() read from "
-             + ("start_at" if table.config.get("start_at") else "creation")) if table.config.get("backfill") \
+             + ("start_at" if table.config.start_at else "creation")) if table.config.backfill \
         else "the statement over every existing source row as an INSERT"
     out = CustomSection(statement=f"{statement.kind} INTO SELF", changes=changes,
                         self_reads=list(statement.self_lines), snapshot_tables=list(statement.snapshot_inputs),

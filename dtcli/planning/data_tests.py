@@ -65,8 +65,8 @@ def check_tests(project: Project, schemas: dict[str, tuple[Column, ...]], order:
     for name in order:
         table = project.tables[name]
         columns = schemas.get(name, ())
-        _check_notes(table.config.get("column_notes") or (), name, columns)
-        checks = TableChecks(list(table.config.get("data_tests") or ()), list(table.config.get("expectations") or ()))
+        _check_notes(table.config.column_notes, name, columns)
+        checks = TableChecks(list(table.config.data_tests), list(table.config.expectations))
         for test in checks.tests:
             _check_test(project, test, columns, schemas)
         for expectation in checks.expectations:

@@ -16,10 +16,12 @@ LATER_KEYS = ("cluster_by",)
 
 def definition_hash(table: TableDef) -> str:
     payload = {"sql": " ".join(table.spark_sql.split()), "kind": table.kind}
-    payload.update({k: table.config.get(k) for k in DEFINING_KEYS})
-    payload.update({k: table.config[k] for k in LATER_KEYS if table.config.get(k) is not None})
+    # the values as JSON has them (a tuple as a list): the hash of a DT defined before the config
+    # was typed stays what it was (tests/unit/test_definition_hash_stable.py)
+    payload.update({k: getattr(table.config, k) for k in DEFINING_KEYS})
+    payload.update({k: getattr(table.config, k) for k in LATER_KEYS if getattr(table.config, k) is not None})
     # a `drop` expectation keeps rows out of the table: changing one changes what it holds
-    drops = sorted(e.expect for e in table.config.get("expectations") or () if e.on_violation == "drop")
+    drops = sorted(e.expect for e in table.config.expectations if e.on_violation == "drop")
     if drops:
         payload["drop_expectations"] = drops
     return hashlib.sha256(json.dumps(payload, sort_keys=True, default=str).encode()).hexdigest()[:16]

@@ -99,10 +99,10 @@ def explain(checked: Checked, name: str, history: list[RefreshRecord] = ()) -> E
         top_n=_top_n(checked, key),
         # intermediate results the DT keeps under <warehouse>/_dt/internal/ (planning/internal.py)
         internal_tables=[InternalTable(**t) for t in internal.listed(checked, key)] if table.kind != "custom" else [],
-        frozen_where=table.config.get("frozen_where"),
+        frozen_where=table.config.frozen_where,
         frozen=_frozen(checked, key),
-        cluster_by=table.config.get("cluster_by"), partition_by=table.config.get("partition_by"),
-        comment=table.config.get("comment"), tags=list(table.tags),
+        cluster_by=_listed(table.config.cluster_by), partition_by=_listed(table.config.partition_by),
+        comment=table.config.comment, tags=list(table.tags),
         upstream=list(graph.upstream[key]), downstream=sorted(graph.downstream[key]),
         depth=graph.depth(key),
         # CREATE DYNAMIC TABLE properties with no meaning in dt (WAREHOUSE, retention, tags, ...)
@@ -188,7 +188,7 @@ def _frozen(checked: Checked, name: str) -> Frozen | None:
     against, and how many rows it froze at the last refresh (read without Spark)."""
     predicate = checked.frozen.get(name)
     table = checked.project.tables[name]
-    rely = [c for c in table.config.get("constraints") or () if c.get("rely")]
+    rely = [c for c in table.config.constraints if c["rely"]]
     if predicate is None:
         return None
     out = Frozen(predicate=predicate.text, columns=list(predicate.columns),
@@ -229,3 +229,7 @@ def _adaptive(checked: Checked, name: str, history: list[RefreshRecord]) -> Adap
         out.action = "FULL"
         out.reason = "creation (the table does not exist yet); ADAPTIVE chooses from the next refresh on"
     return out
+
+
+def _listed(columns: tuple[str, ...] | None) -> list[str] | None:
+    return None if columns is None else list(columns)

@@ -32,7 +32,7 @@ def check_table(table: TableDef, columns: tuple[Column, ...], dialect: str) -> F
     """The DT's frozen predicate, checked against its columns and RELY constraints; also checks
     that every constraint names columns of the DT."""
     names = {c.name.lower() for c in columns}
-    for constraint in table.config.get("constraints") or ():
+    for constraint in table.config.constraints:
         for col in constraint["columns"]:
             if names and col.lower() not in names:
                 origin = table.config_origin.get("constraints")
@@ -40,7 +40,7 @@ def check_table(table: TableDef, columns: tuple[Column, ...], dialect: str) -> F
                                       f"column of {table.name}", file=_file(table, "constraints"),
                                       line=origin.line if origin else None,
                                       hint=suggest(col.lower(), names) or f"columns: {', '.join(sorted(names))}")
-    text = table.config.get("frozen_where")
+    text = table.config.frozen_where
     if text is None:
         return None
     origin = table.config_origin.get("frozen_where")
@@ -49,7 +49,7 @@ def check_table(table: TableDef, columns: tuple[Column, ...], dialect: str) -> F
         raise ValidationError("frozen_where cannot be combined with a custom incremental table "
                               "(REFRESH USING)", **where, hint="remove frozen_where")
     expr = parse_predicate(text, dialect, **where)
-    return check_predicate(text, expr, table.name, columns, table.config.get("constraints") or [], **where)
+    return check_predicate(text, expr, table.name, columns, list(table.config.constraints), **where)
 
 
 def _file(table: TableDef, key: str) -> str:

@@ -22,7 +22,7 @@ ENABLE, DISABLE = "enable", "disable"
 
 
 def is_on_demand(table: TableDef) -> bool:
-    return str(table.config.get("scheduler", ENABLE)).lower() == DISABLE
+    return table.config.scheduler == DISABLE
 
 
 def on_demand(project: Project) -> set[str]:

@@ -18,15 +18,11 @@ from dtcli.data_tests import AuditSpec
 from dtcli.model import (
     ADAPTIVE,
     CREATION,
-    DELETION_VECTORS,
     FULL,
     INCREMENTAL,
     MANUAL,
-    MAX_ROWS_PER_FILE,
     NO_DATA,
     REINITIALIZE,
-    SMALL_TABLE_ROWS,
-    SORT_BY_KEY,
     Plan,
     RefreshRecord,
     RefreshStep,
@@ -114,7 +110,7 @@ def _step_options(checked: Checked, name: str, info, regions) -> StepOptions:
     table's state, None before it exists; `regions`: its frozen regions at this refresh)."""
     project, table = checked.project, checked.project.tables[name]
     config = table.config
-    deletion_vectors = config.get("deletion_vectors", DELETION_VECTORS)
+    deletion_vectors = config.deletion_vectors
     return StepOptions(
         previous_rows=info.rows if info else 0,
         source_ids=_source_ids(project, checked.snapshot, table.inputs),
@@ -122,15 +118,15 @@ def _step_options(checked: Checked, name: str, info, regions) -> StepOptions:
         delta_sql=checked.delta_sql(name),
         read_columns=columns_read(checked.qualified[name], table.inputs)
         if checked.qualified.bound(name) else None,
-        partition_by=config.get("partition_by"),
-        cluster_by=config.get("cluster_by"),
+        partition_by=_listed(config.partition_by),
+        cluster_by=_listed(config.cluster_by),
         read_by_tables=bool(checked.graph.downstream.get(name)),
-        small_table_rows=config.get("small_table_rows", SMALL_TABLE_ROWS),
+        small_table_rows=config.small_table_rows,
         sort_by=write_order(checked, name),
-        max_rows_per_file=config.get("max_rows_per_file", MAX_ROWS_PER_FILE),
-        comment=config.get("comment"),
-        comment_outdated=info is not None and (info.description or None) != (config.get("comment") or None),
-        columns=config.get("columns"),
+        max_rows_per_file=config.max_rows_per_file,
+        comment=config.comment,
+        comment_outdated=info is not None and (info.description or None) != (config.comment or None),
+        columns=_listed(config.columns),
         names=_given_names(checked, name),
         column_mapping=needs_column_mapping(c.name for c in checked.schemas.get(name, ())),
         deletion_vectors=deletion_vectors,
@@ -139,10 +135,14 @@ def _step_options(checked: Checked, name: str, info, regions) -> StepOptions:
         active=regions.active if info is not None and regions.keep_frozen else None,
         frozen=regions.frozen,
         backfill=checked.backfills[name].to_dict() if name in checked.backfills else None,
-        backfill_spec=config.get("backfill"),
+        backfill_spec=config.backfill,
         custom=custom.step_options(checked, name) if table.kind == "custom" else None,
         audit=audit_spec(checked, name),
         top_n=internal.top_n_spec(checked, name))
+
+
+def _listed(values: tuple | None) -> list | None:
+    return None if values is None else list(values)
 
 
 def _order_audits(steps: list[RefreshStep], graph) -> None:
@@ -175,7 +175,7 @@ def _given_names(checked: Checked, name: str) -> list[str] | None:
     to them, so the table holds the names dt derived without a JVM, whatever the SQL it runs
     (sqlglot's Spark text of the query) would be named."""
     table = checked.project.tables[name]
-    if table.kind == "custom" or table.config.get("columns") or not unnamed(table.query):
+    if table.kind == "custom" or table.config.columns or not unnamed(table.query):
         return None
     derived = [c.name for c in checked.schemas.get(name, ())]
     return derived or given_names(table.query, table.parsed.text if table.parsed else None)
@@ -185,10 +185,10 @@ def write_order(checked: Checked, name: str) -> list[str] | None:
     """The columns a recompute writes the DT's rows in order of: its `cluster_by` columns, else
     the key its incremental refreshes name rows by; None with `sort_by_key: false`."""
     table = checked.project.tables[name]
-    if not table.config.get("sort_by_key", SORT_BY_KEY) or table.kind == "custom":
+    if not table.config.sort_by_key or table.kind == "custom":
         return None
-    if table.config.get("cluster_by"):
-        return list(table.config["cluster_by"])
+    if table.config.cluster_by:
+        return list(table.config.cluster_by)
     columns = [c.name for c in checked.schemas.get(name, ())]
     positions = key_positions(checked.qualified.get(name) or table.spark_sql) if columns else []
     return [columns[k] for k in positions if k < len(columns)] or None

@@ -94,7 +94,7 @@ def _map_column(columns: tuple[Column, ...]) -> str | None:
 def _frozen_top_n(table, qualified: dict[str, Any]) -> str | None:
     """A top-N with a frozen region stays FULL: which rows are frozen would depend on which rows
     the top-N holds, which moves with every change (not cached: frozen_where is config)."""
-    if not table.config.get("frozen_where") or qualified.get(table.name) is None:
+    if not table.config.frozen_where or qualified.get(table.name) is None:
         return None
     spec = top_n.split(qualified[table.name])
     if spec is None:

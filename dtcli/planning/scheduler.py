@@ -110,7 +110,7 @@ def decide(checked: Checked, stamps: Mapping[str, datetime | None], states: Mapp
         table, info, lag = project.tables[name], snapshot.tables.get(name), effective.get(name)
         demanded = all_tables and (asked or name not in manual_only)
         if info is None:
-            if table.config.get("initialize", "on_create") == "on_create" or demanded:
+            if table.config.initialize == "on_create" or demanded:
                 out.refresh.add(name)
                 continue
             if name in manual_only:
@@ -167,7 +167,7 @@ def next_due_at(project: Project, name: str, exists: bool, effective: Mapping[st
     period = _period(name, lag, chosen)
     if not exists:
         registered = parse_ts(states.get(name, TableState()).registered_on)
-        if project.tables[name].config.get("initialize", "on_create") == "on_create" or registered is None:
+        if project.tables[name].config.initialize == "on_create" or registered is None:
             return now
         return next_due(now, period, registered)
     return next_due(now, period, stamps.get(name))

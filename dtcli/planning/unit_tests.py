@@ -23,7 +23,7 @@ def check_unit_tests(project: Project, schemas: dict[str, tuple[Column, ...]], o
     out: dict[str, list[UnitTest]] = {}
     for name in order:
         table = project.tables[name]
-        cases = table.config.get("unit_tests") or []
+        cases = list(table.config.unit_tests)
         if not cases:
             continue
         if table.kind == "custom":

@@ -58,7 +58,7 @@ class Settings:
 
 
 def _check_keys(mapping: LineDict, allowed: set[str], file: Path, what: str) -> None:
-    from dtcli.project.table_config import TABLE_KEYS
+    from dtcli.config_keys import TABLE_KEYS
 
     for key in mapping:
         if key not in allowed:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
+from dtcli.config_keys import SHOWN_DEFAULTS, TABLE_KEYS, TableConfig
 from dtcli.errors import ConfigError, suggest
 from dtcli.model import Located
 from dtcli.planning.lag import parse_target_lag
@@ -18,16 +19,9 @@ from dtcli.project.table_values import backfill, columns, constraints, start_at
 from dtcli.project.unit_tests import parse_unit_tests
 from dtcli.project.yamlio import LineDict, expect_mapping
 
-TABLE_KEYS = {
-    "target_lag", "refresh_mode", "initialize", "frozen_where", "immutable_where", "backfill",
-    "start_at", "columns", "constraints", "partition_by", "cluster_by", "comment", "tags",
-    "enabled", "scheduler", "deletion_vectors", "sort_by_key", "max_rows_per_file",
-    "data_tests", "tests", "expectations", "unit_tests", "small_table_rows",
-}
 REFRESH_MODES = ("auto", "adaptive", "incremental", "full", "custom_incremental")
 INITIALIZE = ("on_create", "on_schedule")
 SCHEDULER = ("enable", "disable")
-DEFAULTS = {"target_lag": "1 hour", "refresh_mode": "auto", "initialize": "on_create"}
 
 
 def check_keys(config: dict[str, Any], origin: dict[str, Located], file: str) -> None:
@@ -76,7 +70,7 @@ def folder_layers(folders: LineDict, folder: str, file: Path) -> list[LineDict]:
 def merge_layers(layers: list[tuple[dict[str, Any], str, dict[str, int]]]) -> tuple[dict, dict]:
     """Merge (config, file, key->line) layers, later ones winning (tags add up); remember each
     key's origin."""
-    merged: dict[str, Any] = dict(DEFAULTS)
+    merged: dict[str, Any] = dict(SHOWN_DEFAULTS)
     origin: dict[str, Located] = {}
     for config, file, lines in layers:
         for key, value in config.items():
@@ -94,9 +88,21 @@ def _as_list(value: Any) -> list[Any]:
 
 
 def normalise(config: dict[str, Any], origin: dict[str, Located], file: str,
-              name: str | None = None) -> dict[str, Any]:
+              name: str | None = None) -> TableConfig:
     """Validate values and fold aliases; returns the config the rest of dt relies on. `name`:
     the table's, which its data tests' generated names carry."""
+    return typed(_checked(config, origin, file, name))
+
+
+def typed(values: dict[str, Any]) -> TableConfig:
+    """The checked values as a TableConfig: lists become tuples (a config does not change once
+    loaded); the keys present are remembered for reading by key."""
+    return TableConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in values.items()},
+                       written=frozenset(values))
+
+
+def _checked(config: dict[str, Any], origin: dict[str, Located], file: str,
+             name: str | None) -> dict[str, Any]:
     check_keys(config, origin, file)
 
     def where(key: str) -> dict[str, Any]:

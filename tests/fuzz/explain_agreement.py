@@ -68,7 +68,7 @@ def refused_as_incremental(checked) -> list[str]:
         upstream = checked.graph.ordered(checked.graph.upstream_closure({name}))
         if every and any(checked.modes[u].mode == FULL for u in upstream if u != name):
             continue        # FULL for its upstream: `incremental` is refused whatever its query
-        table = dataclasses.replace(project.tables[name], config={**project.tables[name].config, "refresh_mode": "incremental"})
+        table = dataclasses.replace(project.tables[name], config=project.tables[name].config.with_keys(refresh_mode="incremental"))
         one = dataclasses.replace(project, tables={**project.tables, name: table})
         graph = Graph(checked.graph.upstream, checked.graph.downstream, upstream)
         try:

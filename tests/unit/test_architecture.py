@@ -11,7 +11,7 @@ from collections import defaultdict
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "dtcli"
-RANK = {"model": 0, "errors": 0, "redact": 0, "lazy": 0, "data_tests": 0, "unit_tests": 0, "artifacts": 0,
+RANK = {"model": 0, "config_keys": 0, "errors": 0, "redact": 0, "lazy": 0, "data_tests": 0, "unit_tests": 0, "artifacts": 0,
         "events": 1, "sql": 1, "state": 2, "planning": 3, "engine": 3,
         "project": 4, "ui": 4, "api": 5, "cli": 6}
 

@@ -6,8 +6,11 @@ from __future__ import annotations
 
 import pytest
 
+from dtcli.config_keys import TableConfig
 from dtcli.engine.runtime.rewrite import applies
-from dtcli.model import SMALL_TABLE_ROWS, StepOptions
+from dtcli.model import StepOptions
+
+SMALL_TABLE_ROWS = TableConfig.small_table_rows
 
 
 def test_off_by_default_even_for_an_empty_dt():
