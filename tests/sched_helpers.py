@@ -6,11 +6,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from types import SimpleNamespace
 
 import pyarrow as pa
 from deltalake import CommitProperties, write_deltalake
 
+from dtcli.engine.launch.contract import LaunchResult
 from dtcli.model import Column, Frontier, Project
 from dtcli.planning import scheduler
 from dtcli.planning.checked import Checked, check
@@ -59,9 +59,9 @@ def in_process(spark):
     """A launcher for `api.execute` that runs the plan in this process's SparkSession."""
     from dtcli.engine.runtime.executor import execute_plan
 
-    def launch(project, plan, on_event):
+    def launch(project, plan, on_event, lock=None):
         records = execute_plan(spark, plan, on_event)
-        return SimpleNamespace(returncode=0, records=records, log_path=None)
+        return LaunchResult(returncode=0, records=records, done=True, started=True)
     return launch
 
 

@@ -9,11 +9,10 @@ application that asks, then plans; later runs plan straight from the kept answer
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
 
+from dtcli.engine.launch.contract import Launcher
 from dtcli.errors import ValidationError
 from dtcli.events import Events, LookingUp
 from dtcli.model import Plan, Project
@@ -22,7 +21,7 @@ from dtcli.state import reconcile, source_names
 from dtcli.state.lock import warehouse_lock
 
 
-def look_up(project: Project, *, launcher: Callable[..., Any] | None = None,
+def look_up(project: Project, *, launcher: Launcher | None = None,
             on_event: Events = lambda e: None, wait: float = 0.0) -> bool:
     """Ask the metastore for the sources this project reads by a name not yet (or no longer)
     known; True if it asked. A name that does not resolve is bad input: ValidationError with
@@ -36,8 +35,8 @@ def look_up(project: Project, *, launcher: Callable[..., Any] | None = None,
                 data_timestamp=datetime.now(timezone.utc).isoformat(), source_versions={}, steps=[],
                 resolutions=[{"name": s.name, "table": s.table} for s in todo])
     on_event(LookingUp([s.table for s in todo]))
-    with warehouse_lock(project, "look up source names", wait):
-        launched = launcher(project, plan, on_event)
+    with warehouse_lock(project, "look up source names", wait) as held:
+        launched = launcher(project, plan, on_event, held)
         reconcile.mark_recorded(project, plan.run_id)
     found = source_names.current(project.warehouse)
     for source in todo:

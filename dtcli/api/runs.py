@@ -14,12 +14,14 @@ from datetime import datetime, timezone
 from typing import Any
 
 from dtcli.api.lineage_transport import destination as lineage_destination
+from dtcli.engine.launch.contract import Launcher, LaunchResult
 from dtcli.events import Events, RefreshFinished, Suspended
 from dtcli.model import (
     MANUAL,
     NO_DATA,
     SCHEDULED,
     Plan,
+    Project,
     RefreshRecord,
     any_failed,
 )
@@ -29,7 +31,7 @@ from dtcli.planning.critical_path import critical_path_first
 from dtcli.planning.plan import build_plan
 from dtcli.state import catalog as catalog_state
 from dtcli.state import history, ledger, reconcile, scheduling
-from dtcli.state.lock import warehouse_lock
+from dtcli.state.lock import Held, WarehouseLock
 
 # Waiting longer than this for the lock means another run committed meanwhile: plan at the
 # moment the lock was obtained, not at the moment the command started.
@@ -109,11 +111,11 @@ def no_data_records(plan: Plan) -> list[RefreshRecord]:
     return [ledger.no_data(plan, s, stamp) for s in plan.steps if s.action == NO_DATA]
 
 
-def spark_submit(project, plan: Plan, on_event: Events):
+def spark_submit(project: Project, plan: Plan, on_event: Events, lock: Held | None = None) -> LaunchResult:
     """The default launcher: one spark-submit application for the whole plan."""
     from dtcli.engine.launch.launcher import launch
 
-    return launch(project, plan, on_event)
+    return launch(project, plan, on_event, lock)
 
 
 def _announce(record: RefreshRecord, result: RunResult, on_event: Events) -> None:
@@ -122,9 +124,10 @@ def _announce(record: RefreshRecord, result: RunResult, on_event: Events) -> Non
 
 
 def execute(checked: Checked, plan: Plan, on_event: Events = lambda e: None,
-            launcher: Callable[..., Any] = spark_submit) -> RunResult:
+            launcher: Launcher = spark_submit, lock: Held | None = None) -> RunResult:
     """Record NO_DATA steps without a JVM; run the rest in one spark-submit application
-    (`launcher` is injectable: tests and notebooks run the plan in-process)."""
+    (`launcher` is injectable: tests and notebooks run the plan in-process), which is handed
+    `lock`, the warehouse lock the caller holds."""
     project = checked.project
     result = RunResult(plan)
     quiet = no_data_records(plan)
@@ -133,11 +136,10 @@ def execute(checked: Checked, plan: Plan, on_event: Events = lambda e: None,
         _announce(record, result, on_event)
     if not plan.needs_spark:
         return result
-    launched = launcher(project, plan, on_event)
+    launched = launcher(project, plan, on_event, lock)
     result.launched, result.log_path = True, str(launched.log_path)
-    result.interrupted = bool(getattr(launched, "interrupted", False))
-    result.records.extend(r if isinstance(r, RefreshRecord) else RefreshRecord.from_dict(r)
-                          for r in launched.records)
+    result.interrupted = launched.interrupted
+    result.records.extend(launched.records)
     finished = {r.name for r in result.records}
     lost = [s for s in plan.spark_steps if s.name not in finished]
     not_started = _not_started(launched) if lost and not result.records else None
@@ -167,12 +169,12 @@ def execute(checked: Checked, plan: Plan, on_event: Events = lambda e: None,
     return result
 
 
-def _not_started(launched) -> str | None:
+def _not_started(launched: LaunchResult) -> str | None:
     """Why the application could not start a Spark session (a setting Spark rejects, a missing
     jar, no Java, a master it cannot reach), in Spark's own words; None if it started."""
-    if getattr(launched, "not_started", None):
+    if launched.not_started:
         return launched.not_started
-    if getattr(launched, "started", True):
+    if launched.started:
         return None
     from dtcli.engine.launch.launcher import last_error
 
@@ -199,9 +201,11 @@ def _auto_suspend(checked: Checked, on_event: Events) -> list[dict[str, Any]]:
 
 def run(checked: Checked, names: list[str] | None = None, *, full_refresh: bool = False,
         trigger: str = SCHEDULED, on_event: Events = lambda e: None, all_tables: bool = False,
-        wait: float = 0.0, launcher: Callable[..., Any] = spark_submit,
-        on_plan: Callable[[Plan], None] = lambda plan: None) -> RunResult:
-    """One `dt run` pass under the warehouse lock (`all_tables=False`: the lag-aware pass).
+        wait: float = 0.0, launcher: Launcher = spark_submit,
+        on_plan: Callable[[Plan], None] = lambda plan: None, locker: WarehouseLock | None = None) -> RunResult:
+    """One `dt run` pass under the warehouse lock (`all_tables=False`: the lag-aware pass),
+    taken by `locker` (a watch keeps one across its passes: see WarehouseLock) and handed to
+    the launcher.
 
     The project was checked before the lock is taken, so a project that does not validate
     writes nothing, not even the lock file; under the lock the snapshot is brought up to date,
@@ -209,7 +213,7 @@ def run(checked: Checked, names: list[str] | None = None, *, full_refresh: bool 
     project = checked.project
     lineage_to = lineage_destination(project)      # a bad OPENLINEAGE_CONFIG: an error before the lock
     asked = time.monotonic()
-    with warehouse_lock(project, "run" if trigger != MANUAL else "refresh", wait):
+    with (locker or WarehouseLock()).hold(project, "run" if trigger != MANUAL else "refresh", wait) as held:
         waited = time.monotonic() - asked > _WAITED
         checked.snapshot.refresh(project, datetime.now(timezone.utc) if waited else checked.now)
         # a run killed before it recorded everything: its rows first, then plan from them
@@ -227,7 +231,7 @@ def run(checked: Checked, names: list[str] | None = None, *, full_refresh: bool 
             from dtcli.api.lineage_emitter import lineage_run
 
             lineage = lineage_run(checked, plan, on_event, lineage_to)
-        result = execute(checked, plan, lineage or on_event, launcher)
+        result = execute(checked, plan, lineage or on_event, launcher, held)
     if lineage is not None:
         lineage.finish(result.records, interrupted=result.interrupted)
     result.decision = decision
@@ -284,7 +288,7 @@ def _register(checked: Checked, decision: scheduler.Decision, at: str) -> None:
 
 
 def refresh(checked: Checked, name: str, on_event: Events = lambda e: None, *, wait: float = 0.0,
-            launcher: Callable[..., Any] = spark_submit,
+            launcher: Launcher = spark_submit,
             on_plan: Callable[[Plan], None] = lambda plan: None) -> RunResult:
     """MANUAL refresh of one DT now, with the upstream DTs it needs, suspended or not."""
     return run(checked, [checked.project.table_key(name)], trigger=MANUAL, on_event=on_event,

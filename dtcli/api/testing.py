@@ -11,12 +11,12 @@ tests of the DTs it refreshed or that it left as they were.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any
 
 from dtcli.api.runs import RunResult, run, spark_submit
+from dtcli.engine.launch.contract import Launcher
 from dtcli.events import Events
 from dtcli.model import FAILURE_STATES, SUCCEEDED, Plan, RefreshRecord
 from dtcli.planning import selectors
@@ -45,7 +45,7 @@ class TestResult:
 
 
 def test(checked: Checked, names: list[str] | None = None, *, on_event: Events = lambda e: None,
-         launcher: Callable[..., Any] = spark_submit, command: str = "test") -> TestResult:
+         launcher: Launcher = spark_submit, command: str = "test") -> TestResult:
     """Run the selected tables' data tests (`names`: selectors; a source's or seed's name selects
     it; none: everything) over the tables as they are. Their results are kept in the warehouse's
     `_dt/test_results` (one commit, no JVM) for `dt show test-results`."""
@@ -53,10 +53,10 @@ def test(checked: Checked, names: list[str] | None = None, *, on_event: Events =
     result = TestResult(planned.plan, not_created=planned.not_created)
     if not planned.plan.steps:
         return result
-    launched = launcher(checked.project, planned.plan, on_event)
-    result.log_path = str(launched.log_path) if getattr(launched, "log_path", None) else None
-    result.interrupted = bool(getattr(launched, "interrupted", False))
-    result.records = [r if isinstance(r, RefreshRecord) else RefreshRecord.from_dict(r) for r in launched.records]
+    launched = launcher(checked.project, planned.plan, on_event, None)   # it writes no table: no lock
+    result.log_path = str(launched.log_path) if launched.log_path else None
+    result.interrupted = launched.interrupted
+    result.records = list(launched.records)
     done = {r.name for r in result.records}
     lost = [s for s in planned.plan.steps if s.name not in done]
     if lost:
@@ -85,7 +85,7 @@ class BuildResult:
 
 def build(checked: Checked, names: list[str] | None = None, *, all_tables: bool = False,
           full_refresh: bool = False, wait: float = 0.0, on_event: Events = lambda e: None,
-          on_plan=lambda plan: None, launcher: Callable[..., Any] = spark_submit) -> BuildResult:
+          on_plan=lambda plan: None, launcher: Launcher = spark_submit) -> BuildResult:
     """Test the sources the selection reads, run the selection (without the DTs a failed source
     test holds back), then test the selected DTs."""
     project, graph = checked.project, checked.graph

@@ -20,10 +20,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 from dtcli.api.runs import execute, plan_run
+from dtcli.engine.launch.contract import LaunchResult
 from dtcli.errors import EXIT_REFRESH_FAILED, DtError
 from dtcli.model import INCREMENTAL, MANUAL, SUCCEEDED, Project, SourceDef, TableDef
 from dtcli.planning import selectors
@@ -188,8 +188,8 @@ def _refresh(spark, project: Project, name: str):
                             use_cache=False)
     plan = plan_run(checked, [name], trigger=MANUAL)
 
-    def launcher(project, plan, on_event):
-        return SimpleNamespace(returncode=0, records=execute_plan(spark, plan, on_event), log_path=None)
+    def launcher(project, plan, on_event, lock=None):
+        return LaunchResult(returncode=0, records=execute_plan(spark, plan, on_event), done=True, started=True)
 
     result = execute(checked, plan, launcher=launcher)
     return next(r for r in result.records if r.name == name)

@@ -15,15 +15,16 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
-from typing import Any
 
 from dtcli.api.runs import RunResult, run
+from dtcli.engine.launch.contract import Launcher
 from dtcli.events import Events
 from dtcli.model import SUCCEEDED
 from dtcli.planning import refresh_times, scheduler
 from dtcli.planning.checked import Checked
 from dtcli.planning.schedule import Clock
 from dtcli.state import scheduling
+from dtcli.state.lock import WarehouseLock
 
 OnPass = Callable[[int, RunResult, "datetime | None"], None]
 
@@ -69,7 +70,7 @@ class BehindWarnings:
 
 def watch(check: Callable[[datetime], Checked], names: list[str] | None = None, *, clock: Clock,
           max_ticks: int | None = None, wait: float = 0.0, on_pass: OnPass = lambda *a: None,
-          on_event: Events = lambda e: None, launcher: Callable[..., Any] | None = None,
+          on_event: Events = lambda e: None, launcher: Launcher | None = None,
           idle_timeout: float | None = None) -> int:
     """Run scheduling passes until `max_ticks` passes ran, nothing is scheduled, or Ctrl-C.
     `check(now)` loads and checks the project for one pass. Passes share one warm Spark
@@ -78,11 +79,13 @@ def watch(check: Callable[[datetime], Checked], names: list[str] | None = None, 
 
     engine = WarmEngine(idle_timeout or DEFAULT_IDLE_TIMEOUT) if launcher is None else None
     launch = engine.launch if engine else launcher
+    # one taker for every pass: the warm application shares the lock's description between them
+    locker = WarehouseLock()
     passes = 0
     try:
         while True:
             checked = check(clock.now())
-            result = run(checked, names, wait=wait, on_event=on_event, launcher=launch)
+            result = run(checked, names, wait=wait, on_event=on_event, launcher=launch, locker=locker)
             passes += 1
             wake = next_wake(checked, result, clock.now())
             on_pass(passes, result, wake)

@@ -48,11 +48,13 @@ def lock_path(project: Project) -> Path:
 
 @dataclass
 class Held:
-    """The lock as this process holds it: `fd` is what a child must inherit to keep holding it."""
+    """The lock as this process holds it: `fd` is what a child must inherit to keep holding it.
+    It is handed down explicitly (api → launcher): nothing looks it up."""
 
     path: Path
     fd: int | None
     holder: dict[str, Any] = field(default_factory=dict)
+    taker: WarehouseLock | None = field(default=None, repr=False, compare=False)
 
     def note(self, **facts: Any) -> None:
         """Add to what the lock file says about its holder (spark-submit's pid, the app id)."""
@@ -62,49 +64,108 @@ class Held:
             os.ftruncate(self.fd, 0)
             os.pwrite(self.fd, text.encode(), 0)
 
+    def share(self) -> None:
+        """Keep the lock's description open after the lock scope ends, unlocked: a long-lived
+        child (the warm application of `dt run --watch`) holds it, and the next scope of the same
+        `WarehouseLock` locks that description again, so the child holds that lock too while it
+        commits."""
+        if self.fd is not None and self.taker is not None:
+            self.taker.keep(self.path, self.fd)
 
-_held: dict[str, Held] = {}          # lock path -> the lock this process holds there now
-_shared: dict[str, int] = {}         # lock path -> a description a living child still shares
+    def unshare(self) -> None:
+        """The child that shared the description is gone: nobody needs it kept open."""
+        if self.taker is not None:
+            self.taker.release_kept()
 
 
 def warehouse_lock(project: Project, command: str, wait_seconds: float = 0.0):
     """Hold the warehouse lock; wait up to `wait_seconds` for another run (or the Spark
-    application of a run whose dt is gone) to finish. Yields a `Held`."""
-    if lease.supports(project.warehouse):
-        return _leased(project, command, wait_seconds)
-    return _flock(project, command, wait_seconds)
+    application of a run whose dt is gone) to finish. Yields a `Held`. A fresh taker: for
+    scopes that share nothing with a child that outlives them (see `WarehouseLock`)."""
+    return WarehouseLock().hold(project, command, wait_seconds)
 
 
-@contextmanager
-def _leased(project: Project, command: str, wait_seconds: float) -> Iterator[Held]:
-    """The S3 lease, seen as a `Held` with nothing for a child to inherit: the driver renews
-    the lease itself (lease.renew_in_driver)."""
-    key = str(lock_path(project))
-    with lease.warehouse_lease(project.warehouse, command, wait_seconds) as taken:
-        _held[key] = Held(lock_path(project), None, {"lease": taken.uri, "command": f"dt {command}"})
+class WarehouseLock:
+    """Takes the warehouse lock scope after scope (`hold`), for one owner: the passes of a
+    `dt run --watch` take one each. Between scopes it keeps at most one description open that
+    a living child shares (`Held.share`), and locks that same description in the next scope:
+    a flock belongs to the open description, so a new one would be refused while the child
+    holds the shared one."""
+
+    def __init__(self) -> None:
+        self._kept: tuple[str, int] | None = None    # (lock path, description) a living child shares
+        self._holding: set[str] = set()              # lock paths one of this taker's scopes holds now
+
+    def hold(self, project: Project, command: str, wait_seconds: float = 0.0):
+        """Hold the warehouse lock (a context manager yielding a `Held`)."""
+        if lease.supports(project.warehouse):
+            return self._leased(project, command, wait_seconds)
+        return self._flock(project, command, wait_seconds)
+
+    def keep(self, path: Path, fd: int) -> None:
+        self._kept = (str(path), fd)
+
+    def release_kept(self) -> None:
+        kept, self._kept = self._kept, None
+        if kept is not None and kept[0] not in self._holding:
+            os.close(kept[1])        # (a scope holding it closes it as it ends)
+
+    def _kept_fd(self, key: str) -> int | None:
+        return self._kept[1] if self._kept is not None and self._kept[0] == key else None
+
+    @contextmanager
+    def _leased(self, project: Project, command: str, wait_seconds: float) -> Iterator[Held]:
+        """The S3 lease, seen as a `Held` with nothing for a child to inherit: the driver renews
+        the lease itself (lease.renew_in_driver)."""
+        key = str(lock_path(project))
+        with lease.warehouse_lease(project.warehouse, command, wait_seconds) as taken:
+            self._holding.add(key)
+            try:
+                yield Held(lock_path(project), None, {"lease": taken.uri, "command": f"dt {command}"}, self)
+            finally:
+                self._holding.discard(key)
+
+    @contextmanager
+    def _flock(self, project: Project, command: str, wait_seconds: float) -> Iterator[Held]:
+        path = lock_path(project)
+        key = str(path)
+        fd = self._kept_fd(key)
+        if key in self._holding and fd is not None:   # the shared description would lock twice
+            raise _busy(path, 0.0)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if fd is None:
+            fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        deadline = time.monotonic() + max(0.0, wait_seconds)
+        told = False
         try:
-            yield _held[key]
+            while True:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                    break
+                except BlockingIOError:
+                    if not told and wait_seconds > 0:
+                        told = True   # a silent wait looks like a hang
+                        sys.stderr.write(f"waiting up to {wait_seconds:g} s for the warehouse lock "
+                                         f"({describe(read_holder(path)) or path})\n")
+                    if time.monotonic() >= deadline:
+                        raise _busy(path, wait_seconds) from None
+                    time.sleep(POLL_SECONDS)
+        except BaseException:
+            if self._kept_fd(key) != fd:
+                os.close(fd)
+            raise
+        lock = Held(path, fd, taker=self)
+        lock.note(dt_pid=os.getpid(), dt_start=start_time(os.getpid()), command=f"dt {command}",
+                  since=datetime.now(timezone.utc).isoformat(timespec="seconds"))
+        self._holding.add(key)
+        try:
+            yield lock
         finally:
-            del _held[key]
-
-
-def held(project: Project) -> Held | None:
-    """The lock this process holds on the project's warehouse (the launcher hands it on)."""
-    return _held.get(str(lock_path(project)))
-
-
-def share(lock: Held) -> None:
-    """Keep the lock's description open after the lock scope ends, unlocked: a long-lived child
-    (the warm application of `dt run --watch`) holds it, and the next scope locks the same
-    description again, so the child holds that lock too while it commits."""
-    if lock.fd is not None:
-        _shared[str(lock.path)] = lock.fd
-
-
-def unshare(project: Project) -> None:
-    fd = _shared.pop(str(lock_path(project)), None)
-    if fd is not None and str(lock_path(project)) not in _held:
-        os.close(fd)
+            self._holding.discard(key)
+            if self._kept_fd(key) == fd:
+                fcntl.flock(fd, fcntl.LOCK_UN)   # the child keeps the description, not the lock
+            else:
+                os.close(fd)   # a child that inherited it keeps the lock until it exits
 
 
 def renewer(warehouse: str, holder: dict[str, Any] | None = None) -> Callable[[], bool]:
@@ -114,49 +175,6 @@ def renewer(warehouse: str, holder: dict[str, Any] | None = None) -> Callable[[]
     if lease.supports(warehouse):
         return lambda: not lease.driver_lease_lost()
     return lambda: True
-
-
-@contextmanager
-def _flock(project: Project, command: str, wait_seconds: float) -> Iterator[Held]:
-    path = lock_path(project)
-    key = str(path)
-    if key in _held and key in _shared:   # the shared description would lock twice
-        raise _busy(path, 0.0)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd = _shared.get(key)
-    if fd is None:
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-    deadline = time.monotonic() + max(0.0, wait_seconds)
-    told = False
-    try:
-        while True:
-            try:
-                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
-            except BlockingIOError:
-                if not told and wait_seconds > 0:
-                    told = True   # a silent wait looks like a hang
-                    sys.stderr.write(f"waiting up to {wait_seconds:g} s for the warehouse lock "
-                                     f"({describe(read_holder(path)) or path})\n")
-                if time.monotonic() >= deadline:
-                    raise _busy(path, wait_seconds) from None
-                time.sleep(POLL_SECONDS)
-    except BaseException:
-        if key not in _shared:
-            os.close(fd)
-        raise
-    lock = Held(path, fd)
-    lock.note(dt_pid=os.getpid(), dt_start=start_time(os.getpid()), command=f"dt {command}",
-              since=datetime.now(timezone.utc).isoformat(timespec="seconds"))
-    _held[key] = lock
-    try:
-        yield lock
-    finally:
-        del _held[key]
-        if key in _shared:
-            fcntl.flock(fd, fcntl.LOCK_UN)   # the child keeps the description, not the lock
-        else:
-            os.close(fd)   # a child that inherited it keeps the lock until it exits
 
 
 def _busy(path: Path, waited: float) -> LockTimeout:

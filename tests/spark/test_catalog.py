@@ -34,7 +34,7 @@ def _run(spark, root, events=None, launcher=None, **kw):
                    on_event=((lambda e: events.append(to_wire(e))) if events is not None else lambda e: None), **kw)
 
 
-def _no_spark(project, plan, on_event):
+def _no_spark(project, plan, on_event, lock=None):
     raise AssertionError(f"no Spark application expected, plan: {plan.to_json()}")
 
 

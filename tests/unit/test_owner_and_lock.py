@@ -28,7 +28,7 @@ from dtcli.engine.launch.launcher import lock_fds
 project = SimpleNamespace(warehouse=sys.argv[1], target_dir=None)
 with warehouse_lock(project, "run") as held:
     child = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
-                             start_new_session=True, pass_fds=lock_fds(project))
+                             start_new_session=True, pass_fds=lock_fds(held))
     held.note(spark_submit_pid=child.pid, application_id="local-123")
     print(os.getpid(), child.pid, flush=True)
     time.sleep(60)

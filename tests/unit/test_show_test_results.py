@@ -4,12 +4,12 @@ refresh history (audits) and `_dt/test_results` (`dt test`, `dt build`), whichev
 from __future__ import annotations
 
 import textwrap
-from types import SimpleNamespace
 
 import pyarrow as pa
 from deltalake import write_deltalake
 
 from dtcli import api
+from dtcli.engine.launch.contract import LaunchResult
 from dtcli.model import FAILED, INCREMENTAL, SUCCEEDED, RefreshRecord
 from dtcli.state import ledger, test_results
 from tests.helpers import dt, dt_process, no_java_env, write_project
@@ -80,12 +80,12 @@ def test_the_newest_result_of_each_check_from_refreshes_and_dt_test(tmp_path):
         [_record("orders", SUCCEEDED, "2026-11-26T10:00:00+00:00", [_result(ids, nn, "pass")])], "test"))
 
     # the wiring: `dt test` records what its application found, the sources' tests included
-    def launcher(project, plan, on_event):
+    def launcher(project, plan, on_event, lock=None):
         records = [_record(s.name, FAILED, "2026-11-26T10:05:00+00:00",
                            [_result(ids, c.name, "fail" if c.name == "big_amounts" else "pass", 3 if
                                     c.name == "big_amounts" else 0, table=s.name) for c in s.options.audit.checks])
                    for s in plan.steps]
-        return SimpleNamespace(records=records, log_path=None, interrupted=False)
+        return LaunchResult(returncode=0, records=records, done=True, started=True)
 
     from dtcli.api.testing import test
 

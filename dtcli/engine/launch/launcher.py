@@ -12,11 +12,11 @@ import os
 import subprocess
 import sys
 from contextlib import nullcontext
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from dtcli.engine.launch import class_archive, secret_conf
 from dtcli.engine.launch import jars as jarlib
+from dtcli.engine.launch.contract import LaunchResult
 from dtcli.engine.launch.spark_conf import catalog_conf, jit_options, session_conf
 from dtcli.engine.owner_watch import Heartbeat
 from dtcli.engine.protocol import EVENT_PREFIX, STOP_FILE
@@ -32,22 +32,11 @@ from dtcli.events import (
     Stopping,
     from_wire,
 )
-from dtcli.model import Plan, Project, RefreshRecord, join_path
+from dtcli.model import Plan, Project, join_path
 from dtcli.redact import scrub, scrub_file
-from dtcli.state import lock as locks
 from dtcli.state import owner, reconcile
+from dtcli.state.lock import Held
 from dtcli.state.storage import uses_s3a
-
-
-@dataclass
-class LaunchResult:
-    returncode: int
-    records: list[RefreshRecord] = field(default_factory=list)
-    log_path: Path | None = None
-    done: bool = False
-    interrupted: bool = False     # the user stopped the run (Ctrl-C, SIGTERM): the rest was SKIPPED
-    started: bool = False         # the driver's Python ran (spark-submit found Java, the jars)
-    not_started: str | None = None    # why the driver could not start a Spark session
 
 
 def spark_home() -> Path:
@@ -133,30 +122,30 @@ def heartbeat_path(project: Project, run_id: str) -> str:
     return join_path(project.warehouse, "_dt", "runs", run_id, "heartbeat")
 
 
-def lock_fds(project: Project) -> tuple[int, ...]:
+def lock_fds(lock: Held | None) -> tuple[int, ...]:
     """The warehouse lock's descriptor, for spark-submit to inherit: the lock then stays held
     until the application exits, even when dt is killed first."""
-    held = locks.held(project)
-    return (held.fd,) if held is not None and held.fd is not None else ()
+    return (lock.fd,) if lock is not None and lock.fd is not None else ()
 
 
-def noting_application(project: Project, on_event: Events):
+def noting_application(lock: Held | None, on_event: Events) -> Events:
     """Pass events on; write the application's id into the lock file once the driver says it."""
     def seen(event: RunEvent) -> None:
-        held = locks.held(project)
-        if isinstance(event, PlanStarted) and held is not None:
-            held.note(application_id=event.application_id)
+        if isinstance(event, PlanStarted) and lock is not None:
+            lock.note(application_id=event.application_id)
         on_event(event)
     return seen
 
 
-def launch(project: Project, plan: Plan, on_event: Events) -> LaunchResult:
+def launch(project: Project, plan: Plan, on_event: Events, lock: Held | None = None) -> LaunchResult:
+    """The cold launcher (a `contract.Launcher`): one spark-submit application for the plan,
+    holding `lock` (the caller's warehouse lock) until it exits."""
     plan_path = write_plan(project, plan)
     run_dir = plan_path.parent
     log_path = run_dir / "spark-submit.log"
     env = submit_env()
     result = LaunchResult(returncode=-1, log_path=log_path)
-    on_event = noting_application(project, on_event)
+    on_event = noting_application(lock, on_event)
     beating = Heartbeat(heartbeat_path(project, plan.run_id)) if cluster_mode(project) else nullcontext()
     with open(log_path, "w", encoding="utf-8") as log, beating:
         # Its own session: a terminal's Ctrl-C reaches dt only, which asks the driver to stop
@@ -168,9 +157,9 @@ def launch(project: Project, plan: Plan, on_event: Events) -> LaunchResult:
         proc = subprocess.Popen(command,
                                 stdout=subprocess.PIPE, stderr=log, stdin=subprocess.DEVNULL, text=True,
                                 env=env, cwd=project.root, start_new_session=True,
-                                pass_fds=lock_fds(project))
-        if locks.held(project) is not None:
-            locks.held(project).note(spark_submit_pid=proc.pid)
+                                pass_fds=lock_fds(lock))
+        if lock is not None:
+            lock.note(spark_submit_pid=proc.pid)
         assert proc.stdout is not None
         interrupted = False
         while True:

@@ -1,8 +1,8 @@
 """A warm Spark application for `dt run --watch`: one spark-submit for many passes.
 
 A cold `dt run` pays a JVM start, Spark's start-up and a cold JIT on every pass: on a small
-change that is most of the pass. `WarmEngine.launch` has the signature of `launcher.launch`
-(so `api.run` takes either) but keeps the application between plans: each plan's path is sent
+change that is most of the pass. `WarmEngine.launch` is a `contract.Launcher`, as
+`launcher.launch` is (so `api.run` takes either), but keeps the application between plans: each plan's path is sent
 over a loopback socket the driver connects to (`driver.py --serve`, see serve.py), and its
 events are read from the driver's stdout until "done". When dt dies, the kernel closes the
 socket and the driver stops after its refresh in flight.
@@ -48,7 +48,7 @@ from dtcli.engine.protocol import STOP_FILE, TOKEN_ENV
 from dtcli.events import Events, PlanStarted, RunEvent, Stopping
 from dtcli.model import Plan, Project
 from dtcli.redact import scrub_file
-from dtcli.state import lock as locks
+from dtcli.state.lock import Held
 
 DEFAULT_IDLE_TIMEOUT = 300.0   # seconds: a few minutes, so a cluster is freed between sparse passes
 RESTART_MARGIN = 5.0           # restart ourselves this long before the driver's own idle exit
@@ -66,23 +66,24 @@ class WarmEngine:
         self._conn: socket.socket | None = None
         self._listener: socket.socket | None = None
         self._token = ""
-        self._project: Project | None = None
+        self._sharing: Held | None = None    # the lock whose description the application shares
         self._app_id: str | None = None
 
-    def launch(self, project: Project, plan: Plan, on_event: Events) -> LaunchResult:
+    def launch(self, project: Project, plan: Plan, on_event: Events, lock: Held | None = None) -> LaunchResult:
+        """Run the plan in the warm application (a `contract.Launcher`); `lock`: this pass's
+        warehouse lock, which a newly started application inherits and shares between passes."""
         if project.spark_conf.get("spark.submit.deployMode") == "cluster":
             # the driver runs on the cluster and cannot reach dt's loopback socket: one
             # application per pass, as a plain `dt run`
-            return launch(project, plan, on_event)
+            return launch(project, plan, on_event, lock)
         plan_path = write_plan(project, plan)
         settings, started = self.commands(project)
         if not self._usable(settings):
             self.close()
-            self._start(project, settings, plan_path.parent, started)
-        held = locks.held(project)
-        if held is not None:
-            held.note(spark_submit_pid=self._proc.pid, application_id=self._app_id)
-        on_event = self._noting(project, on_event)
+            self._start(project, settings, plan_path.parent, started, lock)
+        if lock is not None:
+            lock.note(spark_submit_pid=self._proc.pid, application_id=self._app_id)
+        on_event = self._noting(lock, on_event)
         assert self._proc is not None and self._proc.stdout is not None
         result = LaunchResult(returncode=-1, log_path=self._log_path, started=True)   # it serves
         try:
@@ -124,8 +125,8 @@ class WarmEngine:
         return (submit_command(project, None, conf=conf),
                 submit_command(project, None, archive=archive, conf=conf))
 
-    def _noting(self, project: Project, on_event: Events):
-        noted = noting_application(project, on_event)
+    def _noting(self, lock: Held | None, on_event: Events) -> Events:
+        noted = noting_application(lock, on_event)
 
         def seen(event: RunEvent) -> None:
             if isinstance(event, PlanStarted):
@@ -139,7 +140,8 @@ class WarmEngine:
         margin = min(RESTART_MARGIN, self.idle_timeout / 2)
         return time.monotonic() - self._idle_since < self.idle_timeout - margin
 
-    def _start(self, project: Project, settings: list[str], run_dir: Path, started: list[str]) -> None:
+    def _start(self, project: Project, settings: list[str], run_dir: Path, started: list[str],
+               lock: Held | None) -> None:
         """`settings`: the command the restart check compares; `started`: the same with the class
         archive's option (what is run)."""
         self._listener = socket.create_server(("127.0.0.1", 0))
@@ -155,11 +157,10 @@ class WarmEngine:
         # the lock held until the refresh in flight is over.
         self._proc = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                                       stderr=self._log, text=True, cwd=project.root, start_new_session=True,
-                                      env={**submit_env(), TOKEN_ENV: self._token}, pass_fds=lock_fds(project))
-        held = locks.held(project)
-        if held is not None:
-            locks.share(held)
-        self._project, self._app_id = project, None
+                                      env={**submit_env(), TOKEN_ENV: self._token}, pass_fds=lock_fds(lock))
+        if lock is not None:
+            lock.share()
+        self._sharing, self._app_id = lock, None
         self._command = settings
         self.starts += 1
 
@@ -211,5 +212,6 @@ class WarmEngine:
             self._log = None
             if self._log_path is not None:
                 scrub_file(self._log_path)    # Spark's stderr went straight to the file
-        if self._project is not None:
-            locks.unshare(self._project)     # the application is gone: nobody shares the lock
+        sharing, self._sharing = self._sharing, None
+        if sharing is not None:
+            sharing.unshare()     # the application is gone: nobody shares the lock
