@@ -56,6 +56,10 @@ _CALLED = {
     exp.Stddev: ("stddev",), exp.First: ("first",), exp.AnyValue: ("any_value",),
     exp.LogicalAnd: ("bool_and", "every"), exp.Trim: ("trim",), exp.Pow: ("pow",),
     exp.Left: ("left",), exp.Right: ("right",), exp.Replace: ("replace",),
+    exp.Grouping: ("grouping",), exp.GroupingId: ("grouping_id",), exp.CountIf: ("count_if",),
+    exp.StddevSamp: ("stddev_samp",), exp.StddevPop: ("stddev_pop",),
+    exp.Variance: ("variance", "var_samp"), exp.VariancePop: ("var_pop",),
+    exp.ArrayUniqueAgg: ("collect_set",),
 }
 # functions whose name Spark prints in its own spelling, whatever they were called
 _SPELT = {exp.Floor: "FLOOR", exp.Ceil: "CEIL", exp.Sqrt: "SQRT", exp.ArrayAgg: "collect_list"}
@@ -128,6 +132,8 @@ class _Names:
             return f"(IF({self.names([e.this, e.args['true'], e.args['false']])}))"
         if isinstance(e, exp.Count):
             return self.count(e)
+        if isinstance(e, exp.Filter) and isinstance(e.expression, exp.Where):
+            return f"{self.name(e.this)} FILTER (WHERE {self.name(e.expression.this)})"
         if isinstance(e, exp.Substring):
             return self.substring(e)
         if isinstance(e, exp.DPipe):
