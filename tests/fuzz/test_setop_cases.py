@@ -63,6 +63,15 @@ CASES = {
     "with_rollup": "SELECT t1.g, t1.k, SUM(t1.v) AS s FROM a AS t1 GROUP BY t1.g, t1.k WITH ROLLUP",
     "only_total": "SELECT COUNT(*) AS n, SUM(t1.v) AS s FROM a AS t1 WHERE t1.v > 2 GROUP BY GROUPING SETS (())",
     "two_totals": "SELECT COUNT(*) AS n, MIN(t1.g) AS g FROM a AS t1 WHERE t1.v > 2 GROUP BY GROUPING SETS ((), ())",
+    # windows over the groups of every set (TPC-DS q36, q70, q86): evaluated over the UNION ALL
+    "rollup_rank": "SELECT t1.k, t1.g, SUM(t1.v) AS s, GROUPING(t1.k) + GROUPING(t1.g) AS lvl, "
+                   "RANK() OVER (PARTITION BY GROUPING(t1.k) + GROUPING(t1.g), CASE WHEN GROUPING(t1.g) = 0 "
+                   "THEN t1.k END ORDER BY SUM(t1.v) DESC) AS r FROM a AS t1 GROUP BY ROLLUP (t1.k, t1.g)",
+    "cube_level_share": "SELECT t1.g, t1.k, COUNT(*) AS n, COUNT(*) * 100 / SUM(COUNT(*)) OVER "
+                        "(PARTITION BY GROUPING_ID(t1.g, t1.k)) AS pct FROM a AS t1 WHERE t1.v <> 2 "
+                        "GROUP BY CUBE (t1.g, t1.k)",
+    "sets_global_rank": "SELECT t1.g, MAX(t1.v) AS m, DENSE_RANK() OVER (ORDER BY MAX(t1.v)) + 1 AS dr "
+                        "FROM a AS t1 GROUP BY GROUPING SETS ((t1.g), ()) HAVING COUNT(*) > 1",
     # outer joins in the forms users write
     "on_parens": "SELECT t1.k, t1.v, t2.w FROM a AS t1 LEFT JOIN b AS t2 ON (t1.k = t2.k AND t2.w > 1)",
     "on_parens_full": "SELECT t1.k AS k1, t2.k AS k2, t2.w FROM a AS t1 FULL OUTER JOIN b AS t2 "

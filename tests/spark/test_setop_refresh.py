@@ -90,6 +90,10 @@ GROUPING_SETS = {
     "mixed": "SELECT k, g, COUNT(*) AS n FROM a GROUP BY k, g WITH ROLLUP",
     # its key is not an output: each grouping set's groups are netted row by row
     "hidden": "SELECT g, SUM(v) AS s FROM a GROUP BY ROLLUP (g, k)",
+    # TPC-DS q36's shape: each level ranked within its parent, over the UNION ALL of the sets
+    "ranked": "SELECT k, g, SUM(v) AS s, GROUPING(k) + GROUPING(g) AS lvl, RANK() OVER (PARTITION BY "
+              "GROUPING(k) + GROUPING(g), CASE WHEN GROUPING(g) = 0 THEN k END ORDER BY SUM(v) DESC) AS r "
+              "FROM a GROUP BY ROLLUP (k, g)",
 }
 
 

@@ -83,8 +83,29 @@ def test_a_top_n_key_that_is_not_an_output_is_a_hidden_column_of_every_branch():
     assert unsupported_reason(inner, ["a", "b"]) is None
 
 
+def test_windows_over_the_groups_are_evaluated_over_the_union_all():
+    """TPC-DS q36's shape: each level of a ROLLUP ranked within its parent, the top rows kept.
+    The block computes what the window reads per group; a SELECT over the UNION ALL ranks."""
+    sql = ("SELECT k, g, SUM(v) AS s, GROUPING(k) + GROUPING(g) AS lvl,\n"
+           "RANK() OVER (PARTITION BY GROUPING(k) + GROUPING(g), CASE WHEN GROUPING(g) = 0 THEN k END\n"
+           "ORDER BY SUM(v) DESC) AS r\nFROM a\nGROUP BY ROLLUP (k, g)\n"
+           "ORDER BY lvl DESC, CASE WHEN lvl = 0 THEN k END, r\nLIMIT 10")
+    analysis, resolved = checked(sql)
+    assert analysis.incremental, analysis.blockers
+    out = resolved.query.sql(dialect="spark")
+    assert out.startswith("SELECT __dt_gw1.k AS k, __dt_gw1.g AS g, __dt_gw1.s AS s, __dt_gw1.lvl AS lvl, "
+                          "RANK() OVER (PARTITION BY __dt_gw1.__dt_w0, __dt_gw1.__dt_w1 ORDER BY "
+                          "__dt_gw1.__dt_w2 DESC) AS r FROM ("), out
+    assert out.endswith(") AS __dt_gw1 ORDER BY lvl DESC, CASE WHEN lvl = 0 THEN k END, r LIMIT 10"), out
+    assert "CAST(1 AS TINYINT) + CAST(1 AS TINYINT) AS __dt_w0" in out      # the grand total's level
+    rows = [op for op in analysis.operators if op.operator.startswith("GROUP BY")]
+    assert len(rows) == 1 and rows[0].operator.endswith("UNION ALL of one GROUP BY per grouping set (3)")
+
+
 @pytest.mark.parametrize("sql, reason", [
-    ("SELECT k, SUM(v) AS s, RANK() OVER (PARTITION BY k ORDER BY SUM(v)) AS r FROM a GROUP BY ROLLUP (k)",
+    ("SELECT k, SUM(v) AS s FROM a GROUP BY ROLLUP (k) QUALIFY RANK() OVER (ORDER BY SUM(v)) = 1",
+     "GROUPING SETS / ROLLUP / CUBE are refreshed FULL"),
+    ("SELECT k, SUM(v) AS s, FIRST_VALUE(k) IGNORE NULLS OVER (ORDER BY SUM(v)) AS r FROM a GROUP BY ROLLUP (k)",
      "GROUPING SETS / ROLLUP / CUBE are refreshed FULL"),
     ("SELECT DISTINCT k, COUNT(*) AS n FROM a GROUP BY ROLLUP (k, g)",
      "DISTINCT over an aggregation is refreshed FULL"),

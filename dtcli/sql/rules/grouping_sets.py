@@ -23,10 +23,11 @@ recomputing the groups a change touches, so the block becomes the UNION ALL of t
   groups), and a SELECT over the UNION ALL sorts by them and does not select them.
 
 The branches are listed with the set of most keys first (explain labels that block's GROUP BY
-with this rewrite; the others are marked as copies, which explain does not list again). Left as
-written, and refreshed FULL: window functions, QUALIFY or DISTINCT over the groups (they see
-every set's rows at once), a `*` in the SELECT list, a top-N over outputs without one name each,
-and Hive's `grouping__id` column.
+with this rewrite; the others are marked as copies, which explain does not list again). Window
+functions over the groups see every set's rows at once: they are evaluated by a SELECT over the
+UNION ALL (_grouped_windows.py). Left as written, and refreshed FULL: QUALIFY or DISTINCT over
+the groups, a `*` in the SELECT list, a top-N over outputs without one name each, and Hive's
+`grouping__id` column.
 
 >>> import sqlglot
 >>> from dtcli.sql.rules import Notes
@@ -79,6 +80,7 @@ from sqlglot import exp
 
 from dtcli.sql import functions as fn
 from dtcli.sql.analysis.nodes import first_start, text_of
+from dtcli.sql.rules import _grouped_windows
 from dtcli.sql.rules._blocks import Fresh
 from dtcli.sql.rules._notes import COPY, Notes, Rewrite
 
@@ -86,6 +88,7 @@ RULE = "grouping_sets"
 _MODIFIERS = ("with_", "with", "order", "limit", "offset", "sort", "cluster", "distribute")
 STRATEGY = "recompute the groups whose keys changed, in each grouping set"
 WRAPPED = "__dt_gs"      # the SELECT over the UNION ALL that sorts by hidden keys (then drops them)
+WINDOWED = "__dt_gw"     # the SELECT over the UNION ALL that evaluates the block's windows
 GRAND_TOTAL = ("the grand total (the empty grouping set) is an aggregate over the whole input: "
                "every change recomputes it from all the input's rows")
 
@@ -130,8 +133,9 @@ def _rewrite(sel: exp.Select, notes: Notes, fresh: Fresh) -> exp.Query:
     outputs = [e.unalias() for e in sel.expressions]
     if any(isinstance(e, exp.Star) or (isinstance(e, exp.Column) and e.is_star) for e in outputs):
         raise _Refused
-    if sel.args.get("distinct") or sel.args.get("qualify") or sel.args.get("windows") or any(
-            isinstance(n, exp.Window) for e in sel.expressions for n in e.walk()):
+    if any(_grouped_windows.has_window(e) for e in sel.expressions):
+        return _windowed(sel, notes, fresh)
+    if sel.args.get("distinct") or sel.args.get("qualify") or sel.args.get("windows"):
         raise _Refused
     if any(isinstance(c, exp.Column) and c.name.lower() == "grouping__id" for c in sel.find_all(exp.Column)):
         raise _Refused
@@ -177,6 +181,23 @@ def _rewrite(sel: exp.Select, notes: Notes, fresh: Fresh) -> exp.Query:
                       *unions, *(b.args["group"] for b in branches[:1] if b.args.get("group")))
     for b in branches[1:]:
         b.meta[COPY] = index
+    return out
+
+
+def _windowed(sel: exp.Select, notes: Notes, fresh: Fresh) -> exp.Query:
+    """Windows over the groups: evaluated by a SELECT over the UNION ALL (_grouped_windows.py)."""
+    alias = fresh.name(WINDOWED)
+    try:
+        block, outputs = _grouped_windows.split(sel, alias)
+        order = _grouped_windows.order_over_outputs(sel) if sel.args.get("limit") or sel.args.get("offset") \
+            else None
+    except _grouped_windows.Refused:
+        raise _Refused from None
+    out = exp.select(*outputs).from_(_rewrite(block, notes, fresh).subquery(alias))
+    for arg in ("order", "limit", "offset"):
+        value = order if arg == "order" else sel.args.get(arg)
+        if value is not None:
+            out.set(arg, value.copy())
     return out
 
 
