@@ -49,7 +49,7 @@ class Sender:
         if self.failure is None:
             try:
                 self._client = OpenLineageClient(transport=make_transport(dest))
-            except Exception as exc:       # a transport the client cannot build from OPENLINEAGE_CONFIG
+            except Exception as exc:    # broad: a transport the client cannot build from OPENLINEAGE_CONFIG, whyever
                 self.failure = f"the {dest.kind} transport of {dest.origin} could not be set up: {_one_line(exc)}"
                 return
             self._thread = threading.Thread(target=self._run, name="dt-openlineage", daemon=True)
@@ -81,7 +81,7 @@ class Sender:
                 self.attempts += 1
             try:
                 self._client.emit(event)
-            except Exception as exc:
+            except Exception as exc:    # broad: the sender thread's boundary; lineage never fails a run
                 with self._lock:
                     self.failure = self.failure or _one_line(exc)
                     if self._abandoned:
@@ -112,7 +112,7 @@ class Sender:
                 self._abandoned = True
         try:
             self._client.transport.close(0)
-        except Exception:
+        except Exception:   # broad: a third-party transport's shutdown; the run is over either way
             pass
 
 
@@ -168,7 +168,7 @@ class LineageRun:
     def _build(self, make) -> None:
         try:
             event = make()
-        except Exception as exc:      # a fact dt could not turn into an event: say so, never fail a refresh
+        except Exception as exc:      # broad: a fact dt could not turn into an event: say so, never fail a refresh
             self.sender.fail(f"an event could not be built: {_one_line(exc)}")
             return
         self.sender.send(event)

@@ -88,13 +88,14 @@ def _session(project: Project, scratch: Path, session: Callable[[Project, str], 
     if session is not None:
         return session(project, str(scratch / "spark-warehouse"))
     from dtcli.engine.launch.session import scratch_session
+    from dtcli.engine.runtime.spark_errors import SPARK_ERRORS
 
     log = project.target_dir / LOG_FILE
     log.parent.mkdir(parents=True, exist_ok=True)
     log.write_text("")
     try:
         return scratch_session(project, str(scratch / "spark-warehouse"), log)
-    except Exception as exc:        # no Java, a jar missing, a setting Spark rejects
+    except (*SPARK_ERRORS, OSError) as exc:     # no Java, a jar missing, a setting Spark rejects
         raise SessionNotStarted(f"the local Spark session for the unit tests did not start: "
                                 f"{str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}",
                                 hint=f"its output is in {log}") from exc
@@ -127,7 +128,7 @@ def _run_case(spark, checked: Checked, case: UnitTest, folder: Path) -> UnitResu
         found = compare(spark, scratch.table_path(case.table), case.expect.read(project.root))
     except DtError as exc:
         return UnitResult(case, ERROR, str(exc))
-    except Exception as exc:           # Spark's own error (a value its column type cannot hold...)
+    except Exception as exc:    # broad: one case's boundary, whatever it raises is its ERROR (Spark's own above all)
         from dtcli.engine.runtime.spark_errors import error_message
 
         return UnitResult(case, ERROR, error_message(exc)[:500])

@@ -87,7 +87,7 @@ class OwnerWatch:
         self._renewed = time.monotonic()
         try:
             renewed = self.renew()
-        except Exception as exc:   # a lease that cannot be renewed is as lost as an expired one
+        except Exception as exc:   # broad: a lease that cannot be renewed, whyever, is as lost as an expired one
             renewed, exc_text = False, f": {exc}"
         else:
             exc_text = ""
@@ -119,7 +119,7 @@ def read_heartbeat(path: str) -> str | None:
         filesystem, inner = fs.FileSystem.from_uri(path)
         with filesystem.open_input_stream(inner) as f:
             return f.read().decode()
-    except Exception:
+    except (OSError, ValueError, *storage.s3_errors()):    # unreadable: a missing beat reads as stale
         return None
 
 
@@ -156,7 +156,7 @@ def remove_heartbeat(path: str) -> None:
 
             filesystem, inner = fs.FileSystem.from_uri(path)
             filesystem.delete_file(inner)
-    except Exception:
+    except (OSError, ValueError, *storage.s3_errors()):
         pass
 
 

@@ -8,6 +8,7 @@ costs a read; a change to a column it does read still does.
 from __future__ import annotations
 
 from sqlglot import exp
+from sqlglot.errors import SqlglotError
 from sqlglot.optimizer.scope import traverse_scope
 
 
@@ -18,7 +19,7 @@ def columns_read(query: exp.Expression, inputs: list[str]) -> dict[str, list[str
     found: dict[str, dict[str, None]] = {name: {} for name in inputs}
     try:
         scopes = traverse_scope(query)
-    except Exception:
+    except (SqlglotError, RecursionError):     # scopes sqlglot cannot resolve: read every column
         return None
     for scope in scopes:
         if any(not isinstance(star.parent, exp.Count) for star in scope.expression.find_all(exp.Star)):

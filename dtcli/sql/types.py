@@ -10,6 +10,7 @@ from __future__ import annotations
 from functools import lru_cache
 
 from sqlglot import exp
+from sqlglot.errors import SqlglotError
 
 
 def map_reason(column: str, spark_type: str | None) -> str | None:
@@ -26,7 +27,7 @@ def to_sqlglot(spark_type: str) -> exp.DataType:
     """The sqlglot type of a Spark SQL type name (UNKNOWN when sqlglot cannot read it)."""
     try:
         return exp.DataType.build(spark_type, dialect="spark")
-    except Exception:
+    except (SqlglotError, ValueError):
         return exp.DataType.build("unknown")
 
 

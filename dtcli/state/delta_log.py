@@ -174,12 +174,13 @@ def column_types(path: str, version: int | None = None) -> dict[str, str] | None
     """{column name (lower case): its Delta type as JSON} of the table at `version` (default:
     the latest), read from its log; None when there is no table there (or no such version)."""
     from deltalake import DeltaTable
+    from deltalake.exceptions import DeltaError
 
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             table = DeltaTable(storage.uri(path), version=version, storage_options=storage.options(path))
-    except Exception:
+    except (DeltaError, OSError):     # no table there (TableNotFoundError), or no such version
         return None
     fields = json.loads(table.schema().to_json()).get("fields", [])
     return {f["name"].lower(): json.dumps(f["type"], sort_keys=True) for f in fields}

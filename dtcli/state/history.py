@@ -108,12 +108,14 @@ def recent(warehouse: str, run_ids: list[str] | tuple[str, ...] = (), since: str
     Chosen by deltalake's query engine, so only those rows become Python objects: the whole
     history of 22 DTs refreshed each minute for a day and a half (82,000 rows) took 30 s to read
     and convert on the loaded 2-core machine, most of it building the records."""
+    from deltalake.exceptions import DeltaError
+
     table = open_table(history_path(warehouse))
     if table is None:
         return []
     try:
         rows = query_rows(table, _recent_sql(run_ids, since))
-    except Exception:       # a history written before a column this query names existed
+    except DeltaError:      # a history written before a column this query names existed
         return read(warehouse)
     for row in rows:
         for key in [k for k in row if k.startswith("__dt_")]:
@@ -177,9 +179,11 @@ def audited(warehouse: str, newest: int = AUDITED_PER_TABLE) -> list[RefreshReco
                                        coalesce(refresh_start_time, '') DESC) AS __dt_newest
           FROM t WHERE {carries}) AS ranked
         WHERE __dt_newest <= {int(newest)}"""
+    from deltalake.exceptions import DeltaError
+
     try:
         rows = query_rows(table, sql)
-    except Exception:       # a history written before data tests existed has no such column
+    except DeltaError:      # a history written before data tests existed has no such column
         return []
     for row in rows:
         row.pop("__dt_newest", None)

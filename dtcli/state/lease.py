@@ -76,7 +76,7 @@ class Lease:
     def _read(self) -> tuple[dict, str] | None:
         try:
             got = self.client.get_object(Bucket=self.bucket, Key=self.key)
-        except Exception as err:
+        except storage.s3_errors() as err:
             if _missing(err):
                 return None
             raise
@@ -90,7 +90,7 @@ class Lease:
         try:
             self.client.put_object(Bucket=self.bucket, Key=self.key, Body=self._body(), IfNoneMatch="*")
             return None
-        except Exception as err:
+        except storage.s3_errors() as err:
             if not _refused(err):
                 raise
         found = self._read()
@@ -102,7 +102,7 @@ class Lease:
         try:    # a dead holder's lease: take it over, unless another dt did first
             self.client.put_object(Bucket=self.bucket, Key=self.key, Body=self._body(), IfMatch=etag)
             return None
-        except Exception as err:
+        except storage.s3_errors() as err:
             if not _refused(err):
                 raise
             found = self._read()
@@ -117,7 +117,7 @@ class Lease:
             try:
                 self.client.put_object(Bucket=self.bucket, Key=self.key, Body=self._body(), IfMatch=found[1])
                 return True
-            except Exception as err:
+            except storage.s3_errors() as err:
                 if not _refused(err):
                     raise
         return False
@@ -130,7 +130,7 @@ class Lease:
                         self.lost = True
                         sys.stderr.write(f"dt: the warehouse lease {self.uri} ended or was taken over\n")
                         return
-                except Exception as err:   # a network blip: the next renewal may succeed
+                except Exception as err:   # broad: a blip may pass; a dead renewer lets the lease expire mid-refresh
                     sys.stderr.write(f"dt: could not renew the warehouse lease: {type(err).__name__}\n")
 
         self._thread = threading.Thread(target=loop, name="dt-lease", daemon=True)
@@ -147,7 +147,7 @@ class Lease:
         if found is not None and found[0].get("owner") == self.owner:
             try:
                 self.client.delete_object(Bucket=self.bucket, Key=self.key, IfMatch=found[1])
-            except Exception as err:
+            except storage.s3_errors() as err:
                 if not _refused(err):
                     raise
 

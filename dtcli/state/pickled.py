@@ -21,7 +21,7 @@ def read_entries(path: Path, fmt: int, code: Any) -> dict[str, Any]:
         if isinstance(doc, dict) and doc.get("format") == fmt and doc.get("dt") == code \
                 and isinstance(doc.get("entries"), dict):
             return doc["entries"]
-    except Exception:       # a cache that cannot be read is no cache
+    except Exception:       # broad: unpickling runs any class's code; a cache that cannot be read is no cache
         pass
     return {}
 
@@ -33,5 +33,5 @@ def write_entries(path: Path, fmt: int, code: Any, entries: dict[str, Any]) -> N
         with open(tmp, "wb") as f:
             pickle.dump({"format": fmt, "dt": code, "entries": entries}, f, protocol=pickle.HIGHEST_PROTOCOL)
         os.replace(tmp, path)
-    except Exception:       # a read-only target/, or a tree too deep to pickle
+    except (OSError, RecursionError, pickle.PicklingError):  # a read-only target/, or a tree too deep to pickle
         tmp.unlink(missing_ok=True)

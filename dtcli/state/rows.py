@@ -40,7 +40,7 @@ def _query(path: str, sql: str) -> list[dict[str, Any]]:
         raise UsageError(f"{path} holds no table yet", hint="run `dt run` to create it")
     try:
         return as_arrow(QueryBuilder().register("t", table).execute(sql).read_all()).to_pylist()
-    except Exception as err:
+    except Exception as err:    # broad: deltalake raises a bare Exception for an error met reading rows (1/0)
         raise UsageError(f"cannot read the rows: {str(err).splitlines()[0]}",
                          hint="check --where; it is evaluated without Spark") from None
 

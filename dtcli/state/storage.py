@@ -80,6 +80,15 @@ def s3_options(bucket: str) -> dict[str, str]:
     return out
 
 
+def s3_errors() -> tuple[type[Exception], ...]:
+    """What a boto3 S3 call raises: the service's refusal (ClientError: a missing key, a failed
+    condition, access denied) and boto's own (BotoCoreError: no connection, no credentials).
+    A function, so that `except storage.s3_errors()` imports botocore only once one was raised."""
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    return (ClientError, BotoCoreError)
+
+
 def s3_client(path: str):
     """A boto3 S3 client configured as deltalake is for `path` (endpoint, keys, region)."""
     import boto3

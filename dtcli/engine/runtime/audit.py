@@ -156,7 +156,7 @@ def _columns_of(predicate: str | None) -> frozenset[str] | None:
 
     try:
         tree = sqlglot.parse_one(predicate, read="spark")
-    except Exception:
+    except (sqlglot.errors.SqlglotError, RecursionError):
         return None
     if tree is None or any(isinstance(n, (exp.Query, exp.Subquery)) for n in tree.walk()):
         return None

@@ -31,6 +31,7 @@ from dtcli.data_tests import (
 )
 from dtcli.engine.runtime.changes import WEIGHT, quote
 from dtcli.engine.runtime.materialize import LOCAL_ROWS, kept
+from dtcli.engine.runtime.spark_errors import SPARK_ERRORS
 
 SAMPLES = 5            # failing rows a result keeps, to show
 _VALUE_CHARS = 80      # a sample value longer than this is cut
@@ -115,7 +116,7 @@ class Auditor:
                         if found else []
                 else:
                     found, samples = _EVALUATE[check.shape](self, check, pending)
-            except Exception as exc:   # the check itself broke: an error-severity one fails the refresh
+            except SPARK_ERRORS as exc:   # the check itself broke: an error-severity one fails the refresh
                 from dtcli.engine.runtime.spark_errors import error_message
 
                 self._result(check, ERROR_STATUS, 0,
@@ -185,13 +186,13 @@ class Auditor:
             counts = _sums(pending.written, pending.local,
                            [F.when(_flag(c) & positive, F.col(WEIGHT)).otherwise(0) for c in checks])
             return {c.name: n for c, n in zip(checks, counts)}
-        except Exception:
+        except SPARK_ERRORS:
             out = {}
             for c in checks:
                 try:
                     out[c.name] = _sums(pending.written, pending.local,
                                         [F.when(_flag(c) & positive, F.col(WEIGHT)).otherwise(0)])[0]
-                except Exception:
+                except SPARK_ERRORS:
                     pass            # evaluated again by screen, which reports the error
             return out
 

@@ -14,6 +14,7 @@ from typing import Any
 
 from dtcli.engine.runtime.changes import quote
 from dtcli.engine.runtime.commit import set_comment
+from dtcli.engine.runtime.spark_errors import SPARK_ERRORS
 from dtcli.events import CatalogChanged, Events, NameResolved
 from dtcli.model import SUCCEEDED, Plan, RefreshRecord
 from dtcli.state import catalog as state
@@ -71,7 +72,7 @@ def unregister(spark, qualified: str, path: str | None) -> None:
 def _drop_own(spark, qualified: str, path: str | None) -> None:
     try:
         found = location(spark, qualified)
-    except Exception:
+    except SPARK_ERRORS:
         found = None        # the entry's location no longer holds a table: it is the DT's, gone
         if not spark.catalog.tableExists(qualified):
             return
@@ -111,7 +112,7 @@ def unreachable(spark) -> str | None:
         return None
     try:
         spark.catalog.databaseExists("default")
-    except Exception as exc:
+    except SPARK_ERRORS as exc:
         return (f"{metastore(conf, 'default.t')} cannot be reached: {error_message(exc)}; no refresh "
                 f"was started (with spark.sql.catalogImplementation: hive every statement on a "
                 f"Delta table goes through the metastore); start it or correct "
@@ -147,7 +148,7 @@ def _attempt(spark, item: dict[str, Any], done: str, conf: dict[str, str]) -> st
                 set_comment(spark, path, item["comment"])
         else:
             unregister(spark, qualified, path)
-    except Exception as exc:
+    except (*SPARK_ERRORS, RuntimeError) as exc:     # RuntimeError: the name is another table's
         verb = "registering" if done == state.REGISTERED else "removing"
         event = state.FAILED if done == state.REGISTERED else state.DROPPING
         message = (f"{verb} {qualified} in {metastore(conf, qualified)} failed: {error_message(exc)}; "
@@ -182,7 +183,7 @@ def resolve_names(spark, plan: Plan, emit: Events = lambda e: None,
             if not item.get("recheck") or (answer.location, answer.table_id) != \
                     (item.get("location"), item.get("table_id")):
                 found.append(answer)
-        except Exception as exc:
+        except (*SPARK_ERRORS, ValueError, KeyError) as exc:     # ValueError: not a Delta table
             if item.get("recheck"):
                 continue        # the known answer stands; this run reads from it as planned
             found.append(names_state.Resolution(

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dtcli.engine.runtime.changes import CDF_COLUMNS, ChangesUnavailable, quote
 from dtcli.engine.runtime.checkpoints import release
-from dtcli.engine.runtime.spark_errors import is_unavailable
+from dtcli.engine.runtime.spark_errors import SPARK_ERRORS, is_unavailable
 from dtcli.sql.custom import ACTION, APPEND_ONLY, ISUPDATE
 
 
@@ -80,9 +80,7 @@ def read(spark, name: str, path: str, mode: str, start: int, end: int, current, 
                                kind.isin("update_preimage", "update_postimage").alias(ISUPDATE))
         if mode == APPEND_ONLY:
             rows = rows.filter((F.col(quote(ACTION)) == "INSERT") & ~F.col(quote(ISUPDATE)))
-    except ChangesUnavailable:
-        raise
-    except Exception as exc:
+    except SPARK_ERRORS as exc:
         if is_unavailable(exc):
             raise unavailable(f"input {name} for versions {start + 1}..{end}", exc) from exc
         raise

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from dtcli.engine.runtime.checkpoints import release
 from dtcli.engine.runtime.materialize import LOCAL_ROWS, kept
-from dtcli.engine.runtime.spark_errors import is_unavailable
+from dtcli.engine.runtime.spark_errors import SPARK_ERRORS, is_unavailable
 
 WEIGHT = "__dt_w"
 CDF_COLUMNS = ("_change_type", "_commit_version", "_commit_timestamp")
@@ -96,9 +96,7 @@ def read_changes(spark, name: str, path: str, start: int, end: int,
                     .filter(F.col(WEIGHT) != 0))
         weighted, local = kept(weighted, LOCAL_ROWS, small)
         rows = len(local) if local is not None else weighted.count()
-    except ChangesUnavailable:
-        raise
-    except Exception as exc:
+    except SPARK_ERRORS as exc:
         if is_unavailable(exc):
             first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:300]
             raise ChangesUnavailable(f"change data of input {name} for versions {start + 1}.."

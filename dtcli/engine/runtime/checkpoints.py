@@ -8,6 +8,8 @@ checkpoints itself once the commit no longer reads them.
 
 from __future__ import annotations
 
+from dtcli.engine.runtime.spark_errors import SPARK_ERRORS
+
 
 def release(df) -> None:
     """Free `df`'s checkpointed blocks now (a DataFrame that is not a checkpoint is unpersisted)."""
@@ -16,6 +18,6 @@ def release(df) -> None:
         if plan.getClass().getSimpleName() == "LogicalRDD":
             plan.rdd().unpersist(True)     # blocking: the blocks are gone when it returns
             return
-    except Exception:
+    except SPARK_ERRORS:
         pass
     df.unpersist()

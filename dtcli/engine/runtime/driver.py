@@ -165,7 +165,7 @@ def main(argv: list[str]) -> int:
         # Spark builds the SQL session state (and checks the SQL settings) at its first use:
         # here, so that a setting it rejects fails the application before any refresh starts
         spark._jsparkSession.sessionState()
-    except Exception as exc:
+    except Exception as exc:    # broad: the driver's start-up, any failure is the run's NotStarted answer
         emit(NotStarted(startup_error(exc)))
         return NOT_STARTED
     code = run_plan(spark, plan, stop_check(watch, plan_path.with_name(STOP_FILE)), watch.check)

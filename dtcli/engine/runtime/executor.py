@@ -14,7 +14,7 @@ from dtcli import events
 from dtcli.engine.runtime import audit, commit, deletion_vectors
 from dtcli.engine.runtime.context import RefreshContext, RefreshResult
 from dtcli.engine.runtime.progress import job_group
-from dtcli.engine.runtime.spark_errors import at_file, condition_of, error_condition, error_message
+from dtcli.engine.runtime.spark_errors import SPARK_ERRORS, at_file, condition_of, error_condition, error_message
 from dtcli.engine.runtime.strategies import kind_of, strategy_for
 from dtcli.model import (
     DT_PROCESS_GONE,
@@ -51,14 +51,14 @@ def unbind_inputs(spark, step: RefreshStep) -> None:
     for inp in step.inputs:
         try:
             spark.catalog.dropTempView(inp.name)
-        except Exception:
+        except SPARK_ERRORS:
             pass
 
 
 def application_id(spark) -> str | None:
     try:
         return spark.sparkContext.applicationId
-    except Exception:
+    except SPARK_ERRORS:
         return None
 
 
@@ -69,7 +69,7 @@ def _align_deletion_vectors(spark, step: RefreshStep, result: RefreshResult) -> 
     try:
         deletion_vectors.align(spark, step.path, want)
         result.table_version = commit.last_commit(step.path)["version"]
-    except Exception as exc:
+    except Exception as exc:    # broad: after the commit, no failure may turn the refresh into a FAILED one
         note = f"refreshed, but turning deletion vectors {'on' if want else 'off'} failed: {error_message(exc)}"
         result.message = "; ".join(filter(None, [result.message, note]))
 
@@ -242,7 +242,7 @@ class _Run:
                              code=exc.getCondition(), query_id=self.query_id)
             record.data_tests = [r.to_dict() for r in exc.results]
             return record
-        except Exception as exc:
+        except Exception as exc:      # broad: the step's boundary, any failure is its FAILED record
             message = error_message(exc)
             return ledger.refreshed(plan, step, FAILED, start, versions=versions, message=at_file(step, message),
                            code=condition_of(message) or error_condition(exc), query_id=self.query_id)

@@ -14,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+from dtcli.engine.runtime.spark_errors import SPARK_ERRORS
+
 # The change budget: a result the planner expects within it (an input's consolidated change, the
 # net change, the affected keys) is collected on the driver, so the values it names are pushed
 # into scans and the commit's counts and locator are read without Spark jobs.
@@ -43,7 +45,7 @@ def collected(df, limit: int) -> tuple[object, list | None]:
         return checkpointed(df), None
     try:
         local = DataFrame(spark._jsparkSession.createDataFrame(found, df._jdf.schema()), spark)
-    except Exception:       # a type a local relation cannot hold: checkpointed as before
+    except SPARK_ERRORS:    # a type a local relation cannot hold: checkpointed as before
         df = checkpointed(df)
         return df, df.collect()
     return local, local.collect()      # a local relation's rows are read without a job

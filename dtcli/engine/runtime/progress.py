@@ -62,7 +62,7 @@ class SparkProgress:
         while not self._stop.wait(self._poll):
             try:
                 self._tick()
-            except Exception:
+            except Exception:   # broad: a thread boundary; progress is best effort, a failed poll ends nothing
                 pass
 
     def _tick(self) -> None:

@@ -6,8 +6,15 @@ from __future__ import annotations
 
 import re
 
+from py4j.protocol import Py4JError
+from pyspark.errors import PySparkException
+
 from dtcli.model import RefreshStep
 from dtcli.redact import scrub
+
+# What Spark raises in Python: its own exceptions (AnalysisException, a Java error it converted)
+# and Py4J's, for a Java exception it did not convert or a JVM that is gone.
+SPARK_ERRORS: tuple[type[Exception], ...] = (PySparkException, Py4JError)
 
 _JAVA_EXCEPTION = re.compile(r"^:?\s*[\w.$]+(?:Exception|Error): (.+)$")
 
@@ -62,7 +69,7 @@ def error_condition(exc: BaseException) -> str | None:
     if callable(getter):
         try:
             return getter() or None
-        except Exception:
+        except SPARK_ERRORS:        # asking the JVM, which may be gone
             return None
     return None
 

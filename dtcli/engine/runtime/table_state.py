@@ -12,6 +12,8 @@ cannot be read here is left to the refresh, which reports its own error.
 
 from __future__ import annotations
 
+from dtcli.engine.runtime.spark_errors import SPARK_ERRORS
+
 Table = tuple[str, "int | None"]    # (path, version to read; None: the newest)
 
 
@@ -38,7 +40,7 @@ class Prefetch:
         for path, version in tables:
             try:
                 load(spark, path, version)
-            except Exception:
+            except SPARK_ERRORS:
                 pass        # the refresh reads the table itself and reports what fails
 
 

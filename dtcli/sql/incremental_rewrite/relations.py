@@ -71,7 +71,7 @@ def parse(sql: str | exp.Query) -> exp.Query:
         return _unordered(sql.copy())
     try:
         statements = [s for s in sqlglot.parse(sql, read="spark") if s is not None]
-    except Exception as err:
+    except (sqlglot.errors.SqlglotError, RecursionError) as err:
         raise Unsupported(f"the query cannot be parsed for incremental refresh: {err}") from None
     if len(statements) != 1 or not isinstance(statements[0], exp.Query):
         raise Unsupported("a dynamic table is defined by exactly one query")

@@ -22,7 +22,7 @@ from dtcli.engine.runtime.changes import ChangesUnavailable, quote
 from dtcli.engine.runtime.checkpoints import release
 from dtcli.engine.runtime.context import RefreshContext, RefreshResult
 from dtcli.engine.runtime.deletion_vectors import table_property
-from dtcli.engine.runtime.spark_errors import is_unavailable
+from dtcli.engine.runtime.spark_errors import SPARK_ERRORS, error_condition, is_unavailable
 from dtcli.model import CUSTOM_INCREMENTAL, FULL, REINITIALIZE, CustomSpec
 from dtcli.sql.custom import SELF_VIEW, changes_view
 
@@ -102,8 +102,8 @@ def _run(ctx: RefreshContext, views: list[str], held: list) -> RefreshResult:
     try:
         with commit.user_metadata(spark, ctx.frontier):
             spark.sql(sql)
-    except Exception as exc:
-        if MULTIPLE_MATCHES in f"{_condition(exc)} {exc}":
+    except SPARK_ERRORS as exc:
+        if MULTIPLE_MATCHES in f"{error_condition(exc) or ''} {exc}":
             raise CustomRefreshFailed(
                 f"[{MULTIPLE_MATCHES}] several rows of the MERGE source match one row of {step.name} on "
                 f"{opts.on}; nothing was written. Deduplicate the USING query on the ON keys, e.g. "
@@ -129,14 +129,6 @@ def _table_id(path: str) -> str | None:
 
     table = open_table(path)
     return table.metadata().id if table is not None else None
-
-
-def _condition(exc: BaseException) -> str:
-    getter = getattr(exc, "getCondition", None)
-    try:
-        return (getter() or "") if callable(getter) else ""
-    except Exception:
-        return ""
 
 
 def _targeted(sql: str, path: str, alias: str | None) -> str:

@@ -28,6 +28,7 @@ from dtcli.engine.runtime.checkpoints import release
 from dtcli.engine.runtime.context import RefreshContext, RefreshResult
 from dtcli.engine.runtime.materialize import LOCAL_ROWS, kept
 from dtcli.engine.runtime.query_shape import SINGLE_ROW_RECOMPUTED, holds_one_row
+from dtcli.engine.runtime.spark_errors import SPARK_ERRORS
 from dtcli.engine.runtime.table_state import Prefetch
 from dtcli.model import FULL, INCREMENTAL, REINITIALIZE
 from dtcli.sql.incremental_rewrite import (
@@ -73,7 +74,7 @@ def guarded(ctx: RefreshContext, run: Callable[[], RefreshResult], fallback: Fal
     except (Unsupported, applier.Inconsistent) as err:
         _forced(ctx, err, str(err))
         return fallback(ctx, FULL, f"incremental refresh not possible, refreshed FULL: {err}")
-    except Exception as err:
+    except Exception as err:    # broad: any failure, a bug in dt's rewrite too, is answered by a FULL recompute
         found = applier.inconsistent(err)      # raised inside the job that computed the write
         if found is not None:
             _forced(ctx, err, str(found))
@@ -240,7 +241,7 @@ class ChangeRefresh:
     def _read_old(self, inp, version: int):
         try:
             return self._read(inp.path, version)
-        except Exception as exc:
+        except SPARK_ERRORS as exc:
             raise ChangesUnavailable(f"input {inp.name} cannot be read at version "
                                      f"{version}: {str(exc).splitlines()[0][:300]}") from exc
 
