@@ -15,10 +15,12 @@ STYLE = {"SUCCEEDED": "green", "FAILED": "red", "UPSTREAM_FAILED": "red", "SKIPP
 
 
 def _summary(record: RefreshRecord) -> str:
+    # a refresh that did not commit wrote no row: no counts to show
     stats = (f"+{record.num_inserted_rows} -{record.num_deleted_rows}"
-             if record.refresh_action != "NO_DATA" else "")
+             if record.refresh_action != "NO_DATA" and record.state == "SUCCEEDED" else "")
     msg = f"  {record.state_message}" if record.state_message else ""
-    return f"{record.name}: {record.state} {record.refresh_action} {stats}{msg}{_counted(record)}".rstrip()
+    stats = f" {stats}" if stats else ""
+    return f"{record.name}: {record.state} {record.refresh_action}{stats}{msg}{_counted(record)}".rstrip()
 
 
 def _counted(record: RefreshRecord) -> str:
@@ -77,7 +79,7 @@ class RunProgress:
             if self.progress:
                 self.progress.update(self.task, description=text)
             else:
-                self.console.print(text, highlight=False)
+                self.console.print(text, highlight=False, soft_wrap=True)
         elif isinstance(event, RefreshProgress):
             self._spark(event)
         elif isinstance(event, Started) and not self.progress:
@@ -93,8 +95,8 @@ class RunProgress:
             if self.progress:
                 self.progress.console.print(f"[{style}]{line}[/]" if style else line, highlight=False)
                 self.progress.advance(self.task)
-            else:
-                self.console.print(line, highlight=False, markup=False)
+            else:           # one line per refresh, however long its message: CI logs are grepped
+                self.console.print(line, highlight=False, markup=False, soft_wrap=True)
 
     def _spark(self, event: RefreshProgress) -> None:
         name = event.name

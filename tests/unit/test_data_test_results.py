@@ -40,6 +40,23 @@ def test_the_run_line_counts_warnings_and_rows_kept_out():
     assert "warn:" not in _summary(_record(SUCCEEDED, [PASSED]))
     failed = _summary(_record(FAILED, [{**WARNED, "status": "fail"}], message="data test x failed: 2 rows"))
     assert failed.endswith("data test x failed: 2 rows"), failed
+    assert failed.startswith("orders: FAILED INCREMENTAL  data test") and "+0 -0" not in failed, failed
+
+
+def test_a_refresh_line_in_a_pipe_is_one_line_however_long():
+    """CI logs are read line by line: a failed audit's long message is not wrapped at 80 columns."""
+    from io import StringIO
+
+    from rich.console import Console
+
+    from dtcli.events import RefreshFinished
+    from dtcli.ui.progress import RunProgress
+
+    out = StringIO()
+    progress = RunProgress(1, console=Console(file=out, width=80))
+    message = "data test not_null_orders_id failed: 2 rows, e.g. {" + ", ".join(f'"c{k}":{k}' for k in range(30)) + "}"
+    progress(RefreshFinished(record=_record(FAILED, [], message=message)))
+    assert out.getvalue().count("\n") == 1 and message in out.getvalue(), out.getvalue()
 
 
 def test_a_slice_replacement_names_the_columns_its_predicate_reads():
