@@ -18,7 +18,7 @@ from deltalake import DeltaTable, write_deltalake
 
 from dtcli import api
 from dtcli.data_tests import TEST_FAILED
-from dtcli.model import FAILED, FULL, INCREMENTAL, NO_DATA, SUCCEEDED, UPSTREAM_FAILED
+from dtcli.model import FAILED, FULL, INCREMENTAL, NO_DATA, REINITIALIZE, SUCCEEDED, UPSTREAM_FAILED
 from dtcli.state import history, ledger
 from dtcli.state.delta_log import table_version
 from tests.helpers import assert_matches_recompute, dt, write_project
@@ -255,9 +255,9 @@ def test_keys_of_a_slice_replacement_are_checked_on_the_slice_and_the_rest_again
 
     env = Env(spark, tmp_path)
     env.create_source("e", "k INT, line INT, v INT", [(1, 1, 10), (1, 2, 11), (2, 1, 20), (3, 1, 30)])
-    env.write({"lines": "SELECT k, line, v FROM e"}, table_yml={"lines": (
-        "columns:\n  - name: v\n    data_tests: [unique]\n"
-        "data_tests:\n  - dbt_utils.unique_combination_of_columns: {combination_of_columns: [k, line]}\n")})
+    yml = {"lines": ("columns:\n  - name: v\n    data_tests: [unique]\n"
+                     "data_tests:\n  - dbt_utils.unique_combination_of_columns: {combination_of_columns: [k, line]}\n")}
+    env.write({"lines": "SELECT k, line, v FROM e"}, table_yml=yml)
     assert env.refresh()["lines"].state == SUCCEEDED
     env.sql("UPDATE {e} SET v = 12 WHERE k = 1 AND line = 2")
     passed = env.refresh()["lines"]
@@ -271,6 +271,12 @@ def test_keys_of_a_slice_replacement_are_checked_on_the_slice_and_the_rest_again
     assert (failed.state, failed.state_code) == (FAILED, TEST_FAILED), failed.state_message
     assert {t["name"]: (t["status"], t["failures"]) for t in failed.data_tests} == {
         "dbt_utils_unique_combination_of_columns_lines__k__line": ("fail", 1), "unique_lines_v": ("fail", 1)}
+    assert env.version("lines") == version
+    # a changed query reinitializes the DT: its recompute is audited too, and commits nothing
+    env.write({"lines": "SELECT k, line, v FROM e WHERE v IS NOT NULL"}, table_yml=yml)
+    reinit = env.refresh()["lines"]
+    assert (reinit.refresh_action, reinit.state, reinit.state_code) == (REINITIALIZE, FAILED, TEST_FAILED), \
+        reinit.state_message
     assert env.version("lines") == version
 
 
