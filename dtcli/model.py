@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from dtcli.config_keys import TableConfig
+from dtcli.config_keys import BackfillSpec, ColumnDecl, StartAt, TableConfig
 from dtcli.data_tests import AuditSpec
 from dtcli.lazy import LazyFields
 
@@ -259,7 +259,7 @@ class CustomSpec:
     on: str | None                            # a MERGE's ON condition, as written
     changes: list[ChangeInputSpec]
     start_versions: dict[str, int] | None     # with backfill, at creation: where CHANGES() begin
-    start_at: str | None = None               # `start_at` config
+    start_at: StartAt | None = None           # `start_at` config
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any] | None) -> CustomSpec | None:
@@ -314,10 +314,70 @@ class TopNSpec:
         return cls(**values)
 
 
-@dataclass
+@dataclass(frozen=True)
+class Layout:
+    """How a recompute writes the DT and what its Delta table is set to (docs/configuration.md,
+    "Layout"), from its config; and whether the table as it is differs from what is set."""
+
+    partition_by: list[str] | None = None
+    cluster_by: list[str] | None = None
+    sort_by: list[str] | None = None          # the order a recompute writes the rows in
+    max_rows_per_file: int = TableConfig.max_rows_per_file
+    small_table_rows: int = TableConfig.small_table_rows   # engine/runtime/rewrite.py
+    deletion_vectors: bool = TableConfig.deletion_vectors
+    # the column names need Delta's column mapping (`delta.columnMapping.mode = 'name'`)
+    column_mapping: bool = False
+    comment: str | None = None
+    comment_outdated: bool = False            # the table's comment differs from the config's
+    deletion_vectors_outdated: bool = False   # the table's setting differs from the config's
+
+
+@dataclass(frozen=True)
+class Regions:
+    """Frozen regions (planning/frozen.py): the predicate (for the frontier), and at this
+    refresh's data timestamp the active and frozen regions as Spark SQL."""
+
+    where: str | None = None
+    active: str | None = None
+    frozen: str | None = None
+
+
+@dataclass(frozen=True)
+class BackfillCopy:
+    """The table a new DT is copied from, pinned at one Delta version (planning/backfill.py)."""
+
+    name: str                     # as configured: a table name, or its path
+    path: str
+    version: int
+
+
+@dataclass(frozen=True)
+class Backfill:
+    spec: BackfillSpec | None = None          # the `backfill` config as written: the frontier keeps it
+    copy: BackfillCopy | None = None          # at creation: what the DT is copied from
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """Why this action, and the sizes ADAPTIVE decides on (and learns from)."""
+
+    action_reason: str | None = None
+    change_rows: int | None = None
+    input_rows: int | None = None
+
+
+@dataclass(frozen=True)
+class LagTarget:
+    """The lag the refresh runs under and when it should complete (planning/completion.py)."""
+
+    target_lag_sec: int | None = None
+    completion_target: str | None = None
+
+
+@dataclass(frozen=True)
 class StepOptions:
-    """What a step carries beyond its action, for the engine, the history and the renderers;
-    each default is the one a table without that config gets."""
+    """What a step carries beyond its action, for the engine, the history and the renderers,
+    built whole by the planner; each default is the one a table without that config gets."""
 
     previous_rows: int | None = 0             # rows of the DT before this refresh (None: unknown)
     source_ids: dict[str, str] | None = None  # Delta table id of each source (replaced sources)
@@ -325,46 +385,33 @@ class StepOptions:
     delta_sql: str | None = None              # the query with columns bound to their inputs
     # the columns of each input an incremental refresh reads (and checks); None: all
     read_columns: dict[str, list[str]] | None = None
-    partition_by: list[str] | None = None
-    cluster_by: list[str] | None = None
     read_by_tables: bool = False              # another DT of the project reads this one
-    small_table_rows: int = TableConfig.small_table_rows   # engine/runtime/rewrite.py
-    sort_by: list[str] | None = None          # the order a recompute writes the rows in
-    max_rows_per_file: int = TableConfig.max_rows_per_file
-    comment: str | None = None
-    comment_outdated: bool = False            # the table's comment differs from the config's
-    columns: Any = None                       # `columns:` config (names and types)
+    columns: list[ColumnDecl] | None = None   # `columns:` config (names and types)
     # the output names dt gave the query's unaliased expressions (as Spark names them,
     # sql/spark_names.py): the result's columns are renamed to them by position
     names: list[str] | None = None
-    # the column names need Delta's column mapping (`delta.columnMapping.mode = 'name'`)
-    column_mapping: bool = False
-    deletion_vectors: bool = TableConfig.deletion_vectors
-    deletion_vectors_outdated: bool = False   # the table's setting differs from the config's
-    # frozen regions: the predicate (for the frontier), and at this refresh's data timestamp
-    # the active and frozen regions as Spark SQL
-    frozen_where: str | None = None
-    active: str | None = None
-    frozen: str | None = None
-    backfill: dict[str, Any] | None = None    # the resolved backfill (planning/backfill.py)
-    backfill_spec: Any = None                 # `backfill` config as written
-    # why this action, and the sizes ADAPTIVE decides on (and learns from)
-    action_reason: str | None = None
-    change_rows: int | None = None
-    input_rows: int | None = None
+    layout: Layout = field(default_factory=Layout)
+    regions: Regions = field(default_factory=Regions)
+    backfill: Backfill = field(default_factory=Backfill)
+    estimate: Estimate = field(default_factory=Estimate)
+    lag: LagTarget = field(default_factory=LagTarget)
     custom: CustomSpec | None = None          # custom incremental tables only
     audit: AuditSpec | None = None            # what the refresh checks before it commits
     # DTs of the plan its checks read (a relationships target, a singular test's other tables):
     # it starts after their refreshes finish, reading what they commit, without depending on them
     after: list[str] | None = None
     top_n: TopNSpec | None = None             # an incremental top-N (strategies/top_n.py)
-    # set by planning/completion.py once the lag is known
-    target_lag_sec: int | None = None
-    completion_target: str | None = None
 
     @classmethod
     def from_dict(cls, raw: dict[str, Any] | None) -> StepOptions:
         values = dict(raw or {})
+        backfill = values.get("backfill") or {}
+        values["layout"] = Layout(**values.get("layout") or {})
+        values["regions"] = Regions(**values.get("regions") or {})
+        values["backfill"] = Backfill(spec=backfill.get("spec"),
+                                      copy=BackfillCopy(**backfill["copy"]) if backfill.get("copy") else None)
+        values["estimate"] = Estimate(**values.get("estimate") or {})
+        values["lag"] = LagTarget(**values.get("lag") or {})
         values["custom"] = CustomSpec.from_dict(values.get("custom"))
         values["audit"] = AuditSpec.from_dict(values.get("audit"))
         values["top_n"] = TopNSpec.from_dict(values.get("top_n"))

@@ -25,7 +25,7 @@ from dtcli.model import (
     RefreshRecord,
     any_failed,
 )
-from dtcli.planning import catalog, completion, on_demand, refresh_times, scheduler, selectors
+from dtcli.planning import catalog, on_demand, refresh_times, scheduler, selectors
 from dtcli.planning.checked import Checked
 from dtcli.planning.critical_path import critical_path_first
 from dtcli.planning.plan import build_plan
@@ -47,8 +47,7 @@ def plan_run(checked: Checked, names: list[str] | None = None, *, trigger: str =
     past = history.recent(checked.project.warehouse)
     plan = _critical_path_first(build_plan(checked, selected, trigger, full_refresh=full_refresh, history=past),
                                 refresh_times.measured(past))
-    stamps = scheduler.data_timestamps(checked.snapshot, past)
-    return _plan_catalog(checked, completion.annotate(plan, checked.effective_lags, stamps))
+    return _plan_catalog(checked, plan)
 
 
 def _critical_path_first(plan: Plan, timings: dict[str, refresh_times.Timing]) -> Plan:
@@ -78,8 +77,7 @@ def plan_scheduled(checked: Checked, names: list[str] | None = None, *, all_tabl
                                 timings=timings)
     plan = _critical_path_first(build_plan(checked, decision.refresh, SCHEDULED, full_refresh=full_refresh,
                                            history=past), timings)
-    return ScheduledPlan(_plan_catalog(checked, completion.annotate(plan, checked.effective_lags, stamps)),
-                         decision)
+    return ScheduledPlan(_plan_catalog(checked, plan), decision)
 
 
 @dataclass

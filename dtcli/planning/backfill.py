@@ -13,7 +13,7 @@ from datetime import datetime
 from typing import Any
 
 from dtcli.errors import ValidationError, suggest
-from dtcli.model import Column, Project, TableDef
+from dtcli.model import BackfillCopy, Column, Project, TableDef
 from dtcli.sql.types import holds
 from dtcli.state.delta_log import TableInfo, open_table
 from dtcli.state.delta_types import columns_from_delta_schema
@@ -26,8 +26,10 @@ class BackfillSource:
     version: int                # the Delta version copied
     columns: tuple[Column, ...]
 
-    def to_dict(self) -> dict[str, Any]:
-        return {"name": self.name, "path": self.path, "version": self.version}
+    @property
+    def copy(self) -> BackfillCopy:
+        """What the engine copies (the columns were checked here)."""
+        return BackfillCopy(self.name, self.path, self.version)
 
 
 def check_table(project: Project, table: TableDef, columns: tuple[Column, ...],

@@ -27,8 +27,8 @@ def catalog_work(project: Project, plan: Plan, existing: set[str],
         return [], []
     created = {s.name for s in plan.spark_steps}
     # comments edited with no new data: no refresh commits them, the catalog work does
-    comments = {s.name: s.options.comment for s in plan.steps
-                if s.action == NO_DATA and s.options.comment_outdated}
+    comments = {s.name: s.options.layout.comment for s in plan.steps
+                if s.action == NO_DATA and s.options.layout.comment_outdated}
     registrations = []
     for name in project.tables:
         if name not in existing and name not in created:

@@ -8,19 +8,14 @@ consumer, or `scheduler: disable`) has neither.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from datetime import datetime, timedelta
 
-from dtcli.model import Plan
+from dtcli.model import LagTarget
 
 
-def annotate(plan: Plan, effective: Mapping[str, int | None], stamps: Mapping[str, datetime | None]) -> Plan:
-    """Record `target_lag_sec` and `completion_target` in each step's options (the driver
-    copies them into the refresh records)."""
-    for step in plan.steps:
-        lag = effective.get(step.name)
-        stamp = stamps.get(step.name)
-        step.options.target_lag_sec = lag
-        step.options.completion_target = (stamp + timedelta(seconds=lag)).isoformat() \
-            if lag is not None and stamp is not None else None
-    return plan
+def target(lag: int | None, stamp: datetime | None) -> LagTarget:
+    """`lag`: the DT's effective target lag in seconds; `stamp`: its data timestamp before this
+    refresh (the driver copies both into the refresh record)."""
+    return LagTarget(target_lag_sec=lag,
+                     completion_target=(stamp + timedelta(seconds=lag)).isoformat()
+                     if lag is not None and stamp is not None else None)

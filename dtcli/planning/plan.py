@@ -23,13 +23,18 @@ from dtcli.model import (
     MANUAL,
     NO_DATA,
     REINITIALIZE,
+    Backfill,
+    Estimate,
+    LagTarget,
+    Layout,
     Plan,
     RefreshRecord,
     RefreshStep,
+    Regions,
     StepInput,
     StepOptions,
 )
-from dtcli.planning import adaptive, custom, frozen, internal, on_demand
+from dtcli.planning import adaptive, completion, custom, frozen, internal, on_demand, scheduler
 from dtcli.planning.checked import Checked
 from dtcli.planning.data_tests import compile_checks
 from dtcli.planning.refresh_mode import ResolvedMode
@@ -43,6 +48,7 @@ def build_plan(checked: Checked, selected: set[str], trigger: str, *, full_refre
     """`history`: the refresh history, from which ADAPTIVE DTs learn what their refreshes cost."""
     project, graph, snapshot = checked.project, checked.graph, checked.snapshot
     names = graph.ordered(on_demand.needed(project, graph, selected))
+    stamps = scheduler.data_timestamps(snapshot, history)
     manual_only = on_demand.on_demand(project)
     refreshed: dict[str, tuple[str, int]] = {}   # DTs that commit in this plan: action, change rows
     steps: list[RefreshStep] = []
@@ -97,20 +103,22 @@ def build_plan(checked: Checked, selected: set[str], trigger: str, *, full_refre
             sql=table.spark_sql, inputs=inputs, definition_hash=digest, refresh_mode=mode.mode,
             refresh_mode_reason=mode.reason, reinit_reason=reinit, previous=frontier,
             upstream=[u for u in graph.upstream[name] if u in names],
-            options=replace(_step_options(checked, name, info, regions),
-                            action_reason=why, change_rows=change_rows, input_rows=input_rows)))
-    _order_audits(steps, graph)
+            options=_step_options(checked, name, info, regions, set(names),
+                                  Estimate(action_reason=why, change_rows=change_rows, input_rows=input_rows),
+                                  completion.target(checked.effective_lags.get(name), stamps.get(name)))))
     return Plan(run_id=run_id or uuid.uuid4().hex[:12], project=project.name,
                 warehouse=project.warehouse, data_timestamp=snapshot.taken_at.isoformat(),
                 source_versions=snapshot.source_versions, steps=steps, threads=project.threads)
 
 
-def _step_options(checked: Checked, name: str, info, regions) -> StepOptions:
+def _step_options(checked: Checked, name: str, info, regions, planned: set[str], estimate: Estimate,
+                  lag: LagTarget) -> StepOptions:
     """What the engine needs of a DT's config and current table beyond its action (`info`: the
-    table's state, None before it exists; `regions`: its frozen regions at this refresh)."""
+    table's state, None before it exists; `regions`: its frozen regions at this refresh;
+    `planned`: the DTs of the plan)."""
     project, table = checked.project, checked.project.tables[name]
     config = table.config
-    deletion_vectors = config.deletion_vectors
+    audit = audit_spec(checked, name)
     return StepOptions(
         previous_rows=info.rows if info else 0,
         source_ids=_source_ids(project, checked.snapshot, table.inputs),
@@ -118,45 +126,52 @@ def _step_options(checked: Checked, name: str, info, regions) -> StepOptions:
         delta_sql=checked.delta_sql(name),
         read_columns=columns_read(checked.qualified[name], table.inputs)
         if checked.qualified.bound(name) else None,
-        partition_by=_listed(config.partition_by),
-        cluster_by=_listed(config.cluster_by),
         read_by_tables=bool(checked.graph.downstream.get(name)),
-        small_table_rows=config.small_table_rows,
-        sort_by=write_order(checked, name),
-        max_rows_per_file=config.max_rows_per_file,
-        comment=config.comment,
-        comment_outdated=info is not None and (info.description or None) != (config.comment or None),
         columns=_listed(config.columns),
         names=_given_names(checked, name),
-        column_mapping=needs_column_mapping(c.name for c in checked.schemas.get(name, ())),
-        deletion_vectors=deletion_vectors,
-        deletion_vectors_outdated=info is not None and info.deletion_vectors_differ(deletion_vectors),
-        frozen_where=regions.predicate,
-        active=regions.active if info is not None and regions.keep_frozen else None,
-        frozen=regions.frozen,
-        backfill=checked.backfills[name].to_dict() if name in checked.backfills else None,
-        backfill_spec=config.backfill,
+        layout=_layout(checked, name, info),
+        regions=Regions(where=regions.predicate,
+                        active=regions.active if info is not None and regions.keep_frozen else None,
+                        frozen=regions.frozen),
+        backfill=Backfill(spec=config.backfill,
+                          copy=checked.backfills[name].copy if name in checked.backfills else None),
+        estimate=estimate,
+        lag=lag,
         custom=custom.step_options(checked, name) if table.kind == "custom" else None,
-        audit=audit_spec(checked, name),
+        audit=audit,
+        after=_after(checked, name, audit, planned),
         top_n=internal.top_n_spec(checked, name))
+
+
+def _layout(checked: Checked, name: str, info) -> Layout:
+    config = checked.project.tables[name].config
+    return Layout(
+        partition_by=_listed(config.partition_by),
+        cluster_by=_listed(config.cluster_by),
+        sort_by=write_order(checked, name),
+        max_rows_per_file=config.max_rows_per_file,
+        small_table_rows=config.small_table_rows,
+        deletion_vectors=config.deletion_vectors,
+        column_mapping=needs_column_mapping(c.name for c in checked.schemas.get(name, ())),
+        comment=config.comment,
+        comment_outdated=info is not None and (info.description or None) != (config.comment or None),
+        deletion_vectors_outdated=info is not None and info.deletion_vectors_differ(config.deletion_vectors))
 
 
 def _listed(values: tuple | None) -> list | None:
     return None if values is None else list(values)
 
 
-def _order_audits(steps: list[RefreshStep], graph) -> None:
-    """A step whose checks read another DT of the plan (not one downstream of it) starts after
-    that DT's refresh, so that it checks against what this run commits there."""
-    names = {s.name for s in steps}
-    for step in steps:
-        spec = step.options.audit
-        if spec is None:
-            continue
-        read = [c.to["name"] for c in spec.checks if c.to] + [n for c in spec.checks for n in (c.reads or {})]
-        after = [n for n in dict.fromkeys(read) if n in names and n != step.name and n not in step.upstream
-                 and step.name not in graph.upstream_closure({n})]
-        step.options.after = after or None
+def _after(checked: Checked, name: str, spec: AuditSpec | None, planned: set[str]) -> list[str] | None:
+    """A step whose checks read another DT of the plan (not one upstream or downstream of it)
+    starts after that DT's refresh, so that it checks against what this run commits there."""
+    if spec is None:
+        return None
+    graph = checked.graph
+    read = [c.to["name"] for c in spec.checks if c.to] + [n for c in spec.checks for n in (c.reads or {})]
+    after = [n for n in dict.fromkeys(read) if n in planned and n != name and n not in graph.upstream[name]
+             and name not in graph.upstream_closure({n})]
+    return after or None
 
 
 def audit_spec(checked: Checked, name: str) -> AuditSpec | None:

@@ -90,10 +90,10 @@ def refreshed(plan: Plan, step: RefreshStep, state: str, start: str, outcome: Ou
         inputs_with_changed_data=[n for n, v in versions.items() if previous.get(n) != v],
         source_versions=versions, table_version=done.table_version, definition_hash=step.definition_hash,
         # a strategy that fell back (INCREMENTAL -> FULL) says why; else the planner's reason
-        refresh_action_reason=done.message or step.options.action_reason,
-        change_rows=step.options.change_rows, input_rows=step.options.input_rows,
+        refresh_action_reason=done.message or step.options.estimate.action_reason,
+        change_rows=step.options.estimate.change_rows, input_rows=step.options.estimate.input_rows,
         state_code=code or STATE_CODES.get(state), query_id=query_id,
-        target_lag_sec=step.options.target_lag_sec, completion_target=step.options.completion_target,
+        target_lag_sec=step.options.lag.target_lag_sec, completion_target=step.options.lag.completion_target,
         refresh_strategy=done.strategy)
 
 
@@ -105,8 +105,8 @@ def planned(step: RefreshStep, run_id: str, state: str, at: str, *, message: str
                          refresh_trigger=step.trigger, data_timestamp=data_timestamp, refresh_start_time=at,
                          refresh_end_time=at, run_id=run_id, state_message=message,
                          definition_hash=step.definition_hash, state_code=code,
-                         target_lag_sec=step.options.target_lag_sec,
-                         completion_target=step.options.completion_target, **fields)
+                         target_lag_sec=step.options.lag.target_lag_sec,
+                         completion_target=step.options.lag.completion_target, **fields)
 
 
 def not_started(step: RefreshStep, run_id: str, why: str, at: str) -> RefreshRecord:

@@ -97,4 +97,4 @@ def test_deltalake_reads_every_dt_written_without_deletion_vectors(spark, tmp_pa
         assert _same_as_spark(spark, project.table_path(name)), name
         assert_matches_recompute(spark, project, name)
     steps = api.plan_run(api.check(root), ["category_sales"]).steps
-    assert not any(s.options.deletion_vectors_outdated for s in steps)
+    assert not any(s.options.layout.deletion_vectors_outdated for s in steps)

@@ -112,7 +112,7 @@ def test_a_refresh_step_is_read_through_its_typed_options_only():
 
 
 def test_a_plan_travels_to_the_driver_with_its_typed_options():
-    from dtcli.model import ChangeInputSpec, CustomSpec, Plan, RefreshStep, StepInput, StepOptions
+    from dtcli.model import ChangeInputSpec, CustomSpec, Estimate, Layout, Plan, RefreshStep, StepInput, StepOptions
 
     custom = CustomSpec(kind="MERGE", columns=[{"name": "id", "type": "bigint"}], add_columns=[],
                         target_alias="t", on="t.id = s.id", start_versions={"src": 3},
@@ -120,8 +120,8 @@ def test_a_plan_travels_to_the_driver_with_its_typed_options():
     step = RefreshStep(name="d", path="/w/d", action="INCREMENTAL", trigger="SCHEDULED", sql="SELECT 1",
                        inputs=[StepInput("src", "source", "/w/src", 4)], definition_hash="h",
                        refresh_mode="INCREMENTAL",
-                       options=StepOptions(read_columns={"src": ["id"]}, deletion_vectors=False,
-                                           change_rows=5, custom=custom))
+                       options=StepOptions(read_columns={"src": ["id"]}, layout=Layout(deletion_vectors=False),
+                                           estimate=Estimate(change_rows=5), custom=custom))
     plan = Plan(run_id="r", project="p", warehouse="/w", data_timestamp="2026-11-25T00:00:00+00:00",
                 source_versions={"src": 4}, steps=[step])
     again = Plan.from_json(plan.to_json())

@@ -17,7 +17,18 @@ from dtcli.api.unit_tests import UnitResult
 from dtcli.artifacts.run_results import RUN_RESULTS, DataTestResults, RunResults, UnitTestResults
 from dtcli.artifacts.typed_json import JSON, from_json, optional_field, to_json
 from dtcli.artifacts.versions import ArtifactKind, ArtifactVersionError, set_version
-from dtcli.model import FAILED, FULL, INCREMENTAL, SKIPPED, SUCCEEDED, Plan, RefreshRecord, RefreshStep, StepOptions
+from dtcli.model import (
+    FAILED,
+    FULL,
+    INCREMENTAL,
+    SKIPPED,
+    SUCCEEDED,
+    LagTarget,
+    Plan,
+    RefreshRecord,
+    RefreshStep,
+    StepOptions,
+)
 from dtcli.planning.scheduler import Decision
 from dtcli.unit_tests import UnitTest
 from tests.artifact_helpers import SCHEMAS, published_schema, schema_errors
@@ -55,7 +66,7 @@ def _record(name, state, action, *, tests=None, message=None):
 def _plan(project, names=("orders", "customers")):
     steps = [RefreshStep(name=n, path=project.table_path(n), action="NO_DATA", trigger="SCHEDULED", sql="",
                          inputs=[], definition_hash="h", refresh_mode=INCREMENTAL,
-                         options=StepOptions(target_lag_sec=60)) for n in names]
+                         options=StepOptions(lag=LagTarget(target_lag_sec=60))) for n in names]
     return Plan(run_id="r1", project=project.name, warehouse=project.warehouse,
                 data_timestamp="2026-11-26T10:00:00+00:00", source_versions={"src": 4}, steps=steps)
 

@@ -7,7 +7,7 @@ import pytest
 
 from dtcli.engine.launch.spark_conf import catalog_conf
 from dtcli.errors import ConfigError
-from dtcli.model import CatalogSpec, Plan, RefreshStep, StepOptions
+from dtcli.model import CatalogSpec, Layout, Plan, RefreshStep, StepOptions
 from dtcli.planning.catalog import catalog_work
 from dtcli.project import load_project
 from dtcli.state import catalog as state
@@ -104,12 +104,12 @@ def test_a_comment_edited_with_no_new_data_is_brought_to_the_table_by_the_catalo
     path = project.table_path
     done = {n: state.Event(n, state.REGISTERED, f"analytics.{n}", path(n)) for n in "de"}
     plan = _plan(project)
-    options = StepOptions(comment="second", comment_outdated=True)
+    options = StepOptions(layout=Layout(comment="second", comment_outdated=True))
     plan.steps = [RefreshStep(name="d", path=path("d"), action="NO_DATA", trigger="SCHEDULED", sql="", inputs=[],
                               definition_hash="h", refresh_mode="FULL", options=options)]
     regs, _ = catalog_work(project, plan, {"d", "e"}, done)
     assert [(r["name"], r["qualified_name"], r["comment"]) for r in regs] == [("d", "analytics.d", "second")]
-    plan.steps[0].options = StepOptions(comment="second", comment_outdated=False)
+    plan.steps[0].options = StepOptions(layout=Layout(comment="second", comment_outdated=False))
     assert catalog_work(project, plan, {"d", "e"}, done) == ([], [])
 
 

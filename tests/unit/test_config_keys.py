@@ -8,7 +8,7 @@ import dataclasses
 from pathlib import Path
 
 from dtcli.config_keys import ALIASES, SHOWN_DEFAULTS, TABLE_KEYS, TableConfig
-from dtcli.model import StepOptions
+from dtcli.model import Layout
 from dtcli.project.table_config import merge_layers
 from tests.helpers import write_project
 
@@ -40,7 +40,7 @@ def test_a_merged_config_starts_from_the_fields_defaults():
 
 
 def test_the_step_takes_its_layout_defaults_from_the_config():
-    step = {f.name: f.default for f in dataclasses.fields(StepOptions)}
+    step = {f.name: f.default for f in dataclasses.fields(Layout)}
     for key in ("small_table_rows", "max_rows_per_file", "deletion_vectors"):
         assert step[key] is FIELDS[key].default, key
 

@@ -34,7 +34,7 @@ def test_a_target_overrides_the_project_defaults_and_a_table_overrides_both(tmp_
     root = _project(tmp_path, {"b": "deletion_vectors: true\n"})
     assert _setting(root) == {"a": (True, "2 hours"), "b": (True, "2 hours")}            # default: on
     assert _setting(root, "readers") == {"a": (False, "2 hours"), "b": (True, "2 hours")}
-    steps = {s.name: s.options for s in api.plan_run(api.check(root, "readers"), ["a", "b"]).steps}
+    steps = {s.name: s.options.layout for s in api.plan_run(api.check(root, "readers"), ["a", "b"]).steps}
     assert (steps["a"].deletion_vectors, steps["b"].deletion_vectors) == (False, True)
     assert not steps["a"].deletion_vectors_outdated       # not created yet: nothing to align
 

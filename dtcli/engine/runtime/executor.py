@@ -65,7 +65,7 @@ def application_id(spark) -> str | None:
 def _align_deletion_vectors(spark, step: RefreshStep, result: RefreshResult) -> None:
     """After the refresh committed: write the DT as its `deletion_vectors` setting now says.
     A failure here leaves the refresh committed (its rows are right) and says so."""
-    want = bool(step.options.deletion_vectors)
+    want = bool(step.options.layout.deletion_vectors)
     try:
         deletion_vectors.align(spark, step.path, want)
         result.table_version = commit.last_commit(step.path)["version"]
@@ -214,8 +214,8 @@ class _Run:
                 produced = dict(self.produced)
             versions = bind_inputs(spark, step, produced)
             frontier = Frontier(versions, step.definition_hash, plan.data_timestamp, plan.run_id,
-                                step.action, step.refresh_mode, step.options.frozen_where,
-                                step.options.backfill_spec,
+                                step.action, step.refresh_mode, step.options.regions.where,
+                                step.options.backfill.spec,
                                 source_ids=step.options.source_ids)
             ctx = RefreshContext(spark, plan, step, versions, frontier)
             # the strategy's kind (engine/strategies kind_of); its commit is audited by the DT's
@@ -223,10 +223,10 @@ class _Run:
             with audit.auditing(ctx) as auditor:
                 result = strategy_for(kind_of(step))(ctx)
                 tests = [r.to_dict() for r in auditor.outcome] if auditor else None
-            if step.options.comment_outdated and not result.table_replaced:
-                commit.set_comment(spark, step.path, step.options.comment)
+            if step.options.layout.comment_outdated and not result.table_replaced:
+                commit.set_comment(spark, step.path, step.options.layout.comment)
                 result.table_version = commit.last_commit(step.path)["version"]
-            if step.options.deletion_vectors_outdated:
+            if step.options.layout.deletion_vectors_outdated:
                 _align_deletion_vectors(spark, step, result)
             if step.action in (FULL, REINITIALIZE) or result.fallback_action:
                 _prune_internal(plan, step)

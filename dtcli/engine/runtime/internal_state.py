@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from dtcli.engine.runtime import audit
 from dtcli.engine.runtime.changes import ChangesUnavailable
 from dtcli.engine.runtime.context import RefreshContext
-from dtcli.model import FULL, INCREMENTAL, Frontier, InternalTable, RefreshStep, StepOptions
+from dtcli.model import FULL, INCREMENTAL, Estimate, Frontier, InternalTable, RefreshStep, StepOptions
 from dtcli.state.delta_log import table_info
 
 
@@ -70,8 +70,9 @@ def _context(ctx: RefreshContext, table: InternalTable, action: str, previous: F
         inputs=step.inputs, definition_hash=step.definition_hash, refresh_mode=step.refresh_mode,
         previous=previous,
         options=StepOptions(previous_rows=None, file=step.options.file, delta_sql=table.sql,
-                            read_columns=step.options.read_columns, change_rows=step.options.change_rows,
-                            input_rows=step.options.input_rows))
+                            read_columns=step.options.read_columns,
+                            estimate=Estimate(change_rows=step.options.estimate.change_rows,
+                                              input_rows=step.options.estimate.input_rows)))
     own = Frontier(dict(ctx.input_versions), step.definition_hash, frontier.data_timestamp,
                    frontier.run_id, action, step.refresh_mode)
     return RefreshContext(ctx.spark, ctx.plan, sub, ctx.input_versions, own)

@@ -37,8 +37,9 @@ def applies(options: StepOptions) -> bool:
     again)."""
     rows = options.previous_rows
     # `0` is off: an empty DT is not written whole either
-    return (rows is not None and options.small_table_rows > 0 and rows <= options.small_table_rows
-            and not options.partition_by and not options.cluster_by and not options.active
+    layout = options.layout
+    return (rows is not None and layout.small_table_rows > 0 and rows <= layout.small_table_rows
+            and not layout.partition_by and not layout.cluster_by and not options.regions.active
             and not options.read_by_tables)
 
 

@@ -146,17 +146,17 @@ def _targeted(sql: str, path: str, alias: str | None) -> str:
 
 def _create(ctx: RefreshContext, opts: CustomSpec) -> None:
     """The empty table with its declared columns (and the change data feed, for its readers)."""
-    step, options = ctx.step, ctx.step.options
+    step, layout = ctx.step, ctx.step.options.layout
     cols = ", ".join(f"{quote(c['name'])} {c['type']}" for c in opts.columns)
     clauses = []
-    if options.partition_by:
-        clauses.append(f"PARTITIONED BY ({', '.join(quote(c) for c in options.partition_by)})")
-    if options.cluster_by:
-        clauses.append(f"CLUSTER BY ({', '.join(quote(c) for c in options.cluster_by)})")
-    if options.comment:
-        clauses.append(f"COMMENT {exp.Literal.string(options.comment).sql(dialect='spark')}")
-    props = {"delta.enableChangeDataFeed": "true", **table_property(options.deletion_vectors),
-             **column_mapping.table_property(options.column_mapping)}
+    if layout.partition_by:
+        clauses.append(f"PARTITIONED BY ({', '.join(quote(c) for c in layout.partition_by)})")
+    if layout.cluster_by:
+        clauses.append(f"CLUSTER BY ({', '.join(quote(c) for c in layout.cluster_by)})")
+    if layout.comment:
+        clauses.append(f"COMMENT {exp.Literal.string(layout.comment).sql(dialect='spark')}")
+    props = {"delta.enableChangeDataFeed": "true", **table_property(layout.deletion_vectors),
+             **column_mapping.table_property(layout.column_mapping)}
     clauses.append("TBLPROPERTIES (" + ", ".join(f"'{k}' = '{v}'" for k, v in sorted(props.items())) + ")")
     ctx.spark.sql(f"CREATE OR REPLACE TABLE delta.{quote(step.path)} ({cols}) USING delta {' '.join(clauses)}")
 
@@ -165,22 +165,22 @@ def _backfilled(ctx: RefreshContext, opts: CustomSpec) -> RefreshResult:
     """The table as a copy of the backfill source, its frontier at creation or `start_at`."""
     from pyspark.sql import functions as F
 
-    source = ctx.step.options.backfill
-    copied = ctx.spark.read.format("delta").option("versionAsOf", source["version"]).load(source["path"])
+    source = ctx.step.options.backfill.copy
+    copied = ctx.spark.read.format("delta").option("versionAsOf", source.version).load(source.path)
     if len(copied.columns) != len(opts.columns):
-        raise CustomRefreshFailed(f"backfill source {source['name']} has {len(copied.columns)} columns, "
+        raise CustomRefreshFailed(f"backfill source {source.name} has {len(copied.columns)} columns, "
                                   f"the table {len(opts.columns)}")
     copied = copied.select(*[F.col(quote(c)).cast(spec["type"]).alias(spec["name"])
                              for c, spec in zip(copied.columns, opts.columns)])
     ctx.frontier.source_versions.update(opts.start_versions)
     ctx.frontier.input_ids = {c.name: _table_id(c.path) for c in opts.changes}
-    options = ctx.step.options
+    layout = ctx.step.options.layout
     commit.replace_table(ctx.spark, copied, ctx.step.path, ctx.frontier,
-                         partition_by=options.partition_by, cluster_by=options.cluster_by,
-                         comment=options.comment,
+                         partition_by=layout.partition_by, cluster_by=layout.cluster_by,
+                         comment=layout.comment,
                          properties={"delta.enableChangeDataFeed": "true",
-                                     **table_property(options.deletion_vectors),
-                                     **column_mapping.table_property(options.column_mapping)})
+                                     **table_property(layout.deletion_vectors),
+                                     **column_mapping.table_property(layout.column_mapping)})
     last = commit.last_commit(ctx.step.path)
     return RefreshResult(copied=int(last["metrics"].get("numOutputRows", 0)), table_version=last["version"],
                          table_replaced=True)

@@ -23,10 +23,10 @@ def full_refresh(ctx: RefreshContext, rows=None) -> RefreshResult:
     df = rows if rows is not None else shaped(spark.sql(step.sql), options.columns)
     if options.names:                 # unaliased outputs: named as dt derived them (Spark's names)
         df = df.toDF(*options.names)
-    if options.backfill:
+    if options.backfill.copy:
         return _backfilled(ctx, df)
-    if options.active:
-        active = options.active
+    if options.regions.active:
+        active = options.regions.active
         done = apply.replace(spark, step.path, active, df.filter(active), ctx.frontier)
         return RefreshResult(inserted=done.inserted, deleted=done.deleted, table_version=done.version)
     _replace_table(ctx, df)
@@ -38,13 +38,13 @@ def full_refresh(ctx: RefreshContext, rows=None) -> RefreshResult:
 
 
 def _replace_table(ctx: RefreshContext, rows) -> None:
-    options = ctx.step.options
+    layout = ctx.step.options.layout
     commit.replace_table(ctx.spark, rows, ctx.step.path, ctx.frontier,
-                         partition_by=options.partition_by, cluster_by=options.cluster_by,
-                         comment=options.comment,
-                         properties={**table_property(options.deletion_vectors),
-                                     **column_mapping.table_property(options.column_mapping)},
-                         sort_by=options.sort_by, max_rows_per_file=options.max_rows_per_file or 0)
+                         partition_by=layout.partition_by, cluster_by=layout.cluster_by,
+                         comment=layout.comment,
+                         properties={**table_property(layout.deletion_vectors),
+                                     **column_mapping.table_property(layout.column_mapping)},
+                         sort_by=layout.sort_by, max_rows_per_file=layout.max_rows_per_file or 0)
 
 
 def _backfilled(ctx: RefreshContext, computed) -> RefreshResult:
@@ -52,14 +52,14 @@ def _backfilled(ctx: RefreshContext, computed) -> RefreshResult:
     only, with the query's rows for the active region, when the DT has a frozen_where)."""
     from pyspark.sql import functions as F
 
-    source = ctx.step.options.backfill
-    copied = (ctx.spark.read.format("delta").option("versionAsOf", source["version"]).load(source["path"]))
+    source = ctx.step.options.backfill.copy
+    copied = (ctx.spark.read.format("delta").option("versionAsOf", source.version).load(source.path))
     if len(copied.columns) != len(computed.columns):
-        raise ValueError(f"backfill source {source['name']} has {len(copied.columns)} columns, "
+        raise ValueError(f"backfill source {source.name} has {len(copied.columns)} columns, "
                          f"the table {len(computed.columns)}")
     copied = copied.select(*[F.col(f"`{c}`").cast(f.dataType).alias(f.name)
                              for c, f in zip(copied.columns, computed.schema.fields)])
-    frozen = ctx.step.options.frozen
+    frozen = ctx.step.options.regions.frozen
     if frozen:
         copied = copied.filter(frozen)
     # a checkpoint: the copy is counted and written from one read of the source

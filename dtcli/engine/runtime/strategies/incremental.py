@@ -130,7 +130,7 @@ class ChangeRefresh:
     def __init__(self, ctx: RefreshContext):
         self.ctx, self.spark, self.step = ctx, ctx.spark, ctx.step
         # with frozen_where: the active region at this refresh's data timestamp (Spark SQL)
-        self.active: str | None = ctx.step.options.active
+        self.active: str | None = ctx.step.options.regions.active
         self.whole = rewrite.applies(ctx.step.options)     # a small DT is written whole
         self.views: list[str] = []
         self.cached: list = []
@@ -183,7 +183,7 @@ class ChangeRefresh:
 
     def _small(self) -> bool:
         """Whether the planner expects this refresh's change to be small (unknown: yes)."""
-        expected = self.step.options.change_rows
+        expected = self.step.options.estimate.change_rows
         return expected is None or expected <= LOCAL_ROWS
 
     def _scanned_later(self) -> list:
@@ -312,7 +312,7 @@ class ChangeRefresh:
             return self._nothing()
         applied = applier.apply_row_changes(spark, self.step.path, net, self.ctx.frontier,
                                             local=local, region=self.active,
-                                            prefer=(self.step.options.sort_by or [None])[0],
+                                            prefer=(self.step.options.layout.sort_by or [None])[0],
                                             whole=rewrite.changes_whole if self.whole else None)
         return RefreshResult(inserted=applied.inserted, deleted=applied.deleted,
                              copied=applied.copied, table_version=applied.version,

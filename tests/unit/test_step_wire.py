@@ -1,0 +1,66 @@
+"""The plan reaches the Spark driver as JSON (Plan.to_json / Plan.from_json): every part of a
+step's options comes back as the typed value it left as."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from dtcli.data_tests import AuditSpec
+from dtcli.model import (
+    Backfill,
+    BackfillCopy,
+    Estimate,
+    Frontier,
+    InternalTable,
+    LagTarget,
+    Layout,
+    Plan,
+    RefreshStep,
+    Regions,
+    SortKey,
+    StepInput,
+    StepOptions,
+    TopNSpec,
+)
+
+OPTIONS = StepOptions(
+    previous_rows=7, source_ids={"src": "id-1"}, file="tables/d.sql", delta_sql="SELECT 1",
+    read_columns={"src": ["id"]}, read_by_tables=True,
+    columns=[{"name": "id", "type": "BIGINT"}], names=["id"],
+    layout=Layout(partition_by=["g"], sort_by=["id"], max_rows_per_file=10, small_table_rows=3,
+                  deletion_vectors=False, column_mapping=True, comment="c", comment_outdated=True,
+                  deletion_vectors_outdated=True),
+    regions=Regions(where="d < '2026-01-01'", active="d >= '2026-01-01'", frozen="d < '2026-01-01'"),
+    backfill=Backfill(spec={"from": {"table": "old"}, "version": 2, "timestamp": None, "before": False},
+                      copy=BackfillCopy("old", "/w/old", 2)),
+    estimate=Estimate(action_reason="why", change_rows=5, input_rows=50),
+    lag=LagTarget(target_lag_sec=60, completion_target="2026-11-25T00:01:00+00:00"),
+    audit=AuditSpec([]), after=["e"],
+    top_n=TopNSpec(inner_sql="SELECT 1", outputs=1, order=[SortKey(0, True, False)], limit=3, offset=0,
+                   state=InternalTable("top_n_rows", "/w/_dt/internal/d/top_n_rows", "SELECT 1")))
+
+
+def _plan(options: StepOptions) -> Plan:
+    step = RefreshStep(name="d", path="/w/d", action="FULL", trigger="SCHEDULED", sql="SELECT 1",
+                       inputs=[StepInput("src", "source", "/w/src", 4)], definition_hash="h",
+                       refresh_mode="FULL", previous=Frontier({"src": 3}), options=options)
+    return Plan(run_id="r", project="p", warehouse="/w", data_timestamp="2026-11-25T00:00:00+00:00",
+                source_versions={"src": 4}, steps=[step])
+
+
+@pytest.mark.parametrize("options", [OPTIONS, StepOptions()], ids=["every part", "defaults"])
+def test_every_part_of_the_step_comes_back_from_the_wire_as_it_left(options):
+    plan = _plan(options)
+    again = Plan.from_json(plan.to_json())
+    assert again == plan
+    back = again.steps[0].options
+    for part in ("layout", "regions", "backfill", "estimate", "lag"):
+        assert type(getattr(back, part)) is type(getattr(options, part)), part
+    assert back.backfill.copy == options.backfill.copy
+
+
+def test_a_planned_step_is_not_patched_afterwards():
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        OPTIONS.lag = LagTarget(target_lag_sec=1)          # type: ignore[misc]
