@@ -11,8 +11,9 @@ columns by dtcli/planning/data_tests.py.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 NOT_NULL, UNIQUE, ACCEPTED_VALUES = "not_null", "unique", "accepted_values"
 RELATIONSHIPS, EXPRESSION_IS_TRUE = "relationships", "expression_is_true"
@@ -139,6 +140,27 @@ class AuditSpec:
         return [c for c in self.checks if c.action == KEEP_OUT]
 
 
+# One failing row as a check samples it: column -> the value the table held.
+SampleRow = dict[str, object]
+
+
+class CheckResultDict(TypedDict, total=False):
+    """A `CheckResult` as JSON (in the refresh history, run_results.json, `dt show
+    test-results`): every key is written; older rows may lack the later ones (`column`)."""
+
+    name: str
+    unique_id: str
+    kind: str                 # "test" | "expectation"
+    test: str                 # not_null, unique, ..., singular, expectation
+    table: str
+    status: str               # pass | fail | warn | error | skipped
+    failures: int
+    message: str | None
+    action: str
+    samples: list[SampleRow]
+    column: str | None
+
+
 @dataclass
 class CheckResult:
     """What one check found: dbt's status (pass, fail, warn, error), the failing rows counted
@@ -153,13 +175,13 @@ class CheckResult:
     failures: int = 0
     message: str | None = None
     action: str = STOP
-    samples: list[dict[str, Any]] = field(default_factory=list)
+    samples: list[SampleRow] = field(default_factory=list)
     column: str | None = None
 
-    def to_dict(self) -> dict[str, Any]:
-        return asdict(self)
+    def to_dict(self) -> CheckResultDict:
+        return CheckResultDict(**asdict(self))
 
     @classmethod
-    def from_dict(cls, raw: dict[str, Any]) -> CheckResult:
+    def from_dict(cls, raw: Mapping[str, object]) -> CheckResult:
         known = {f for f in cls.__dataclass_fields__}
         return cls(**{k: v for k, v in raw.items() if k in known})

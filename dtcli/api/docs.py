@@ -14,11 +14,12 @@ import time
 from collections import Counter
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from dtcli import __version__
-from dtcli.api.show import DISABLED, ORPHANED, show_tables
-from dtcli.api.test_results import last_results
+from dtcli.api.lineage_static import JobEventsWritten
+from dtcli.api.show import DISABLED, ORPHANED, ShowRow, show_tables
+from dtcli.api.test_results import CheckRow, last_results
 from dtcli.artifacts.explain import ColumnType, ExplainReport
 from dtcli.artifacts.manifest import (
     SCHEMA_VERSION,
@@ -126,8 +127,20 @@ def _history_row(record: RefreshRecord) -> HistoryRow:
                       statistics=Statistics(record.num_inserted_rows, record.num_deleted_rows, record.num_copied_rows))
 
 
+class SiteWritten(TypedDict, total=False):
+    """What `generate` wrote, for the command's summary line."""
+
+    path: str
+    index: str                # the site's index.html
+    pages: int
+    dynamic_tables: int
+    sources: int
+    openlineage: JobEventsWritten     # with --openlineage only
+    seconds: float
+
+
 def generate(checked: Checked, select: list[str] | None = None, out: Path | None = None, *,
-             openlineage: bool = False) -> dict[str, Any]:
+             openlineage: bool = False) -> SiteWritten:
     """Write the site to `out` (default `target/docs/`); returns what was written and how long
     it took. `openlineage`: also the DTs as OpenLineage job events (dtcli/api/lineage_static.py)."""
     from dtcli.ui.site import write_site
@@ -136,13 +149,13 @@ def generate(checked: Checked, select: list[str] | None = None, out: Path | None
     doc = facts(checked, select)
     out = out or checked.project.target_dir / "docs"
     pages = write_site(doc, out)
-    done = {"path": str(out), "index": str(out / "index.html"), "pages": pages,
-            "dynamic_tables": len(doc.dynamic_tables), "sources": len(doc.sources)}
+    done = SiteWritten(path=str(out), index=str(out / "index.html"), pages=pages,
+                       dynamic_tables=len(doc.dynamic_tables), sources=len(doc.sources))
     if openlineage:
         from dtcli.api.lineage_static import write_job_events
 
         done["openlineage"] = write_job_events(checked, list(doc.dynamic_tables), out)
-    return {**done, "seconds": round(time.monotonic() - started, 3)}
+    return SiteWritten(**done, seconds=round(time.monotonic() - started, 3))
 
 
 def _inputs(checked: Checked, name: str) -> tuple[str, ...]:
@@ -151,8 +164,8 @@ def _inputs(checked: Checked, name: str) -> tuple[str, ...]:
     return table.inputs if table else ()
 
 
-def _table(checked: Checked, name: str, row: dict[str, Any], explained: ExplainReport | None,
-           records: list[RefreshRecord], checks: list[dict[str, Any]] | None = None) -> TableFacts:
+def _table(checked: Checked, name: str, row: ShowRow, explained: ExplainReport | None,
+           records: list[RefreshRecord], checks: list[CheckRow] | None = None) -> TableFacts:
     project = checked.project
     table = project.tables.get(name) or project.disabled.get(name)
     sql_as_written = None
@@ -197,7 +210,7 @@ _RESULT_KEYS = ("name", "kind", "test", "column", "status", "failures", "message
 _COUNTED = {KEEP_OUT: "dropped", RECORD: "warned", STOP: "failed"}
 
 
-def _test_results(records: list[RefreshRecord], checks: list[dict[str, Any]] | None) -> TableTestResults:
+def _test_results(records: list[RefreshRecord], checks: list[CheckRow] | None) -> TableTestResults:
     """What the DT's checks found. `last`: each check it defines with its newest result, from a
     refresh's audit or from `dt test` / `dt build` (`dt show test-results`' rows; `checks`); a DT
     not defined now (orphaned, disabled) shows its last audited refresh's results. `over_time`:

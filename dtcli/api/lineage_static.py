@@ -9,7 +9,7 @@ before anything ran. Sending is bounded as a run's is (dtcli/api/lineage_emitter
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from dtcli.api.lineage_transport import destination, namespace_of
 from dtcli.planning.checked import Checked
@@ -18,7 +18,16 @@ from dtcli.redact import scrub
 FILE_NAME = "openlineage.jsonl"
 
 
-def write_job_events(checked: Checked, names: list[str], out: Path) -> dict[str, Any]:
+class JobEventsWritten(TypedDict):
+    """What `write_job_events` did: the file, how many events, where they were sent."""
+
+    path: str
+    events: int
+    sent_to: str | None       # the destination's origin, when every event was sent
+    warning: str | None       # why not every event was sent
+
+
+def write_job_events(checked: Checked, names: list[str], out: Path) -> JobEventsWritten:
     """Write (and send, with a destination) the job events of `names`; what was done and any
     warning."""
     from openlineage.client.serde import Serde
@@ -32,7 +41,7 @@ def write_job_events(checked: Checked, names: list[str], out: Path) -> dict[str,
     path = out / FILE_NAME
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text("".join(scrub(Serde.to_json(e)) + "\n" for e in events), encoding="utf-8")
-    done: dict[str, Any] = {"path": str(path), "events": len(events), "sent_to": None, "warning": None}
+    done = JobEventsWritten(path=str(path), events=len(events), sent_to=None, warning=None)
     dest = destination(project)
     if dest is not None:
         sender = Sender(dest)

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import fnmatch
-from typing import Any
 
 from dtcli.errors import UsageError, suggest
 from dtcli.model import Project, RefreshRecord, TableDef
@@ -12,9 +11,14 @@ from dtcli.planning import lag_stats, on_demand, refresh_times, scheduler
 from dtcli.planning.checked import Checked
 from dtcli.planning.lag import parse_target_lag
 from dtcli.state import history, orphans, reconcile, scheduling
-from dtcli.state.delta_log import TableInfo, table_info
+from dtcli.state.delta_log import Row, TableInfo, table_info
 
 DISABLED, ORPHANED = "DISABLED", "ORPHANED"
+
+# One row of `dt show dynamic tables` (its JSON with --format json: the keys users script
+# against, built by `_row` and `show_tables`). Keys vary by row: a catalog adds
+# `qualified_name`, an orphan `columns` and `warnings`.
+ShowRow = dict[str, object]
 
 
 def _like(name: str, like: str | None) -> bool:
@@ -22,7 +26,7 @@ def _like(name: str, like: str | None) -> bool:
 
 
 def show_tables(checked: Checked, like: str | None = None, *,
-                records: list[RefreshRecord] | None = None, internal: bool = False) -> list[dict[str, Any]]:
+                records: list[RefreshRecord] | None = None, internal: bool = False) -> list[ShowRow]:
     """One row per DT of the project, then its disabled DTs, then one per orphan (a DT in the
     warehouse whose file is gone). `records`: the refresh history, settled and read already by
     a caller that needs it too (`dt docs`). `internal`: each DT's row lists the internal tables
@@ -122,7 +126,7 @@ _EMPTY = dict.fromkeys(("target_lag", "effective_lag_seconds", "period_seconds",
 
 
 def _row(project: Project, name: str, table: TableDef | None, info: TableInfo | None,
-         recent: RefreshRecord | None) -> dict[str, Any]:
+         recent: RefreshRecord | None) -> ShowRow:
     """The columns every kind of row has: what the table is and what its log says."""
     config = table.config if table else None
     frontier = info.frontier if info else None
@@ -147,7 +151,7 @@ def _row(project: Project, name: str, table: TableDef | None, info: TableInfo | 
     }
 
 
-def _orphan_row(project: Project, name: str, recent: RefreshRecord | None) -> dict[str, Any]:
+def _orphan_row(project: Project, name: str, recent: RefreshRecord | None) -> ShowRow:
     info = table_info(project.table_path(name))
     return {**_row(project, name, None, info, recent),
             "scheduling_state": ORPHANED,
@@ -157,7 +161,9 @@ def _orphan_row(project: Project, name: str, recent: RefreshRecord | None) -> di
                          f"longer refreshed; drop it with `dt drop {name}`"]}
 
 
-def show_history(checked: Checked, name: str | None = None, limit: int | None = None) -> list[dict[str, Any]]:
+def show_history(checked: Checked, name: str | None = None, limit: int | None = None) -> list[dict[str, object]]:
+    """`dt show refresh-history`: the DT's (or every DT's) history rows, newest first, as
+    `RefreshRecord.to_row` writes them."""
     project = checked.project
     key = name.lower() if name else None
     if key and key not in project.tables and key not in project.disabled \
@@ -168,7 +174,7 @@ def show_history(checked: Checked, name: str | None = None, limit: int | None = 
 
 
 def show_rows(checked: Checked, name: str, *, where: str | None = None, limit: int = 10,
-              count: bool = False) -> list[dict[str, Any]] | dict[str, int]:
+              count: bool = False) -> list[Row] | dict[str, int]:
     """`dt show rows`: a DT's rows with `is_frozen` (as of its last refresh), or with `count`
     how many rows are frozen and active. Read without a JVM."""
     from dtcli.state import rows as reader

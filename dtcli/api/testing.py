@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any
 
 from dtcli.api.runs import RunResult, run, spark_submit
+from dtcli.data_tests import CheckResultDict
 from dtcli.engine.launch.contract import Launcher
 from dtcli.events import Events
 from dtcli.model import FAILURE_STATES, SUCCEEDED, Plan, RefreshRecord
@@ -40,7 +40,7 @@ class TestResult:
         return any(r.state in FAILURE_STATES for r in self.records)
 
     @property
-    def results(self) -> list[dict[str, Any]]:
+    def results(self) -> list[CheckResultDict]:
         return [t for r in self.records for t in r.data_tests or ()]
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any
 
 from dtcli.model import join_path
 from dtcli.state import storage
@@ -40,7 +39,7 @@ class Event:
     previous: str | None = None    # FAILED: the name it was registered under before, if any
     at: str = ""
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, str | None]:
         return {f: getattr(self, f) for f in _FIELDS}
 
 

@@ -8,6 +8,7 @@ deleted and inserted). Spark and deltalake name the metrics differently; both ar
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 # metric names: Spark's Delta first, then deltalake's
@@ -18,7 +19,7 @@ _WRITTEN = ("numOutputRows", "num_added_rows")
 _COPIED = ("numTargetRowsCopied", "numCopiedRows", "num_target_rows_copied", "num_copied_rows")
 
 
-def _metric(metrics: dict[str, Any], names: tuple[str, ...]) -> int:
+def _metric(metrics: Mapping[str, object], names: tuple[str, ...]) -> int:
     for name in names:
         if metrics.get(name) not in (None, ""):
             try:
@@ -28,8 +29,9 @@ def _metric(metrics: dict[str, Any], names: tuple[str, ...]) -> int:
     return 0
 
 
-def commit_change_rows(commit: dict[str, Any], table_rows: int | None = None) -> int:
-    """Change rows one commit adds to the change data feed (an estimate from its metrics)."""
+def commit_change_rows(commit: Mapping[str, Any], table_rows: int | None = None) -> int:
+    """Change rows one commit adds to the change data feed (an estimate from its metrics);
+    `commit`: one entry of deltalake's `DeltaTable.history()`, as it gives it."""
     operation = str(commit.get("operation") or "").upper()
     metrics = commit.get("operationMetrics") or {}
     if "MERGE" in operation or operation in ("UPDATE", "DELETE"):

@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import warnings
 from dataclasses import dataclass, field
-from typing import Any
 
 from dtcli.model import Column, Frontier
 from dtcli.state import storage
@@ -45,13 +44,18 @@ def open_table(path: str):
         return None
 
 
-def read_rows(table, where: str | None = None) -> list[dict[str, Any]]:
+# One row of a small Delta table (dt's own metadata tables, rows a user asked to see) as the
+# Python values of its columns: a reader looks at a value before it uses it.
+Row = dict[str, object]
+
+
+def read_rows(table, where: str | None = None) -> list[Row]:
     """Every row of a small Delta table (dt's own metadata tables) as dicts, or those matching
     the SQL condition `where` (the query engine skips the files whose statistics exclude it)."""
     return query_rows(table, "SELECT * FROM t" + (f" WHERE {where}" if where else ""))
 
 
-def query_rows(table, sql: str) -> list[dict[str, Any]]:
+def query_rows(table, sql: str) -> list[Row]:
     """The rows of a query over a small Delta table (named `t` in `sql`) as dicts.
 
     Through deltalake's query engine, and column by column from its Arrow result: neither

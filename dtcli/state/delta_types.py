@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from dtcli.model import Column
@@ -32,5 +33,6 @@ def from_delta(delta_type: Any) -> str:
     return str(kind).upper()
 
 
-def columns_from_delta_schema(schema_json: dict[str, Any]) -> tuple[Column, ...]:
+def columns_from_delta_schema(schema_json: Mapping[str, Any]) -> tuple[Column, ...]:
+    """The columns of a Delta schema as its log writes it (JSON: {"fields": [{name, type}...]})."""
     return tuple(Column(f["name"], from_delta(f["type"])) for f in schema_json.get("fields", []))

@@ -10,10 +10,9 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 from datetime import datetime, timedelta
-from typing import Any
 
 from dtcli.model import RefreshRecord, join_path
-from dtcli.state.delta_log import open_table, query_rows, read_rows
+from dtcli.state.delta_log import Row, open_table, query_rows, read_rows
 
 JSON_FIELDS = ("inputs_with_changed_data", "source_versions", "data_tests")
 _INT_FIELDS = ("num_inserted_rows", "num_deleted_rows", "num_copied_rows", "num_updated_rows", "table_version",
@@ -191,7 +190,7 @@ def audited(warehouse: str, newest: int = AUDITED_PER_TABLE) -> list[RefreshReco
     return [_record(r) for r in rows]
 
 
-def _record(row: dict[str, Any]) -> RefreshRecord:
+def _record(row: Row) -> RefreshRecord:
     out = dict(row)
     for key in JSON_FIELDS:
         empty = {"inputs_with_changed_data": [], "source_versions": {}}.get(key)

@@ -30,7 +30,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from dtcli.errors import LockTimeout
 from dtcli.model import Project
@@ -46,6 +46,19 @@ def lock_path(project: Project) -> Path:
     return Path(project.warehouse) / "_dt" / "lock"
 
 
+class Holder(TypedDict, total=False):
+    """What the lock file says about who holds the lock (JSON), for the "busy" message."""
+
+    dt_pid: int
+    dt_start: str | None          # the process's start time: a recycled pid is not the holder
+    command: str                  # "dt run", "dt drop x", ...
+    since: str
+    spark_submit_pid: int
+    application_id: str
+    lease: str                    # an S3 lease's URI (the lock is a lease there)
+    text: str                     # a lock file written by an older dt, as it reads
+
+
 @dataclass
 class Held:
     """The lock as this process holds it: `fd` is what a child must inherit to keep holding it.
@@ -53,10 +66,10 @@ class Held:
 
     path: Path
     fd: int | None
-    holder: dict[str, Any] = field(default_factory=dict)
+    holder: Holder = field(default_factory=Holder)
     taker: WarehouseLock | None = field(default=None, repr=False, compare=False)
 
-    def note(self, **facts: Any) -> None:
+    def note(self, **facts: str | int | None) -> None:
         """Add to what the lock file says about its holder (spark-submit's pid, the app id)."""
         self.holder.update({k: v for k, v in facts.items() if v is not None})
         if self.fd is not None:
@@ -168,7 +181,7 @@ class WarehouseLock:
                 os.close(fd)   # a child that inherited it keeps the lock until it exits
 
 
-def renewer(warehouse: str, holder: dict[str, Any] | None = None) -> Callable[[], bool]:
+def renewer(warehouse: str, holder: dict[str, str | None] | None = None) -> Callable[[], bool]:
     """What the driver calls every few seconds while it runs: False means the lock is lost
     and no further refresh may start. A flock needs no renewal; an S3 lease is renewed by the
     driver's own lease thread, which this asks."""
@@ -185,7 +198,7 @@ def _busy(path: Path, waited: float) -> LockTimeout:
         hint="wait for it to finish, or pass --wait SECONDS to queue behind it")
 
 
-def read_holder(path: Path) -> dict[str, Any]:
+def read_holder(path: Path) -> Holder:
     try:
         text = path.read_text(encoding="utf-8").strip()
     except OSError:
@@ -197,7 +210,7 @@ def read_holder(path: Path) -> dict[str, Any]:
     return holder if isinstance(holder, dict) else {}
 
 
-def describe(holder: dict[str, Any]) -> str:
+def describe(holder: Holder) -> str:
     """Who holds the lock, in words: a dt process, or the application of a dt that is gone."""
     if not holder:
         return ""

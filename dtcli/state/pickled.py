@@ -9,11 +9,11 @@ from __future__ import annotations
 
 import os
 import pickle
+from collections.abc import Mapping
 from pathlib import Path
-from typing import Any
 
 
-def read_entries(path: Path, fmt: int, code: Any) -> dict[str, Any]:
+def read_entries(path: Path, fmt: int, code: object) -> dict[str, object]:
     """The file's entries when it is whole and was written with this `fmt` by this `code`."""
     try:
         with open(path, "rb") as f:
@@ -26,7 +26,7 @@ def read_entries(path: Path, fmt: int, code: Any) -> dict[str, Any]:
     return {}
 
 
-def write_entries(path: Path, fmt: int, code: Any, entries: dict[str, Any]) -> None:
+def write_entries(path: Path, fmt: int, code: object, entries: Mapping[str, object]) -> None:
     tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)

@@ -9,13 +9,12 @@ matched to the table's own spelling, since DataFusion's names are case-sensitive
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any
 
 from sqlglot import exp
 
 from dtcli.errors import UsageError, ValidationError
 from dtcli.sql.frozen import at_time, folded, parse_predicate
-from dtcli.state.delta_log import TableInfo, as_arrow, open_table
+from dtcli.state.delta_log import Row, TableInfo, as_arrow, open_table
 
 ENGINE_DIALECT = "postgres"
 
@@ -32,7 +31,7 @@ def render(expr: exp.Expression, columns: list[str]) -> str:
     return expr.copy().transform(respell).sql(dialect=ENGINE_DIALECT, identify=True, comments=False)
 
 
-def _query(path: str, sql: str) -> list[dict[str, Any]]:
+def _query(path: str, sql: str) -> list[Row]:
     from deltalake import QueryBuilder
 
     table = open_table(path)
@@ -46,7 +45,7 @@ def _query(path: str, sql: str) -> list[dict[str, Any]]:
 
 
 def rows(path: str, columns: list[str], frozen: exp.Expression | None, where: exp.Expression | None,
-         limit: int) -> list[dict[str, Any]]:
+         limit: int) -> list[Row]:
     flag = f"coalesce(({render(frozen, columns)}), false)" if frozen is not None else "false"
     filter_ = f" WHERE {render(where, columns)}" if where is not None else ""
     return _query(path, f"SELECT *, {flag} AS is_frozen FROM t{filter_} LIMIT {int(limit)}")

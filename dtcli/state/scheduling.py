@@ -11,11 +11,10 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any
 
 from dtcli.model import join_path
 from dtcli.state import storage
-from dtcli.state.delta_log import open_table, read_rows
+from dtcli.state.delta_log import Row, open_table, read_rows
 
 ACTIVE, SUSPENDED = "ACTIVE", "SUSPENDED"
 REGISTERED, RESUMED = "REGISTERED", "RESUMED"   # event kinds besides SUSPENDED
@@ -34,7 +33,7 @@ class Event:
     cause: str | None = None   # the DT whose suspension (or failures) caused this one
     at: str = ""
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, str | None]:
         return {f: getattr(self, f) for f in _FIELDS}
 
 
@@ -66,7 +65,7 @@ def append(warehouse: str, events: list[Event]) -> None:
                     storage_options=storage.options(path))
 
 
-def read_events(warehouse: str) -> list[dict[str, Any]]:
+def read_events(warehouse: str) -> list[Row]:
     """All events, oldest first."""
     table = open_table(events_path(warehouse))
     if table is None:
@@ -76,7 +75,7 @@ def read_events(warehouse: str) -> list[dict[str, Any]]:
     return rows
 
 
-def current(warehouse: str, events: list[dict[str, Any]] | None = None) -> dict[str, TableState]:
+def current(warehouse: str, events: list[Row] | None = None) -> dict[str, TableState]:
     """Each DT's state from the log (DTs without events are ACTIVE and absent here)."""
     states: dict[str, TableState] = {}
     for row in read_events(warehouse) if events is None else events:
@@ -92,7 +91,7 @@ def current(warehouse: str, events: list[dict[str, Any]] | None = None) -> dict[
     return states
 
 
-def last_suspended(events: list[dict[str, Any]]) -> dict[str, str]:
+def last_suspended(events: list[Row]) -> dict[str, str]:
     """When each DT was itself last suspended (by `dt suspend` or after repeated failures)."""
     out: dict[str, str] = {}
     for row in events:
@@ -101,7 +100,7 @@ def last_suspended(events: list[dict[str, Any]]) -> dict[str, str]:
     return out
 
 
-def resumed_at(events: list[dict[str, Any]]) -> dict[str, str]:
+def resumed_at(events: list[Row]) -> dict[str, str]:
     """The newest RESUMED time per DT: failures before it no longer count toward auto-suspension."""
     out: dict[str, str] = {}
     for row in events:

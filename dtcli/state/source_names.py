@@ -14,7 +14,6 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from typing import Any
 
 from dtcli.model import join_path
 from dtcli.state import storage
@@ -35,7 +34,7 @@ class Resolution:
     message: str | None = None
     at: str = ""
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, str | None]:
         return {f: getattr(self, f) for f in _FIELDS}
 
 

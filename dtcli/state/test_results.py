@@ -14,8 +14,9 @@ from __future__ import annotations
 import json
 import os
 from collections.abc import Iterable
-from typing import Any
+from typing import TypedDict
 
+from dtcli.data_tests import CheckResultDict
 from dtcli.model import RefreshRecord, join_path
 from dtcli.redact import scrub
 from dtcli.state import storage
@@ -25,27 +26,56 @@ _FIELDS = ("table_name", "unique_id", "name", "kind", "test", "column", "status"
            "action", "samples", "run_id", "command", "tested_at")
 
 
+class StoredResult(TypedDict):
+    """One row of `_dt/test_results` (its columns: _FIELDS)."""
+
+    table_name: str
+    unique_id: str | None
+    name: str | None
+    kind: str | None
+    test: str | None
+    column: str | None
+    status: str | None
+    failures: int
+    message: str | None
+    action: str | None
+    samples: str              # JSON text of the sampled rows
+    run_id: str
+    command: str
+    tested_at: str | None
+
+
+class TestedResult(CheckResultDict, total=False):
+    """The newest result of one test as `latest` reads it back: a `CheckResultDict` (with
+    `table`, and its samples parsed) plus who found it and when."""
+
+    run_id: str
+    command: str
+    tested_at: str | None
+
+
 def results_path(warehouse: str) -> str:
     return join_path(warehouse, "_dt", "test_results")
 
 
-def rows_of(records: Iterable[RefreshRecord], command: str) -> list[dict[str, Any]]:
+def rows_of(records: Iterable[RefreshRecord], command: str) -> list[StoredResult]:
     """One row per test result of `dt test`'s records (one record per table tested)."""
     rows = []
     for record in records:
         for result in record.data_tests or ():
-            rows.append({"table_name": result.get("table") or record.name, "unique_id": result.get("unique_id"),
-                         "name": result.get("name"), "kind": result.get("kind"), "test": result.get("test"),
-                         "column": result.get("column"), "status": result.get("status"),
-                         "failures": int(result.get("failures") or 0), "message": result.get("message"),
-                         "action": result.get("action"),
-                         "samples": json.dumps(result.get("samples") or [], sort_keys=True, default=str),
-                         "run_id": record.run_id, "command": command,
-                         "tested_at": record.refresh_end_time or record.refresh_start_time})
+            rows.append(StoredResult(
+                table_name=result.get("table") or record.name, unique_id=result.get("unique_id"),
+                name=result.get("name"), kind=result.get("kind"), test=result.get("test"),
+                column=result.get("column"), status=result.get("status"),
+                failures=int(result.get("failures") or 0), message=result.get("message"),
+                action=result.get("action"),
+                samples=json.dumps(result.get("samples") or [], sort_keys=True, default=str),
+                run_id=record.run_id, command=command,
+                tested_at=record.refresh_end_time or record.refresh_start_time))
     return rows
 
 
-def append(warehouse: str, rows: list[dict[str, Any]]) -> None:
+def append(warehouse: str, rows: list[StoredResult]) -> None:
     if not rows:
         return
     import pyarrow as pa
@@ -63,7 +93,7 @@ def append(warehouse: str, rows: list[dict[str, Any]]) -> None:
     compact_now_and_then(path)
 
 
-def latest(warehouse: str) -> list[dict[str, Any]]:
+def latest(warehouse: str) -> list[TestedResult]:
     """The newest row of each test of each table, as CheckResult-shaped dicts plus `run_id`,
     `command` and `tested_at`."""
     table = open_table(results_path(warehouse))

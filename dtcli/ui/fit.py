@@ -9,22 +9,25 @@ full width, whatever the terminal (lines may then be longer than it is).
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
 GAP = 2          # spaces between columns
 ELLIPSIS = "…"
 
 
+# One row as a command prints it: column -> value (a `dt show` row, a data test's result...).
+Row = Mapping[str, object]
+
+
 @dataclass(frozen=True)
 class Col:
     header: str
-    text: Callable[[dict[str, Any]], str]
+    text: Callable[[Row], str]
     priority: int = 0            # lower is kept first when the terminal is narrow
     flexible: bool = False       # takes the width left over, cut with an ellipsis
     align: str = "left"
-    style: Callable[[dict[str, Any]], str] | None = None   # rich style per cell
+    style: Callable[[Row], str] | None = None   # rich style per cell
     min_width: int = 8           # a flexible column narrower than this is dropped
 
 
@@ -36,7 +39,7 @@ def _cut(text: str, width: int) -> str:
     return text if len(text) <= width else text[: max(0, width - 1)] + ELLIPSIS
 
 
-def choose(columns: Sequence[Col], rows: Sequence[dict[str, Any]], width: int | None) -> list[tuple[Col, int]]:
+def choose(columns: Sequence[Col], rows: Sequence[Row], width: int | None) -> list[tuple[Col, int]]:
     """The columns to show, in their order, each with its width. `width=None`: all, in full."""
     cells = {id(c): [_one_line(c.text(r)) for r in rows] for c in columns}
     natural = {id(c): max([len(c.header)] + [len(v) for v in cells[id(c)]]) for c in columns}
@@ -61,7 +64,7 @@ def choose(columns: Sequence[Col], rows: Sequence[dict[str, Any]], width: int | 
     return [(c, widths[id(c)]) for c in ordered]
 
 
-def render(columns: Sequence[Col], rows: Sequence[dict[str, Any]], width: int | None) -> list[str]:
+def render(columns: Sequence[Col], rows: Sequence[Row], width: int | None) -> list[str]:
     """Rich markup lines: a bold header, a rule, one line per row."""
     from rich.markup import escape
 
@@ -84,6 +87,6 @@ def render(columns: Sequence[Col], rows: Sequence[dict[str, Any]], width: int | 
     return lines
 
 
-def plain_width(columns: Sequence[Col], rows: Sequence[dict[str, Any]], width: int | None) -> int:
+def plain_width(columns: Sequence[Col], rows: Sequence[Row], width: int | None) -> int:
     chosen = choose(columns, rows, width)
     return sum(w for _, w in chosen) + GAP * (len(chosen) - 1)

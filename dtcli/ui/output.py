@@ -11,6 +11,8 @@ from typing import Any
 from rich.console import Console
 from rich.table import Table
 
+from dtcli.ui.fit import Row
+
 # Outside a terminal (CI logs, pipes) rich would wrap at 80 columns; logs read better wide.
 console = Console() if Console().is_terminal else Console(width=200)
 err_console = Console(stderr=True)
@@ -26,7 +28,7 @@ def terminal_width() -> int:
         return 200
 
 
-def print_fitted(columns, rows: Sequence[dict[str, Any]], *, wide: bool = False,
+def print_fitted(columns, rows: Sequence[Row], *, wide: bool = False,
                  width: int | None = None) -> None:
     """Rows as a table that fits the terminal (`dtcli.ui.fit`); `wide`: every column in full."""
     from dtcli.ui.fit import plain_width, render
@@ -57,7 +59,7 @@ def _cell(value: Any) -> str:
     return str(value)
 
 
-def print_table(rows: Sequence[dict[str, Any]], columns: Sequence[str], title: str | None = None) -> None:
+def print_table(rows: Sequence[Row], columns: Sequence[str], title: str | None = None) -> None:
     table = Table(title=title, show_lines=False, header_style="bold")
     for column in columns:
         table.add_column(column, overflow="fold")

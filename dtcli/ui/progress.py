@@ -6,7 +6,7 @@ import time
 from typing import Any
 
 from rich.console import Console
-from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+from rich.progress import BarColumn, Progress, SpinnerColumn, TaskID, TextColumn, TimeElapsedColumn
 
 from dtcli.events import RefreshFinished, RefreshProgress, RefreshStarted, RunEvent, Started, Stopping
 from dtcli.model import RefreshRecord
@@ -55,7 +55,7 @@ class RunProgress:
         self.started: dict[str, float] = {}
         self.plain_every = plain_every
         self.printed_at: dict[str, float] = {}     # refresh -> elapsed at its last plain line
-        self.spark_tasks: dict[str, Any] = {}      # running refresh -> its line in the display
+        self.spark_tasks: dict[str, TaskID] = {}      # running refresh -> its line in the display
         self.progress = None
         if self.live:
             self.progress = Progress(SpinnerColumn(), TextColumn("{task.description}"), BarColumn(),

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Any
 
-from dtcli.ui.fit import Col
+from dtcli.ui.fit import Col, Row
 
 STATE_STYLE = {"SUCCEEDED": "green", "FAILED": "red", "UPSTREAM_FAILED": "red", "SKIPPED": "yellow",
                "SUSPENDED": "yellow", "DISABLED": "dim", "ORPHANED": "magenta"}
@@ -58,14 +58,14 @@ def count(value: Any) -> str:
     return f"{value:,}" if isinstance(value, int) else ("" if value is None else str(value))
 
 
-def _last(row: dict[str, Any]) -> str:
+def _last(row: Row) -> str:
     action, state = row.get("last_refresh_action"), row.get("last_refresh_state")
     if not action:
         return "-"
     return action if state in (None, "SUCCEEDED") else f"{action} {state}"
 
 
-def _last_style(row: dict[str, Any]) -> str:
+def _last_style(row: Row) -> str:
     state = row.get("last_refresh_state") or ""
     return "" if state == "SUCCEEDED" else STATE_STYLE.get(state, "")
 
@@ -75,7 +75,7 @@ def seconds(value: float) -> str:
     return f"{value:.0f} s" if value < 600 else span(value)
 
 
-def peak(row: dict[str, Any]) -> str:
+def peak(row: Row) -> str:
     """The peak lag of the last hour, and "over" when it passed the target lag."""
     value = row.get("peak_lag_seconds")
     if value is None:
@@ -83,7 +83,7 @@ def peak(row: dict[str, Any]) -> str:
     return seconds(value) + (" over" if row.get("target_lag_met") is False else "")
 
 
-def _peak_style(row: dict[str, Any]) -> str:
+def _peak_style(row: Row) -> str:
     return "red" if row.get("target_lag_met") is False else ""
 
 
@@ -104,14 +104,14 @@ def table_columns(now: datetime) -> list[Col]:
 
 
 def history_columns(now: datetime) -> list[Col]:
-    def took(row: dict[str, Any]) -> str:
+    def took(row: Row) -> str:
         start, end = _time(row.get("refresh_start_time")), _time(row.get("refresh_end_time"))
         if not start or not end:
             return ""
         seconds = (end - start).total_seconds()
         return f"{seconds:.1f} s" if seconds < 60 else span(seconds)
 
-    def changed(row: dict[str, Any]) -> str:
+    def changed(row: Row) -> str:
         stats = row.get("statistics") or {}
         if row.get("refresh_action") == "NO_DATA" or not stats:
             return ""
@@ -137,7 +137,7 @@ TEST_STYLE = {"pass": "green", "fail": "red", "error": "red", "warn": "yellow", 
 
 def test_result_columns(now: datetime) -> list[Col]:
     """`dt show test-results`: one line per test or expectation."""
-    def found(row: dict[str, Any]) -> str:
+    def found(row: Row) -> str:
         n = row.get("failures")
         if not n:
             return ""
@@ -167,7 +167,7 @@ def _field(value: Any) -> str:
     return str(value)
 
 
-def wide_columns(rows: Sequence[dict[str, Any]], skip: tuple[str, ...] = ()) -> list[Col]:
+def wide_columns(rows: Sequence[Row], skip: tuple[str, ...] = ()) -> list[Col]:
     """Every field of the rows as a column, named as in the JSON output."""
     keys: list[str] = []
     for row in rows:

@@ -13,6 +13,10 @@ from dtcli.ui.site import charts, highlight
 from dtcli.ui.site.lineage_chart import column_lineage_svg
 from dtcli.ui.site.text import duration, parse_time, seconds_between, timestamp
 
+# What a page template (or the graph script) is given: names -> values it shows. Built here from the typed
+# manifest, read only by the templates.
+View = dict[str, object]
+
 HISTORY_ROWS = 60   # refreshes listed in a page's table (the timeline shows every kept one)
 MODE_LABELS = {"CUSTOM_INCREMENTAL": "CUSTOM", None: "NOT CREATED"}
 
@@ -37,7 +41,7 @@ def _mode(table: TableFacts) -> str | None:
     return (table.explain.refresh_mode if table.explain else None) or table.status.refresh_mode
 
 
-def graph_data(doc: Manifest, pages: dict[str, str]) -> dict[str, Any]:
+def graph_data(doc: Manifest, pages: dict[str, str]) -> View:
     """Nodes and edges for the lineage graph the page lays out (site.js, with dagre)."""
     nodes = []
     for name, source in doc.sources.items():
@@ -53,7 +57,7 @@ def graph_data(doc: Manifest, pages: dict[str, str]) -> dict[str, Any]:
     return {"nodes": nodes, "edges": doc.edges}
 
 
-def index_view(doc: Manifest) -> dict[str, Any]:
+def index_view(doc: Manifest) -> View:
     overview = doc.overview
     tables = doc.dynamic_tables
     freshness = [{**vars(f), "lag_text": duration(f.current_seconds) if f.current_seconds is not None
@@ -80,7 +84,7 @@ def index_view(doc: Manifest) -> dict[str, Any]:
 
 
 def table_view(doc: Manifest, table: TableFacts, now: datetime,
-               pages: dict[str, str] | None = None) -> dict[str, Any]:
+               pages: dict[str, str] | None = None) -> View:
     explained = table.explain
     lineage = explained.column_lineage if explained else None
     status = table.status
@@ -115,7 +119,7 @@ def table_view(doc: Manifest, table: TableFacts, now: datetime,
     }
 
 
-def _tests_view(tests: TableTestResults) -> dict[str, Any]:
+def _tests_view(tests: TableTestResults) -> View:
     """Each check's last result (when, and what ran it) and count per refresh; per expectation,
     its rows dropped, warned of and failed on over the kept history."""
     checks = [{**vars(c), "when": timestamp(c.at), "counts": tests.over_time.get(c.name, [])}
@@ -191,7 +195,7 @@ def _refresh_time_text(lag: Lag) -> str:
     return text
 
 
-def source_view(doc: Manifest, source: SourceFacts) -> dict[str, Any]:
+def source_view(doc: Manifest, source: SourceFacts) -> View:
     rows = [("kind", source.kind), ("path", source.path),
             ("declared in", f"{source.file}:{source.line}" if source.file else ""),
             ("primary key", source.primary_key), ("rely", "yes" if source.rely else ""),
