@@ -9,9 +9,9 @@ only two places that know the keys.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, fields
-from typing import Any, ClassVar
+from typing import ClassVar
 
 from dtcli.model import RefreshRecord
 
@@ -144,15 +144,16 @@ KINDS: dict[str, type[RunEvent]] = {cls.kind: cls for cls in (
 Events = Callable[[RunEvent], None]
 
 
-def to_wire(event: RunEvent) -> dict[str, Any]:
-    out: dict[str, Any] = {"event": event.kind}
+def to_wire(event: RunEvent) -> dict[str, object]:
+    """The event as one JSON object of the wire protocol (`event`: its kind)."""
+    out: dict[str, object] = {"event": event.kind}
     for f in fields(event):
         value = getattr(event, f.name)
         out[f.name] = value.to_dict() if isinstance(value, RefreshRecord) else value
     return out
 
 
-def from_wire(data: dict[str, Any]) -> RunEvent | None:
+def from_wire(data: Mapping[str, object]) -> RunEvent | None:
     """The event a wire object stands for; None for a kind this dt does not know (an
     application of another version), which is passed over."""
     cls = KINDS.get(data.get("event", ""))

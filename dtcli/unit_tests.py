@@ -13,9 +13,12 @@ import csv
 import io
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 FIXTURES_DIR = Path("tests") / "fixtures"     # dbt's place for `fixture:` CSV files
+
+# One row of a unit test's given or expected rows, as the YAML (a scalar per column) or a CSV
+# fixture (text, None for an empty field) gives it: column (lower case) -> value.
+GivenRow = dict[str, object]
 
 
 @dataclass
@@ -23,7 +26,7 @@ class Rows:
     """Rows as the YAML gives them: inline (a list of mappings, or CSV text with `format: csv`),
     or a CSV file (`fixture:`: a name in tests/fixtures/, or a path from the project root)."""
 
-    rows: list[dict[str, Any]] | None = None     # inline, keys lowercased; None: read `fixture`
+    rows: list[GivenRow] | None = None     # inline, keys lowercased; None: read `fixture`
     fixture: str | None = None
     file: str | None = None
     line: int | None = None
@@ -38,14 +41,14 @@ class Rows:
             return root / name
         return root / FIXTURES_DIR / f"{name}.csv"
 
-    def read(self, root: Path) -> list[dict[str, Any]]:
+    def read(self, root: Path) -> list[GivenRow]:
         """The rows, a fixture's read from its file (an empty CSV field is NULL)."""
         if self.rows is not None:
             return self.rows
         return csv_rows(self.fixture_path(root).read_text(encoding="utf-8"))
 
 
-def csv_rows(text: str) -> list[dict[str, Any]]:
+def csv_rows(text: str) -> list[GivenRow]:
     """CSV text with a header line as rows (names lowercased, spaces around values dropped, an
     empty field NULL)."""
     reader = csv.reader(io.StringIO(text.strip("\n")))

@@ -12,7 +12,6 @@ declared by `table:`) carries it as a symlink (type TABLE), namespaced by the me
 
 from __future__ import annotations
 
-from typing import Any
 from urllib.parse import urlparse
 
 from openlineage.client.facet_v2 import (
@@ -21,6 +20,7 @@ from openlineage.client.facet_v2 import (
     schema_dataset,
     symlinks_dataset,
 )
+from openlineage.client.generated.base import DatasetFacet
 
 from dtcli.model import Column, Project
 from dtcli.sql.lineage import ColumnLineage, Field, Transformation
@@ -63,9 +63,9 @@ class Datasets:
         source = self.project.sources.get(name)
         return source.table if source is not None else None
 
-    def facets(self, name: str, *, version: int | None = None, columns: bool = True) -> dict[str, Any]:
+    def facets(self, name: str, *, version: int | None = None, columns: bool = True) -> dict[str, DatasetFacet]:
         """The facets every mention of a dataset carries: schema, version, metastore name."""
-        out: dict[str, Any] = {}
+        out: dict[str, DatasetFacet] = {}
         cols = self.schemas.get(name, ())
         if columns and cols:
             out["schema"] = schema_dataset.SchemaDatasetFacet(

@@ -18,7 +18,6 @@ output of dt does.
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from typing import Any
 
 import attr
 from openlineage.client.event_v2 import InputDataset, Job, JobEvent, OutputDataset, Run, RunEvent, RunState
@@ -34,6 +33,7 @@ from openlineage.client.facet_v2 import (
     processing_engine_run,
     sql_job,
 )
+from openlineage.client.generated.base import JobFacet, OutputDatasetFacet
 
 from dtcli import __version__
 from dtcli.api.lineage_datasets import Datasets
@@ -53,6 +53,7 @@ from dtcli.model import (
 from dtcli.planning.checked import Checked
 from dtcli.planning.column_lineage import column_lineage
 from dtcli.redact import scrub
+from dtcli.sql.lineage import ColumnLineage
 
 # Who produced the events, and where dt's own facets are defined (the JSON Schema shipped in
 # dtcli/api/lineage_facets/dt.json): URNs, as dt has no public home to point at yet.
@@ -113,7 +114,7 @@ class EventBuilder:
     def __init__(self, checked: Checked, namespace: str, plan: Plan | None = None):
         self.checked, self.project, self.plan, self.namespace = checked, checked.project, plan, namespace
         self.datasets = Datasets(self.project, checked.schemas, PRODUCER)
-        self._lineage: dict[str, Any] = {}
+        self._lineage: dict[str, ColumnLineage | None] = {}
 
     # -- jobs ---------------------------------------------------------------------------------
 
@@ -122,7 +123,7 @@ class EventBuilder:
 
     def job(self, name: str) -> Job:
         table = self.project.tables[name]
-        facets: dict[str, Any] = {
+        facets: dict[str, JobFacet] = {
             "jobType": job_type_job.JobTypeJobFacet(processingType="BATCH", integration=INTEGRATION,
                                                     jobType="DYNAMIC_TABLE", producer=PRODUCER),
             "sql": sql_job.SQLJobFacet(query=scrub(table.sql), dialect=self.project.dialect, producer=PRODUCER),
@@ -139,7 +140,7 @@ class EventBuilder:
 
     # -- datasets -----------------------------------------------------------------------------
 
-    def lineage(self, name: str):
+    def lineage(self, name: str) -> ColumnLineage | None:
         if name not in self._lineage:
             self._lineage[name] = column_lineage(self.checked, name)
         return self._lineage[name]
@@ -166,7 +167,7 @@ class EventBuilder:
                       else lifecycle_state_change_dataset.LifecycleStateChange.OVERWRITE)
             facets["lifecycleStateChange"] = lifecycle_state_change_dataset.LifecycleStateChangeDatasetFacet(
                 lifecycleStateChange=change, producer=PRODUCER)
-        output_facets: dict[str, Any] = {}
+        output_facets: dict[str, OutputDatasetFacet] = {}
         if record is not None and record.state == SUCCEEDED:
             output_facets["outputStatistics"] = output_statistics_output_dataset.OutputStatisticsOutputDatasetFacet(
                 rowCount=record.num_inserted_rows + record.num_updated_rows, producer=PRODUCER)
@@ -183,7 +184,7 @@ class EventBuilder:
                                  job=parent_run.RootJob(namespace=self.namespace, name=self.project.name)),
             producer=PRODUCER)
 
-    def _run_facets(self, step: RefreshStep, record: RefreshRecord | None) -> dict[str, Any]:
+    def _run_facets(self, step: RefreshStep, record: RefreshRecord | None) -> dict[str, RunFacet]:
         plan = self.plan
         facet = DtRefreshRunFacet(
             dt_run_id=plan.run_id, action=record.refresh_action if record else step.action,
@@ -198,7 +199,7 @@ class EventBuilder:
             inputs_with_changed_data=list(record.inputs_with_changed_data) if record else [],
             statistics=({**record.statistics, "num_updated_rows": record.num_updated_rows} if record else {}),
             producer=PRODUCER)
-        facets: dict[str, Any] = {
+        facets: dict[str, RunFacet] = {
             "parent": self._parent(),
             "dt_refresh": facet,
             "nominalTime": nominal_time_run.NominalTimeRunFacet(nominalStartTime=plan.data_timestamp,

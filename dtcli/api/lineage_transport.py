@@ -18,7 +18,6 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from dtcli import redact
 from dtcli.errors import ConfigError
@@ -32,7 +31,7 @@ _NO_RETRY = {"total": 0, "connect": 0, "read": 0, "status": 0, "other": 0}
 
 @dataclass
 class Destination:
-    transport: dict[str, Any]     # the client's transport config, ready for its factory
+    transport: dict[str, object]  # the client's transport config (as the user wrote it), ready for its factory
     namespace: str
     timeout: float                # seconds: one request's bound, and the run's wait at its end
     origin: str                   # where it was configured, for messages

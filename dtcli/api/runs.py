@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any
+from typing import Any, TypedDict
 
 from dtcli.api.lineage_transport import destination as lineage_destination
 from dtcli.engine.launch.contract import Launcher, LaunchResult
@@ -80,6 +80,14 @@ def plan_scheduled(checked: Checked, names: list[str] | None = None, *, all_tabl
     return ScheduledPlan(_plan_catalog(checked, plan), decision)
 
 
+class AutoSuspension(TypedDict):
+    """A DT this run suspended after repeated failures, and the DTs held back with it."""
+
+    name: str
+    reason: str | None
+    downstream: list[str]
+
+
 @dataclass
 class RunResult:
     plan: Plan
@@ -87,7 +95,7 @@ class RunResult:
     launched: bool = False
     log_path: str | None = None
     decision: scheduler.Decision | None = None
-    suspended: list[dict[str, Any]] = field(default_factory=list)   # auto-suspensions of this run
+    suspended: list[AutoSuspension] = field(default_factory=list)   # auto-suspensions of this run
     interrupted: bool = False     # stopped by the user (Ctrl-C, SIGTERM) between refreshes
     not_started: str | None = None    # why the Spark application could not start (no refresh ran)
     # DT -> why it cannot meet its target lag, for the DTs this scheduled run refreshed
@@ -179,7 +187,7 @@ def _not_started(launched: LaunchResult) -> str | None:
     return last_error(launched.log_path) or f"spark-submit exited with code {launched.returncode}"
 
 
-def _auto_suspend(checked: Checked, on_event: Events) -> list[dict[str, Any]]:
+def _auto_suspend(checked: Checked, on_event: Events) -> list[AutoSuspension]:
     """Suspend DTs whose scheduled refreshes failed five times in a row (their downstream DTs
     are then held back too, see scheduler.blocked)."""
     project, graph = checked.project, checked.graph
@@ -192,7 +200,7 @@ def _auto_suspend(checked: Checked, on_event: Events) -> list[dict[str, Any]]:
         down = []
         if event.name in graph.upstream:
             down = graph.ordered(graph.downstream_closure({event.name}) - {event.name})
-        out.append({"name": event.name, "reason": event.reason, "downstream": down})
+        out.append(AutoSuspension(name=event.name, reason=event.reason, downstream=down))
         on_event(Suspended(event.name, event.reason, down))
     return out
 

@@ -31,7 +31,7 @@ from dtcli.planning.checked import Checked
 from dtcli.planning.checked import check as check_project
 from dtcli.planning.snapshot import take_snapshot
 from dtcli.planning.unit_tests import seed_rows
-from dtcli.unit_tests import Given, UnitTest
+from dtcli.unit_tests import Given, GivenRow, UnitTest
 
 PASS, FAIL, ERROR = "pass", "fail", "error"
 LOG_FILE = "unit_tests_spark.log"      # under target/: the local session's JVM output
@@ -142,7 +142,7 @@ def _run_case(spark, checked: Checked, case: UnitTest, folder: Path) -> UnitResu
 
 
 def _given_rows(checked: Checked, case: UnitTest, given: list[Given], partial: bool = False
-                ) -> dict[str, list[dict[str, Any]]]:
+                ) -> dict[str, list[GivenRow]]:
     """Input -> its rows; every input the DT reads unless `partial` (given_after: only those
     that change); a seed not given is its CSV."""
     root = checked.project.root
@@ -154,7 +154,7 @@ def _given_rows(checked: Checked, case: UnitTest, given: list[Given], partial: b
     return out
 
 
-def _columns(checked: Checked, name: str, rows: list[dict[str, Any]]) -> list[tuple[str, str | None]]:
+def _columns(checked: Checked, name: str, rows: list[GivenRow]) -> list[tuple[str, str | None]]:
     """The input's columns and Spark SQL types as dt knows them; when it knows none (left to
     Spark), the columns the rows name, as text."""
     known = checked.schemas.get(name) or ()

@@ -22,7 +22,7 @@ over sqlglot's scopes. Its answers are checked against sqlglot's where both spea
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TypedDict
 
 from sqlglot import exp
 from sqlglot.errors import SqlglotError
@@ -45,13 +45,39 @@ class Field:
     column: str
 
 
+class TransformationDict(TypedDict):
+    type: str
+    subtype: str
+    masking: bool
+
+
+class FieldDict(TypedDict):
+    """An input column an output depends on, and how (explain's JSON)."""
+
+    input: str
+    column: str
+    transformations: list[TransformationDict]
+
+
+class OutputDict(TypedDict):
+    name: str
+    inputs: list[FieldDict]
+
+
+class ColumnLineageDict(TypedDict):
+    """The JSON shape of `dt explain`'s `column_lineage`."""
+
+    columns: list[OutputDict]
+    dataset: list[FieldDict]
+
+
 @dataclass(frozen=True, order=True)
 class Transformation:
     type: str               # DIRECT | INDIRECT
     subtype: str            # IDENTITY ... AGGREGATION for DIRECT; FILTER ... CONDITIONAL for INDIRECT
     masking: bool = False
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> TransformationDict:
         return {"type": self.type, "subtype": self.subtype, "masking": self.masking}
 
 
@@ -69,13 +95,13 @@ class ColumnLineage:
     def inputs(self) -> set[str]:
         return {f.input for deps in [*self.columns.values(), self.dataset] for f in deps}
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> ColumnLineageDict:
         """The JSON shape of `dt explain`'s `column_lineage` (and of the docs site's)."""
         return {"columns": [{"name": name, "inputs": _fields(deps)} for name, deps in self.columns.items()],
                 "dataset": _fields(self.dataset)}
 
 
-def _fields(deps: dict[Field, frozenset[Transformation]]) -> list[dict[str, Any]]:
+def _fields(deps: dict[Field, frozenset[Transformation]]) -> list[FieldDict]:
     return [{"input": f.input, "column": f.column, "transformations": [t.to_dict() for t in sorted(ts)]}
             for f, ts in sorted(deps.items())]
 

@@ -19,7 +19,7 @@ The commit is, from cheapest to most general:
 from __future__ import annotations
 
 from functools import reduce
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from dtcli.engine.runtime import audit, commit, key_predicates
 from dtcli.engine.runtime.changes import WEIGHT, quote
@@ -257,7 +257,7 @@ def _append(spark, path: str, rows, frontier: Frontier) -> Applied:
 
 
 def _write(spark, path: str, rows, frontier: Frontier, mode: str, **options: str
-           ) -> dict[str, Any] | None:
+           ) -> commit.LastCommit | None:
     """Write `rows` with the frontier in the commit's userMetadata; the new commit's version
     and metrics, or None when Delta wrote no commit (nothing to write)."""
     from dtcli.state.delta_log import frontier_metadata

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
+from typing import TypedDict
 
 from sqlglot import exp
 
@@ -91,10 +91,15 @@ def user_metadata(spark, frontier: Frontier) -> Iterator[None]:
         spark.conf.unset(USER_METADATA_CONF)
 
 
-def last_commit(path: str) -> dict[str, Any]:
+class LastCommit(TypedDict):
+    version: int
+    metrics: dict[str, object]     # Delta's operationMetrics (numOutputRows, numTargetRowsInserted...)
+
+
+def last_commit(path: str) -> LastCommit:
     """Version and operation metrics of the newest commit, read from the log without a Spark job."""
     from dtcli.state.delta_log import open_table
 
     table = open_table(path)
     info = (table.history(1) or [{}])[0]
-    return {"version": table.version(), "metrics": dict(info.get("operationMetrics") or {})}
+    return LastCommit(version=table.version(), metrics=dict(info.get("operationMetrics") or {}))

@@ -14,6 +14,8 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from dtcli.unit_tests import GivenRow
+
 
 def _text(value: Any) -> str | None:
     if value is None:
@@ -27,7 +29,7 @@ def _text(value: Any) -> str | None:
     return str(value)
 
 
-def _frame(spark, rows: list[dict[str, Any]], columns: list[tuple[str, str | None]]):
+def _frame(spark, rows: list[GivenRow], columns: list[tuple[str, str | None]]):
     """The rows as a DataFrame of `columns` (name, Spark SQL type; None: the text as it is)."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import StringType, StructField, StructType
@@ -39,8 +41,8 @@ def _frame(spark, rows: list[dict[str, Any]], columns: list[tuple[str, str | Non
                          for name, kind in columns])
 
 
-def write_input(spark, path: str, rows: list[dict[str, Any]], columns: list[tuple[str, str | None]],
-                before: list[dict[str, Any]] | None = None) -> None:
+def write_input(spark, path: str, rows: list[GivenRow], columns: list[tuple[str, str | None]],
+                before: list[GivenRow] | None = None) -> None:
     """Write `rows` as the Delta table at `path` (the session creates it with the change data
     feed on). `before`: the rows it holds now; when `rows` only adds to them, the new rows are
     appended (an insert-only change), else the table is overwritten (Delta records every old
@@ -84,7 +86,7 @@ class Comparison:
         return not self.missing and not self.unexpected
 
 
-def compare(spark, path: str, expected: list[dict[str, Any]]) -> Comparison:
+def compare(spark, path: str, expected: list[GivenRow]) -> Comparison:
     """The DT at `path` against the expected rows, on the columns the expected rows name (all of
     the DT's when they name none), as multisets: order does not matter, duplicates do."""
     table = spark.read.format("delta").load(path)
