@@ -437,6 +437,41 @@ class RefreshStep:
     options: StepOptions = field(default_factory=StepOptions)
 
 
+@dataclass(frozen=True)
+class Registration:
+    """A DT to register as a table in the metastore after the run's refreshes (planning/catalog.py)."""
+
+    name: str
+    qualified_name: str
+    path: str
+    previous: str | None = None   # the name it was registered under before (moved): removed
+    retry: str | None = None      # why the last attempt failed: this run retries
+    # a comment edited while no input changed (a NO_DATA step commits nothing): set by the catalog work
+    comment_changed: bool = False
+    comment: str | None = None
+
+
+@dataclass(frozen=True)
+class Unregistration:
+    """A dropped DT's table to remove from the metastore."""
+
+    name: str
+    qualified_name: str
+    path: str | None = None
+
+
+@dataclass(frozen=True)
+class SourceLookup:
+    """A source declared by table name, asked of the metastore: before planning (api/names.py),
+    or again by a run that reads it (`recheck`: only a different answer is recorded)."""
+
+    name: str
+    table: str
+    recheck: bool = False
+    location: str | None = None   # the answer dt plans from now
+    table_id: str | None = None
+
+
 @dataclass
 class Plan:
     run_id: str
@@ -446,12 +481,11 @@ class Plan:
     source_versions: dict[str, int]
     steps: list[RefreshStep]
     threads: int = 1              # refreshes run side by side (each once its upstream finished)
-    # catalog work done after the refreshes (see dtcli/planning/catalog.py): each
-    # {name, qualified_name, path, previous}; and qualified names of dropped DTs to remove
-    registrations: list[dict[str, Any]] = field(default_factory=list)
-    unregistrations: list[dict[str, Any]] = field(default_factory=list)
-    # sources declared by table name to look up in the metastore first: each {name, table}
-    resolutions: list[dict[str, Any]] = field(default_factory=list)
+    # catalog work done after the refreshes (see dtcli/planning/catalog.py)
+    registrations: list[Registration] = field(default_factory=list)
+    unregistrations: list[Unregistration] = field(default_factory=list)
+    # sources declared by table name to look up in the metastore first
+    resolutions: list[SourceLookup] = field(default_factory=list)
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), indent=1, sort_keys=True)
@@ -465,6 +499,9 @@ class Plan:
             s["previous"] = Frontier.from_dict(s.get("previous"))
             s["options"] = StepOptions.from_dict(s.get("options"))
             steps.append(RefreshStep(**s))
+        raw["registrations"] = [Registration(**r) for r in raw.get("registrations") or []]
+        raw["unregistrations"] = [Unregistration(**r) for r in raw.get("unregistrations") or []]
+        raw["resolutions"] = [SourceLookup(**r) for r in raw.get("resolutions") or []]
         return cls(steps=steps, **raw)
 
     @property

@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 from dtcli.engine.launch.contract import Launcher
 from dtcli.errors import UsageError
 from dtcli.events import CatalogChanged, Events
-from dtcli.model import Plan, Project
+from dtcli.model import Plan, Project, Unregistration
 from dtcli.planning import scheduler
 from dtcli.planning.checked import Checked
 from dtcli.state import catalog, orphans, reconcile, scheduling
@@ -76,7 +76,7 @@ def _unregister(project: Project, name: str, qualified: str, path: str,
         from dtcli.api.runs import spark_submit as launcher
     plan = Plan(run_id=uuid.uuid4().hex[:12], project=project.name, warehouse=project.warehouse,
                 data_timestamp=_now(), source_versions={}, steps=[],
-                unregistrations=[{"name": name, "qualified_name": qualified, "path": path}])
+                unregistrations=[Unregistration(name, qualified, path)])
     launched = launcher(project, plan, on_event, lock)
     reconcile.mark_recorded(project, plan.run_id)
     if not launched.done:

@@ -15,7 +15,7 @@ from pathlib import Path
 from dtcli.engine.launch.contract import Launcher
 from dtcli.errors import ValidationError
 from dtcli.events import Events, LookingUp
-from dtcli.model import Plan, Project
+from dtcli.model import Plan, Project, SourceLookup
 from dtcli.project.loader import unresolved_names
 from dtcli.state import reconcile, source_names
 from dtcli.state.lock import warehouse_lock
@@ -33,7 +33,7 @@ def look_up(project: Project, *, launcher: Launcher | None = None,
         from dtcli.api.runs import spark_submit as launcher
     plan = Plan(run_id=uuid.uuid4().hex[:12], project=project.name, warehouse=project.warehouse,
                 data_timestamp=datetime.now(timezone.utc).isoformat(), source_versions={}, steps=[],
-                resolutions=[{"name": s.name, "table": s.table} for s in todo])
+                resolutions=[SourceLookup(s.name, s.table) for s in todo])
     on_event(LookingUp([s.table for s in todo]))
     with warehouse_lock(project, "look up source names", wait) as held:
         launched = launcher(project, plan, on_event, held)

@@ -25,9 +25,8 @@ from dtcli.model import (
     RefreshRecord,
     any_failed,
 )
-from dtcli.planning import catalog, on_demand, refresh_times, scheduler, selectors
+from dtcli.planning import on_demand, refresh_times, scheduler, selectors
 from dtcli.planning.checked import Checked
-from dtcli.planning.critical_path import critical_path_first
 from dtcli.planning.plan import build_plan
 from dtcli.state import catalog as catalog_state
 from dtcli.state import history, ledger, reconcile, scheduling
@@ -45,15 +44,13 @@ def plan_run(checked: Checked, names: list[str] | None = None, *, trigger: str =
     selected = selectors.select(checked.project, checked.graph, names)
     on_demand.check_created(checked, selected)
     past = history.recent(checked.project.warehouse)
-    plan = _critical_path_first(build_plan(checked, selected, trigger, full_refresh=full_refresh, history=past),
-                                refresh_times.measured(past))
-    return _plan_catalog(checked, plan)
+    return build_plan(checked, selected, trigger, full_refresh=full_refresh, history=past,
+                      catalog_events=_catalog_events(checked.project))
 
 
-def _critical_path_first(plan: Plan, timings: dict[str, refresh_times.Timing]) -> Plan:
-    """The plan's refreshes in the order that starts the longest measured chain first."""
-    plan.steps = critical_path_first(plan.steps, {n: t.work for n, t in timings.items()})
-    return plan
+def _catalog_events(project) -> dict[str, catalog_state.Event]:
+    """What dt recorded of earlier metastore work (read only with `catalog:`)."""
+    return catalog_state.current(project.warehouse) if project.catalog is not None else {}
 
 
 @dataclass
@@ -75,9 +72,9 @@ def plan_scheduled(checked: Checked, names: list[str] | None = None, *, all_tabl
     decision = scheduler.decide(checked, stamps, states, candidates,
                                 all_tables=all_tables or full_refresh, asked=names is not None,
                                 timings=timings)
-    plan = _critical_path_first(build_plan(checked, decision.refresh, SCHEDULED, full_refresh=full_refresh,
-                                           history=past), timings)
-    return ScheduledPlan(_plan_catalog(checked, plan), decision)
+    plan = build_plan(checked, decision.refresh, SCHEDULED, full_refresh=full_refresh, history=past,
+                      catalog_events=_catalog_events(project))
+    return ScheduledPlan(plan, decision)
 
 
 class AutoSuspension(TypedDict):
@@ -259,31 +256,6 @@ def behind(checked: Checked, timings: dict[str, refresh_times.Timing], names: se
         if why:
             out[name] = why
     return out
-
-
-def _plan_catalog(checked: Checked, plan: Plan) -> Plan:
-    """The plan with the metastore work of the run (`catalog:`), from what dt recorded of
-    earlier attempts."""
-    project = checked.project
-    plan.resolutions = _rechecks(checked, plan)
-    if project.catalog is None:
-        return plan
-    existing = {n for n, info in checked.snapshot.tables.items() if info is not None}
-    plan.registrations, plan.unregistrations = catalog.catalog_work(
-        project, plan, existing, catalog_state.current(project.warehouse))
-    return plan
-
-
-def _rechecks(checked: Checked, plan: Plan) -> list[dict[str, Any]]:
-    """The sources read by name by the plan's refreshes, asked again in the application the run
-    starts anyway: a name given to a table elsewhere is then planned from by the next run."""
-    if not plan.spark_steps:
-        return []
-    project = checked.project
-    read = {i.name for s in plan.spark_steps for i in s.inputs}
-    return [{"name": n, "table": src.table, "recheck": True, "location": src.path,
-             "table_id": checked.snapshot.sources[n].table_id if n in checked.snapshot.sources else None}
-            for n, src in sorted(project.sources.items()) if src.table and n in read]
 
 
 def _register(checked: Checked, decision: scheduler.Decision, at: str) -> None:

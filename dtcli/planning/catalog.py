@@ -13,14 +13,15 @@ comment: the run then brings it to the table in its catalog work (a metadata-onl
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Mapping
 
-from dtcli.model import NO_DATA, Plan, Project
+from dtcli.model import NO_DATA, Plan, Project, Registration, SourceLookup, Unregistration
+from dtcli.planning.snapshot import Snapshot
 from dtcli.state.catalog import DROPPING, FAILED, REGISTERED, Event, registered_as
 
 
 def catalog_work(project: Project, plan: Plan, existing: set[str],
-                 events: dict[str, Event]) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+                 events: Mapping[str, Event]) -> tuple[list[Registration], list[Unregistration]]:
     """(registrations, unregistrations) for this run. `existing`: DTs whose Delta table exists;
     DTs the plan creates are registered once their creation commits."""
     if project.catalog is None:
@@ -39,12 +40,22 @@ def catalog_work(project: Project, plan: Plan, existing: set[str],
                 and last.path == path and name not in comments:
             continue
         previous = registered_as(last)
-        registrations.append({
-            "name": name, "qualified_name": qualified, "path": path,
-            "previous": previous if previous != qualified else None,
-            "retry": last.message if last is not None and last.event == FAILED else None,
-            **({"comment": comments[name]} if name in comments else {})})
-    registering = {r["name"] for r in registrations}
-    unregistrations = [{"name": e.name, "qualified_name": e.qualified_name, "path": e.path}
+        registrations.append(Registration(
+            name, qualified, path, previous=previous if previous != qualified else None,
+            retry=last.message if last is not None and last.event == FAILED else None,
+            comment_changed=name in comments, comment=comments.get(name)))
+    registering = {r.name for r in registrations}
+    unregistrations = [Unregistration(e.name, e.qualified_name, e.path)
                        for e in events.values() if e.event == DROPPING and e.name not in registering]
     return registrations, unregistrations
+
+
+def rechecks(project: Project, snapshot: Snapshot, plan: Plan) -> list[SourceLookup]:
+    """The sources read by name by the plan's refreshes, asked again in the application the run
+    starts anyway: a name given to a table elsewhere is then planned from by the next run."""
+    if not plan.spark_steps:
+        return []
+    read = {i.name for s in plan.spark_steps for i in s.inputs}
+    return [SourceLookup(n, src.table, recheck=True, location=src.path,
+                         table_id=snapshot.sources[n].table_id if n in snapshot.sources else None)
+            for n, src in sorted(project.sources.items()) if src.table and n in read]

@@ -10,7 +10,7 @@ DT's resolved refresh mode.
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from functools import partial
 
@@ -34,18 +34,42 @@ from dtcli.model import (
     StepInput,
     StepOptions,
 )
-from dtcli.planning import adaptive, completion, custom, frozen, internal, on_demand, scheduler
+from dtcli.planning import adaptive, catalog, completion, custom, frozen, internal, on_demand, refresh_times, scheduler
 from dtcli.planning.checked import Checked
+from dtcli.planning.critical_path import critical_path_first
 from dtcli.planning.data_tests import compile_checks
 from dtcli.planning.refresh_mode import ResolvedMode
 from dtcli.sql.columns_read import columns_read
 from dtcli.sql.incremental_rewrite.layout import key_positions
 from dtcli.sql.output_names import given_names, needs_column_mapping, unnamed
+from dtcli.state.catalog import Event as CatalogEvent
 
 
 def build_plan(checked: Checked, selected: set[str], trigger: str, *, full_refresh: bool = False,
-               run_id: str | None = None, history: list[RefreshRecord] = ()) -> Plan:
-    """`history`: the refresh history, from which ADAPTIVE DTs learn what their refreshes cost."""
+               run_id: str | None = None, history: list[RefreshRecord] = (),
+               catalog_events: Mapping[str, CatalogEvent] | None = None) -> Plan:
+    """The run's plan, finished: each selected DT's step (and its upstream's) built whole, in
+    the order that starts the longest measured chain first, with the metastore work and the
+    sources to ask again. `history`: the refresh history, from which ADAPTIVE DTs learn what
+    their refreshes cost, lags their completion targets and the order its measured times;
+    `catalog_events`: what dt recorded of earlier metastore work (with `catalog:` only)."""
+    project, snapshot = checked.project, checked.snapshot
+    steps = _steps(checked, selected, trigger, full_refresh, history)
+    work = {n: t.work for n, t in refresh_times.measured(history).items()}
+    plan = Plan(run_id=run_id or uuid.uuid4().hex[:12], project=project.name,
+                warehouse=project.warehouse, data_timestamp=snapshot.taken_at.isoformat(),
+                source_versions=snapshot.source_versions, steps=critical_path_first(steps, work),
+                threads=project.threads)
+    registrations, unregistrations = [], []
+    if project.catalog is not None:
+        existing = {n for n, info in snapshot.tables.items() if info is not None}
+        registrations, unregistrations = catalog.catalog_work(project, plan, existing, catalog_events or {})
+    return replace(plan, registrations=registrations, unregistrations=unregistrations,
+                   resolutions=catalog.rechecks(project, snapshot, plan))
+
+
+def _steps(checked: Checked, selected: set[str], trigger: str, full_refresh: bool,
+           history: list[RefreshRecord]) -> list[RefreshStep]:
     project, graph, snapshot = checked.project, checked.graph, checked.snapshot
     names = graph.ordered(on_demand.needed(project, graph, selected))
     stamps = scheduler.data_timestamps(snapshot, history)
@@ -106,9 +130,7 @@ def build_plan(checked: Checked, selected: set[str], trigger: str, *, full_refre
             options=_step_options(checked, name, info, regions, set(names),
                                   Estimate(action_reason=why, change_rows=change_rows, input_rows=input_rows),
                                   completion.target(checked.effective_lags.get(name), stamps.get(name)))))
-    return Plan(run_id=run_id or uuid.uuid4().hex[:12], project=project.name,
-                warehouse=project.warehouse, data_timestamp=snapshot.taken_at.isoformat(),
-                source_versions=snapshot.source_versions, steps=steps, threads=project.threads)
+    return steps
 
 
 def _step_options(checked: Checked, name: str, info, regions, planned: set[str], estimate: Estimate,

@@ -63,8 +63,8 @@ def print_plan(plan, decision=None) -> None:
                            "change_rows": s.options.estimate.change_rows, "input_rows": s.options.estimate.input_rows,
                            "inputs": {i.name: i.version for i in s.inputs}} for s in plan.steps],
                 "not_refreshed": dict(decision.skipped) if decision else {},
-                "register": [r["qualified_name"] for r in plan.registrations],
-                "unregister": [r["qualified_name"] for r in plan.unregistrations]})
+                "register": [r.qualified_name for r in plan.registrations],
+                "unregister": [r.qualified_name for r in plan.unregistrations]})
 
 
 def print_summary(result, out=None, prefix: str = "") -> None:

@@ -3,6 +3,8 @@ register or remove, and the Spark settings of the default (Derby) metastore."""
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 import pytest
 
 from dtcli.engine.launch.spark_conf import catalog_conf
@@ -79,7 +81,7 @@ def test_a_run_registers_what_is_not_registered_where_it_should_be(tmp_path):
     path = project.table_path
     # d exists, e is created by this run: both registered; a DT neither existing nor created is not
     regs, unregs = catalog_work(project, _plan(project, ["e"]), {"d"}, {})
-    assert [(r["name"], r["qualified_name"], r["path"], r["previous"]) for r in regs] == [
+    assert [(r.name, r.qualified_name, r.path, r.previous) for r in regs] == [
         ("d", "analytics.d", path("d"), None), ("e", "analytics.e", path("e"), None)]
     assert unregs == []
     assert catalog_work(project, _plan(project), set(), {}) == ([], [])
@@ -90,12 +92,12 @@ def test_a_run_registers_what_is_not_registered_where_it_should_be(tmp_path):
     # the last attempt failed: retried, with what went wrong before
     failed = {**done, "d": state.Event("d", state.FAILED, "analytics.d", path("d"), "unreachable")}
     regs, _ = catalog_work(project, _plan(project), {"d", "e"}, failed)
-    assert [(r["name"], r["retry"]) for r in regs] == [("d", "unreachable")]
+    assert [(r.name, r.retry) for r in regs] == [("d", "unreachable")]
 
     # moved to another schema: registered there, the old entry named for removal
     moved = {n: state.Event(n, state.REGISTERED, f"old.{n}", path(n)) for n in "de"}
     regs, _ = catalog_work(project, _plan(project), {"d", "e"}, moved)
-    assert [(r["qualified_name"], r["previous"]) for r in regs] == [("analytics.d", "old.d"),
+    assert [(r.qualified_name, r.previous) for r in regs] == [("analytics.d", "old.d"),
                                                                     ("analytics.e", "old.e")]
 
 
@@ -108,7 +110,7 @@ def test_a_comment_edited_with_no_new_data_is_brought_to_the_table_by_the_catalo
     plan.steps = [RefreshStep(name="d", path=path("d"), action="NO_DATA", trigger="SCHEDULED", sql="", inputs=[],
                               definition_hash="h", refresh_mode="FULL", options=options)]
     regs, _ = catalog_work(project, plan, {"d", "e"}, done)
-    assert [(r["name"], r["qualified_name"], r["comment"]) for r in regs] == [("d", "analytics.d", "second")]
+    assert [(r.name, r.qualified_name, r.comment) for r in regs] == [("d", "analytics.d", "second")]
     plan.steps[0].options = StepOptions(layout=Layout(comment="second", comment_outdated=False))
     assert catalog_work(project, plan, {"d", "e"}, done) == ([], [])
 
@@ -117,6 +119,7 @@ def test_a_dropped_dt_is_removed_from_the_metastore_and_without_catalog_nothing_
     project = _project(tmp_path)
     events = {"gone": state.Event("gone", state.DROPPING, "analytics.gone", "/w/gone")}
     regs, unregs = catalog_work(project, _plan(project), set(), events)
+    unregs = [asdict(u) for u in unregs]
     assert regs == [] and unregs == [{"name": "gone", "qualified_name": "analytics.gone", "path": "/w/gone"}]
     plain = _project(tmp_path / "plain", "")
     assert catalog_work(plain, _plan(plain, ["d"]), {"e"}, events) == ([], [])

@@ -19,10 +19,13 @@ from dtcli.model import (
     Plan,
     RefreshStep,
     Regions,
+    Registration,
     SortKey,
+    SourceLookup,
     StepInput,
     StepOptions,
     TopNSpec,
+    Unregistration,
 )
 
 OPTIONS = StepOptions(
@@ -64,3 +67,15 @@ def test_every_part_of_the_step_comes_back_from_the_wire_as_it_left(options):
 def test_a_planned_step_is_not_patched_afterwards():
     with pytest.raises(dataclasses.FrozenInstanceError):
         OPTIONS.lag = LagTarget(target_lag_sec=1)          # type: ignore[misc]
+
+
+def test_the_catalog_work_and_the_name_look_ups_travel_typed():
+    plan = dataclasses.replace(
+        _plan(StepOptions()),
+        registrations=[Registration("d", "s.d", "/w/d", previous="old.d", retry="unreachable",
+                                    comment_changed=True, comment=None)],
+        unregistrations=[Unregistration("gone", "s.gone", "/w/gone")],
+        resolutions=[SourceLookup("src", "raw.src", recheck=True, location="/w/src", table_id="id-1")])
+    again = Plan.from_json(plan.to_json())
+    assert again == plan
+    assert type(again.registrations[0]) is Registration and type(again.resolutions[0]) is SourceLookup

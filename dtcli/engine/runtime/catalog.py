@@ -10,13 +10,11 @@ same name somewhere else is somebody else's, and is left alone with an error.
 
 from __future__ import annotations
 
-from typing import Any
-
 from dtcli.engine.runtime.changes import quote
 from dtcli.engine.runtime.commit import set_comment
 from dtcli.engine.runtime.spark_errors import SPARK_ERRORS
 from dtcli.events import CatalogChanged, Events, NameResolved
-from dtcli.model import SUCCEEDED, Plan, RefreshRecord
+from dtcli.model import SUCCEEDED, Plan, RefreshRecord, Registration, Unregistration
 from dtcli.state import catalog as state
 from dtcli.state import source_names as names_state
 
@@ -127,25 +125,26 @@ def publish(spark, plan: Plan, records: list[RefreshRecord], emit: Events = lamb
     conf = dict(spark.sparkContext.getConf().getAll())
     failed = {r.name for r in records if r.state != SUCCEEDED}
     events = [_attempt(spark, reg, state.REGISTERED, conf)
-              for reg in plan.registrations if reg["name"] not in failed]
+              for reg in plan.registrations if reg.name not in failed]
     events += [_attempt(spark, gone, state.UNREGISTERED, conf) for gone in plan.unregistrations]
     state.append(plan.warehouse, events)
-    retried = {r["name"] for r in plan.registrations if r.get("retry")}
+    retried = {r.name for r in plan.registrations if r.retry}
     for event in events:
         emit(CatalogChanged(event.name, event.event, event.qualified_name, event.path, event.message,
                             event.previous, event.name in retried))
     return events
 
 
-def _attempt(spark, item: dict[str, Any], done: str, conf: dict[str, str]) -> state.Event:
+def _attempt(spark, item: Registration | Unregistration, done: str, conf: dict[str, str]) -> state.Event:
     from dtcli.engine.runtime.spark_errors import error_message
 
-    name, qualified, path = item["name"], item["qualified_name"], item.get("path")
+    name, qualified, path = item.name, item.qualified_name, item.path
+    previous = item.previous if isinstance(item, Registration) else None
     try:
-        if done == state.REGISTERED:
-            register(spark, qualified, path, item.get("previous"))
-            if "comment" in item:      # edited while no input changed: no refresh commits it
-                set_comment(spark, path, item["comment"])
+        if isinstance(item, Registration):
+            register(spark, qualified, path, previous)
+            if item.comment_changed:      # edited while no input changed: no refresh commits it
+                set_comment(spark, path, item.comment)
         else:
             unregister(spark, qualified, path)
     except (*SPARK_ERRORS, RuntimeError) as exc:     # RuntimeError: the name is another table's
@@ -154,7 +153,7 @@ def _attempt(spark, item: dict[str, Any], done: str, conf: dict[str, str]) -> st
         message = (f"{verb} {qualified} in {metastore(conf, qualified)} failed: {error_message(exc)}; "
                    f"no refresh is affected; check that the metastore is reachable with the "
                    f"target's spark.conf: the next dt run retries")
-        return state.Event(name, event, qualified, path, message, item.get("previous"))
+        return state.Event(name, event, qualified, path, message, previous)
     return state.Event(name, done, qualified, path)
 
 
@@ -170,9 +169,9 @@ def resolve_names(spark, plan: Plan, emit: Events = lambda e: None,
     conf = dict(spark.sparkContext.getConf().getAll())
     found = []
     for item in plan.resolutions:
-        table = item["table"]
+        table = item.table
         if unavailable:
-            if not item.get("recheck"):
+            if not item.recheck:
                 found.append(names_state.Resolution(table, message=unavailable))
             continue
         try:
@@ -180,11 +179,10 @@ def resolve_names(spark, plan: Plan, emit: Events = lambda e: None,
             if str(detail.get("format") or "").lower() != "delta":
                 raise ValueError(f"{table} is a {detail.get('format')} table, not a Delta table")
             answer = names_state.Resolution(table, _local(detail["location"]), detail.get("id"))
-            if not item.get("recheck") or (answer.location, answer.table_id) != \
-                    (item.get("location"), item.get("table_id")):
+            if not item.recheck or (answer.location, answer.table_id) != (item.location, item.table_id):
                 found.append(answer)
         except (*SPARK_ERRORS, ValueError, KeyError) as exc:     # ValueError: not a Delta table
-            if item.get("recheck"):
+            if item.recheck:
                 continue        # the known answer stands; this run reads from it as planned
             found.append(names_state.Resolution(
                 table, message=f"{metastore(conf, table)} does not resolve {table} to a Delta table: "
