@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any, TypedDict
+from typing import TypedDict
 
 from dtcli.api.lineage_transport import destination as lineage_destination
 from dtcli.engine.launch.contract import Launcher, LaunchResult
