@@ -44,7 +44,7 @@ class Column:
     name: str
     type: str | None      # Spark SQL type; None when it cannot be known before Spark runs
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> ColumnDecl:
         return {"name": self.name, "type": self.type}
 
 
@@ -206,9 +206,9 @@ class Frontier:
     refresh_action: str | None = None
     refresh_mode: str | None = None
     frozen_where: str | None = None     # the predicate this refresh froze rows with
-    backfill: dict[str, Any] | None = None   # what the DT was copied from at creation
+    backfill: BackfillSpec | None = None     # the `backfill` config it was created with
     input_ids: dict[str, str] | None = None  # custom tables: Delta table id of each CHANGES() input
-    start_at: dict[str, Any] | None = None   # custom tables: the start_at they were created with
+    start_at: StartAt | None = None          # custom tables: the start_at they were created with
     source_ids: dict[str, str] | None = None  # Delta table id of each source read by table name
     # the version of each internal table of the DT (InternalTable.role -> version) its rows were
     # computed from: the DT's next refresh reads each one's change from there (kill-safe: an
@@ -253,8 +253,8 @@ class CustomSpec:
     """A custom incremental table's statement, as the engine runs it (planning/custom.py)."""
 
     kind: str                                 # MERGE | INSERT
-    columns: list[dict[str, str]]             # the table's columns: {name, type}
-    add_columns: list[dict[str, str]]         # columns the table gains at this refresh
+    columns: list[ColumnDecl]                 # the table's columns
+    add_columns: list[ColumnDecl]             # columns the table gains at this refresh
     target_alias: str | None
     on: str | None                            # a MERGE's ON condition, as written
     changes: list[ChangeInputSpec]
