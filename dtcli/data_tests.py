@@ -36,6 +36,18 @@ SKIPPED_STATUS = "skipped"        # the check could not be evaluated yet (its ta
 TEST_FAILED = "DATA_TEST_FAILED"
 
 
+class GenericArgs(TypedDict, total=False):
+    """A generic test's arguments as the YAML gives them, checked by project/data_tests.py:
+    which keys a test takes depends on its kind."""
+
+    values: list[object]                 # accepted_values (YAML scalars)
+    quote: bool                          # accepted_values: the values are strings
+    to: str                              # relationships: the table referred to
+    field: str                           # relationships: its column
+    expression: str                      # expression_is_true
+    combination_of_columns: list[str]    # unique_combination_of_columns
+
+
 @dataclass
 class DataTest:
     kind: str                          # one of GENERIC_TESTS, or SINGULAR
@@ -44,7 +56,7 @@ class DataTest:
     column: str | None = None
     severity: str = ERROR
     where: str | None = None           # `config: {where: ...}`: only rows matching it are tested
-    args: dict[str, Any] = field(default_factory=dict)   # values/quote, to/field, expression, columns
+    args: GenericArgs = field(default_factory=lambda: GenericArgs())
     file: str | None = None
     line: int | None = None
     sql: str | None = None             # singular: its query in Spark SQL, tables by their logical names
@@ -59,7 +71,7 @@ class DataTest:
                                    self.where)).encode()).hexdigest()[:10]
         return f"test.{project}.{self.name}.{digest}"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return asdict(self)
 
 
@@ -74,7 +86,7 @@ class Expectation:
     def unique_id(self, project: str, table: str) -> str:
         return f"expectation.{project}.{table}.{self.name}"
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return asdict(self)
 
 
@@ -95,6 +107,14 @@ STOP, RECORD, KEEP_OUT = "fail", "warn", "drop"
 ROW, KEY, LINK, QUERY = "row", "key", "link", "query"
 
 
+class LinkTarget(TypedDict):
+    """Where a relationships test looks its values up."""
+
+    name: str         # the table's logical name
+    path: str
+    field: str
+
+
 @dataclass
 class Check:
     """One test or expectation compiled for the engine (dtcli/planning/data_tests.py): Spark SQL
@@ -111,7 +131,7 @@ class Check:
     where: str | None = None           # only rows matching it are tested
     column: str | None = None
     columns: list[str] | None = None   # KEY: the columns that must be unique together
-    to: dict[str, Any] | None = None   # LINK: {name, path, field}
+    to: LinkTarget | None = None       # LINK: the table and column the values must be found in
     sql: str | None = None             # QUERY: tables by their logical names
     reads: dict[str, str] | None = None   # QUERY: table name -> path ("" names the checked table)
     proven: str | None = None          # why the check cannot fail on this table: it is not evaluated
@@ -119,7 +139,7 @@ class Check:
     file: str | None = None
     line: int | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> dict[str, object]:
         return asdict(self)
 
 
@@ -130,7 +150,7 @@ class AuditSpec:
     checks: list[Check] = field(default_factory=list)
 
     @classmethod
-    def from_dict(cls, raw: dict[str, Any] | None) -> AuditSpec | None:
+    def from_dict(cls, raw: Mapping[str, Any] | None) -> AuditSpec | None:
         if raw is None:
             return None
         return cls([Check(**c) for c in raw.get("checks") or []])

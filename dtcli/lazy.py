@@ -21,7 +21,7 @@ class LazyFields:
 
     LAZY: ClassVar[tuple[str, ...]] = ()
 
-    def __getstate__(self) -> dict[str, Any]:
+    def __getstate__(self) -> dict[str, object]:
         state = dict(self.__dict__)
         blobs = dict(state.pop(_BLOBS, {}))        # fields never read since the last load stay bytes
         for name in self.LAZY:
@@ -30,7 +30,7 @@ class LazyFields:
         state[_BLOBS] = blobs
         return state
 
-    def __setstate__(self, state: dict[str, Any]) -> None:
+    def __setstate__(self, state: dict[str, object]) -> None:
         self.__dict__.update(state)
 
     def __getattr__(self, name: str) -> Any:
