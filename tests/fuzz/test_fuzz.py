@@ -61,3 +61,24 @@ def test_cases_found_by_the_long_mode_stay_fixed(seed):
     assert case.mismatch is None, f"seed {seed} ({what}): {case.mismatch}\n{sql}"
     if what == "double key":       # a DOUBLE key set is joined, never replaced by literals
         assert "keys_recomputed" not in case.paths, case.paths
+
+
+# subqueries in a block with a LATERAL VIEW: its FROM clause is wrapped in a derived table first
+# (sql/rules/_laterals.py), then they become joins; over the fuzzer's `c` (an array per row)
+LATERAL_CASES = {
+    "exists": "SELECT t1.k, e.x FROM c AS t1 LATERAL VIEW explode(t1.arr) e AS x WHERE EXISTS "
+              "(SELECT 1 FROM b AS t2 WHERE t2.k = t1.k AND t2.w <> e.x)",
+    "not_in_grouped": "SELECT t1.k, COUNT(*) AS n FROM c AS t1 LATERAL VIEW explode(t1.arr) e AS x "
+                      "WHERE e.x NOT IN (SELECT t2.w FROM b AS t2 WHERE t2.w IS NOT NULL) GROUP BY t1.k",
+    "scalar": "SELECT t1.k, e.x, (SELECT MAX(t2.w) FROM b AS t2 WHERE t2.k = t1.k) AS m "
+              "FROM c AS t1 LATERAL VIEW explode(t1.arr) e AS x",
+}
+
+
+@pytest.mark.parametrize("name", sorted(LATERAL_CASES))
+def test_subqueries_beside_a_lateral_view_match_their_recompute(name):
+    con = duckdb.connect()
+    for seed in range(5):
+        case = run_sql(LATERAL_CASES[name], seed, con=con)
+        assert not case.refused, case.refused
+        assert case.mismatch is None, f"seed {seed}: {case.mismatch}"

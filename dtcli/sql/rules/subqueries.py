@@ -61,7 +61,7 @@ from sqlglot import exp
 
 from dtcli.sql.analysis.nodes import first_start
 from dtcli.sql.analysis.strategies import SEMI_ANTI, SINGLE_ROW_JOIN
-from dtcli.sql.rules import _scalar
+from dtcli.sql.rules import _laterals, _scalar
 from dtcli.sql.rules._blocks import (
     Fresh,
     and_all,
@@ -111,6 +111,8 @@ class _Block:
                 for q in nested_queries(e):
                     leave(q, "the SELECT it is in reads a FROM item without a name")
             return
+        if sel.args.get("laterals") and _laterals.wrap(sel, self.fresh):
+            self.outer = sources(sel)
         if sel.args.get("laterals"):
             for e in _clauses(sel):
                 for q in nested_queries(e):
