@@ -9,7 +9,7 @@ table key: a new key is a field here (and a check in project/table_config.py).
 from __future__ import annotations
 
 from dataclasses import dataclass, field, fields, replace
-from typing import TYPE_CHECKING, Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict, TypeVar
 
 if TYPE_CHECKING:
     from dtcli.data_tests import ColumnNote, DataTest, Expectation
@@ -110,6 +110,9 @@ class TableConfig:
     def __contains__(self, key: object) -> bool:
         return key in self.written
 
+    def __iter__(self):
+        return iter(sorted(self.written))
+
     def get(self, key: str, default: Any = None) -> Any:
         return self[key] if key in self.written else default
 
@@ -124,6 +127,14 @@ class TableConfig:
         """A copy with these keys unset: their defaults, as if never written."""
         defaults = {f.name: f.default for f in fields(self) if f.name in keys}
         return replace(self, **defaults, written=self.written - set(keys))
+
+
+T = TypeVar("T")
+
+
+def listed(values: tuple[T, ...] | None) -> list[T] | None:
+    """A config tuple as the list the step, explain's report and JSON carry (None stays None)."""
+    return None if values is None else list(values)
 
 
 # Other names a key may be written under (Snowflake's, dt's older ones)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 
+from dtcli.config_keys import listed
 from dtcli.errors import UsageError, suggest
 from dtcli.model import Project, RefreshRecord, TableDef
 from dtcli.planning import internal as internal_tables
@@ -142,7 +143,7 @@ def _row(project: Project, name: str, table: TableDef | None, info: TableInfo | 
         "last_refresh_action": recent.refresh_action if recent else None,
         "last_refresh_state": recent.state if recent else None,
         "comment": (info.description if info else None) or (config.comment if config else None),
-        "cluster_by": list(config.cluster_by) if config and config.cluster_by is not None else None,
+        "cluster_by": listed(config.cluster_by) if config else None,
         "tags": list(table.tags) if table else [],
         "scheduler": on_demand.scheduler_value(table) if table else None,
         "deletion_vectors": config.deletion_vectors if config else None,

@@ -21,6 +21,7 @@ from dtcli.artifacts.explain import (
     SortOrder,
     TopN,
 )
+from dtcli.config_keys import listed
 from dtcli.model import ADAPTIVE, FULL, Column, RefreshRecord
 from dtcli.planning import internal, refresh_times, scheduler
 from dtcli.planning.checked import Checked
@@ -101,7 +102,7 @@ def explain(checked: Checked, name: str, history: list[RefreshRecord] = ()) -> E
         internal_tables=[InternalTable(**t) for t in internal.listed(checked, key)] if table.kind != "custom" else [],
         frozen_where=table.config.frozen_where,
         frozen=_frozen(checked, key),
-        cluster_by=_listed(table.config.cluster_by), partition_by=_listed(table.config.partition_by),
+        cluster_by=listed(table.config.cluster_by), partition_by=listed(table.config.partition_by),
         comment=table.config.comment, tags=list(table.tags),
         upstream=list(graph.upstream[key]), downstream=sorted(graph.downstream[key]),
         depth=graph.depth(key),
@@ -229,7 +230,3 @@ def _adaptive(checked: Checked, name: str, history: list[RefreshRecord]) -> Adap
         out.action = "FULL"
         out.reason = "creation (the table does not exist yet); ADAPTIVE chooses from the next refresh on"
     return out
-
-
-def _listed(columns: tuple[str, ...] | None) -> list[str] | None:
-    return None if columns is None else list(columns)

@@ -14,6 +14,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from functools import partial
 
+from dtcli.config_keys import listed
 from dtcli.data_tests import AuditSpec
 from dtcli.model import (
     ADAPTIVE,
@@ -149,7 +150,7 @@ def _step_options(checked: Checked, name: str, info, regions, planned: set[str],
         read_columns=columns_read(checked.qualified[name], table.inputs)
         if checked.qualified.bound(name) else None,
         read_by_tables=bool(checked.graph.downstream.get(name)),
-        columns=_listed(config.columns),
+        columns=listed(config.columns),
         names=_given_names(checked, name),
         layout=_layout(checked, name, info),
         regions=Regions(where=regions.predicate,
@@ -168,8 +169,8 @@ def _step_options(checked: Checked, name: str, info, regions, planned: set[str],
 def _layout(checked: Checked, name: str, info) -> Layout:
     config = checked.project.tables[name].config
     return Layout(
-        partition_by=_listed(config.partition_by),
-        cluster_by=_listed(config.cluster_by),
+        partition_by=listed(config.partition_by),
+        cluster_by=listed(config.cluster_by),
         sort_by=write_order(checked, name),
         max_rows_per_file=config.max_rows_per_file,
         small_table_rows=config.small_table_rows,
@@ -178,10 +179,6 @@ def _layout(checked: Checked, name: str, info) -> Layout:
         comment=config.comment,
         comment_outdated=info is not None and (info.description or None) != (config.comment or None),
         deletion_vectors_outdated=info is not None and info.deletion_vectors_differ(config.deletion_vectors))
-
-
-def _listed(values: tuple | None) -> list | None:
-    return None if values is None else list(values)
 
 
 def _after(checked: Checked, name: str, spec: AuditSpec | None, planned: set[str]) -> list[str] | None:

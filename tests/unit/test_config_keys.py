@@ -68,3 +68,5 @@ def test_a_table_that_sets_nothing_reads_every_default(tmp_path):
     config = load_project(root).tables["t"].config
     assert {k: getattr(config, k) for k in DEFAULTS} == DEFAULTS
     assert config.as_written() == SHOWN_DEFAULTS          # what the docs' project file shows
+    assert list(config) == sorted(SHOWN_DEFAULTS) and "comment" not in config
+    assert config.get("deletion_vectors", "unset") == "unset"      # by key: only what was written
