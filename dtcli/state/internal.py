@@ -37,7 +37,7 @@ class InternalState:
     bytes: int | None
     source_versions: dict[str, int] | None     # what its rows reflect
 
-    def to_dict(self) -> dict:
+    def to_dict(self) -> dict[str, object]:
         return {"dt": self.dt, "role": self.role, "path": self.path, "version": self.version,
                 "rows": self.rows, "bytes": self.bytes, "source_versions": self.source_versions}
 

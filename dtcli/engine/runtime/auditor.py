@@ -28,6 +28,7 @@ from dtcli.data_tests import (
     WARN_STATUS,
     Check,
     CheckResult,
+    SampleRow,
 )
 from dtcli.engine.runtime.changes import WEIGHT, quote
 from dtcli.engine.runtime.materialize import LOCAL_ROWS, kept
@@ -316,14 +317,15 @@ def _sums(df, local: list | None, columns: list) -> list[int]:
     return [int(row[k] or 0) for k in range(len(columns))]
 
 
-def _samples(df) -> list[dict]:
+def _samples(df) -> list[SampleRow]:
     out = []
     for row in df.drop(WEIGHT).limit(SAMPLES).collect():
         out.append(_jsonable(row.asDict(recursive=True)))
     return out
 
 
-def _jsonable(row: dict) -> dict:
+def _jsonable(row: dict[str, object]) -> SampleRow:
+    """A sampled row as JSON: numbers and booleans as they are, anything else as (short) text."""
     def value(v):
         if v is None or isinstance(v, (bool, int, float)):
             return v

@@ -22,6 +22,7 @@ import time
 from dtcli.engine.runtime import audit
 from dtcli.engine.runtime.apply import ROWS_MISSING, Applied, _copies, _write, checked, inconsistent_error
 from dtcli.engine.runtime.changes import WEIGHT, quote
+from dtcli.engine.runtime.commit import LastCommit
 from dtcli.model import Frontier, StepOptions
 
 TABLE_REWRITTEN = "table_rewritten"    # the history's refresh_strategy for a row change written so
@@ -104,7 +105,7 @@ def changes_whole(spark, path: str, changes, cols: list[str], frontier: Frontier
                    how=TABLE_REWRITTEN)
 
 
-def _overwrite(spark, path: str, rows, frontier: Frontier) -> dict:
+def _overwrite(spark, path: str, rows, frontier: Frontier) -> LastCommit:
     last = _write(spark, path, rows, frontier, "overwrite")
     if last is None:        # an overwrite always commits (it removes every file)
         raise RuntimeError(f"the overwrite of {path} wrote no commit")
