@@ -79,3 +79,22 @@ def test_the_catalog_work_and_the_name_look_ups_travel_typed():
     again = Plan.from_json(plan.to_json())
     assert again == plan
     assert type(again.registrations[0]) is Registration and type(again.resolutions[0]) is SourceLookup
+
+
+def test_no_module_patches_a_plan_after_the_planner_built_it():
+    """planning/plan.py's build_plan returns the plan finished (issue 42): nothing else in dtcli
+    assigns to a plan's or a step's fields (StepOptions and its parts are frozen besides)."""
+    import ast
+    from pathlib import Path
+
+    fields = {f.name for f in dataclasses.fields(Plan)} | {f.name for f in dataclasses.fields(RefreshStep)}
+    found = []
+    for path in (Path(__file__).resolve().parents[2] / "dtcli").rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            targets = node.targets if isinstance(node, ast.Assign) else \
+                [node.target] if isinstance(node, (ast.AugAssign, ast.AnnAssign)) else []
+            for target in targets:
+                if isinstance(target, ast.Attribute) and target.attr in fields \
+                        and isinstance(target.value, ast.Name) and target.value.id in ("plan", "step"):
+                    found.append(f"{path.name}:{node.lineno} {target.value.id}.{target.attr}")
+    assert found == []
