@@ -9,7 +9,8 @@ from datetime import datetime, timezone
 from dtcli.engine.launch.contract import Launcher
 from dtcli.errors import UsageError
 from dtcli.events import CatalogChanged, Events
-from dtcli.model import Plan, Project, Unregistration
+from dtcli.model import Plan, Project
+from dtcli.plan_parts import Unregistration
 from dtcli.planning import scheduler
 from dtcli.planning.checked import Checked
 from dtcli.state import catalog, orphans, reconcile, scheduling

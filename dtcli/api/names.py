@@ -15,7 +15,8 @@ from pathlib import Path
 from dtcli.engine.launch.contract import Launcher
 from dtcli.errors import ValidationError
 from dtcli.events import Events, LookingUp
-from dtcli.model import Plan, Project, SourceLookup
+from dtcli.model import Plan, Project
+from dtcli.plan_parts import SourceLookup
 from dtcli.project.loader import unresolved_names
 from dtcli.state import reconcile, source_names
 from dtcli.state.lock import warehouse_lock

@@ -13,7 +13,8 @@ from datetime import datetime
 from typing import Any
 
 from dtcli.errors import ValidationError, suggest
-from dtcli.model import BackfillCopy, Column, Project, TableDef
+from dtcli.model import Column, Project, TableDef
+from dtcli.plan_parts import BackfillCopy
 from dtcli.sql.types import holds
 from dtcli.state.delta_log import TableInfo, open_table
 from dtcli.state.delta_types import columns_from_delta_schema

@@ -15,7 +15,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from dtcli.model import NO_DATA, Plan, Project, Registration, SourceLookup, Unregistration
+from dtcli.model import NO_DATA, Plan, Project
+from dtcli.plan_parts import Registration, SourceLookup, Unregistration
 from dtcli.planning.snapshot import Snapshot
 from dtcli.state.catalog import DROPPING, FAILED, REGISTERED, Event, registered_as
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta
 
-from dtcli.model import LagTarget
+from dtcli.plan_parts import LagTarget
 
 
 def target(lag: int | None, stamp: datetime | None) -> LagTarget:

@@ -24,17 +24,13 @@ from dtcli.model import (
     MANUAL,
     NO_DATA,
     REINITIALIZE,
-    Backfill,
-    Estimate,
-    LagTarget,
-    Layout,
     Plan,
     RefreshRecord,
     RefreshStep,
-    Regions,
     StepInput,
     StepOptions,
 )
+from dtcli.plan_parts import Backfill, Estimate, LagTarget, Layout, Regions
 from dtcli.planning import adaptive, catalog, completion, custom, frozen, internal, on_demand, refresh_times, scheduler
 from dtcli.planning.checked import Checked
 from dtcli.planning.critical_path import critical_path_first

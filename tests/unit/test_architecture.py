@@ -11,7 +11,7 @@ from collections import defaultdict
 from pathlib import Path
 
 PACKAGE = Path(__file__).resolve().parents[2] / "dtcli"
-RANK = {"model": 0, "config_keys": 0, "errors": 0, "redact": 0, "lazy": 0, "data_tests": 0, "unit_tests": 0, "artifacts": 0,
+RANK = {"model": 0, "config_keys": 0, "plan_parts": 0, "errors": 0, "redact": 0, "lazy": 0, "data_tests": 0, "unit_tests": 0, "artifacts": 0,
         "events": 1, "sql": 1, "state": 2, "planning": 3, "engine": 3,
         "project": 4, "ui": 4, "api": 5, "cli": 6}
 
@@ -112,7 +112,8 @@ def test_a_refresh_step_is_read_through_its_typed_options_only():
 
 
 def test_a_plan_travels_to_the_driver_with_its_typed_options():
-    from dtcli.model import ChangeInputSpec, CustomSpec, Estimate, Layout, Plan, RefreshStep, StepInput, StepOptions
+    from dtcli.model import ChangeInputSpec, CustomSpec, Plan, RefreshStep, StepInput, StepOptions
+    from dtcli.plan_parts import Estimate, Layout
 
     custom = CustomSpec(kind="MERGE", columns=[{"name": "id", "type": "bigint"}], add_columns=[],
                         target_alias="t", on="t.id = s.id", start_versions={"src": 3},

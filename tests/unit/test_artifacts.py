@@ -17,18 +17,8 @@ from dtcli.api.unit_tests import UnitResult
 from dtcli.artifacts.run_results import RUN_RESULTS, DataTestResults, RunResults, UnitTestResults
 from dtcli.artifacts.typed_json import JSON, from_json, optional_field, to_json
 from dtcli.artifacts.versions import ArtifactKind, ArtifactVersionError, set_version
-from dtcli.model import (
-    FAILED,
-    FULL,
-    INCREMENTAL,
-    SKIPPED,
-    SUCCEEDED,
-    LagTarget,
-    Plan,
-    RefreshRecord,
-    RefreshStep,
-    StepOptions,
-)
+from dtcli.model import FAILED, FULL, INCREMENTAL, SKIPPED, SUCCEEDED, Plan, RefreshRecord, RefreshStep, StepOptions
+from dtcli.plan_parts import LagTarget
 from dtcli.planning.scheduler import Decision
 from dtcli.unit_tests import UnitTest
 from tests.artifact_helpers import SCHEMAS, published_schema, schema_errors

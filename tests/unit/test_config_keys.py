@@ -8,7 +8,7 @@ import dataclasses
 from pathlib import Path
 
 from dtcli.config_keys import ALIASES, SHOWN_DEFAULTS, TABLE_KEYS, TableConfig
-from dtcli.model import Layout
+from dtcli.plan_parts import Layout
 from dtcli.project.table_config import merge_layers
 from tests.helpers import write_project
 

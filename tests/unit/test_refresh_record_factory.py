@@ -3,7 +3,8 @@ dt process) carry the same step fields as the engine's, whichever of them writes
 
 from __future__ import annotations
 
-from dtcli.model import FAILED, LagTarget, RefreshRecord, RefreshStep, StepOptions
+from dtcli.model import FAILED, RefreshRecord, RefreshStep, StepOptions
+from dtcli.plan_parts import LagTarget
 from dtcli.state import ledger
 
 

@@ -8,7 +8,8 @@ import pytest
 
 from dtcli.config_keys import TableConfig
 from dtcli.engine.runtime.rewrite import applies
-from dtcli.model import Layout, Regions, StepOptions
+from dtcli.model import StepOptions
+from dtcli.plan_parts import Layout, Regions
 
 SMALL_TABLE_ROWS = TableConfig.small_table_rows
 

@@ -8,23 +8,16 @@ import dataclasses
 import pytest
 
 from dtcli.data_tests import AuditSpec
-from dtcli.model import (
+from dtcli.model import Frontier, InternalTable, Plan, RefreshStep, SortKey, StepInput, StepOptions, TopNSpec
+from dtcli.plan_parts import (
     Backfill,
     BackfillCopy,
     Estimate,
-    Frontier,
-    InternalTable,
     LagTarget,
     Layout,
-    Plan,
-    RefreshStep,
     Regions,
     Registration,
-    SortKey,
     SourceLookup,
-    StepInput,
-    StepOptions,
-    TopNSpec,
     Unregistration,
 )
 

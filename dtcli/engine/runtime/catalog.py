@@ -14,7 +14,8 @@ from dtcli.engine.runtime.changes import quote
 from dtcli.engine.runtime.commit import set_comment
 from dtcli.engine.runtime.spark_errors import SPARK_ERRORS
 from dtcli.events import CatalogChanged, Events, NameResolved
-from dtcli.model import SUCCEEDED, Plan, RefreshRecord, Registration, Unregistration
+from dtcli.model import SUCCEEDED, Plan, RefreshRecord
+from dtcli.plan_parts import Registration, Unregistration
 from dtcli.state import catalog as state
 from dtcli.state import source_names as names_state
 

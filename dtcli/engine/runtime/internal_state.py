@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from dtcli.engine.runtime import audit
 from dtcli.engine.runtime.changes import ChangesUnavailable
 from dtcli.engine.runtime.context import RefreshContext
-from dtcli.model import FULL, INCREMENTAL, Estimate, Frontier, InternalTable, RefreshStep, StepOptions
+from dtcli.model import FULL, INCREMENTAL, Frontier, InternalTable, RefreshStep, StepOptions
+from dtcli.plan_parts import Estimate
 from dtcli.state.delta_log import table_info
 
 
