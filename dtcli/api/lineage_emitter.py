@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import queue
 import threading
-from typing import Any
 
-from openlineage.client.event_v2 import RunState
+from openlineage.client.event_v2 import JobEvent, RunState
+from openlineage.client.event_v2 import RunEvent as LineageRunEvent
 
 from dtcli.api.lineage_events import EventBuilder
 from dtcli.api.lineage_transport import Destination, make_transport
@@ -60,7 +60,7 @@ class Sender:
         with self._lock:
             self.failure = self.failure or reason
 
-    def send(self, event: Any) -> None:
+    def send(self, event: LineageRunEvent | JobEvent) -> None:
         with self._lock:
             if self.failure is not None or self._thread is None:
                 self.dropped += 1

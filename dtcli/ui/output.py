@@ -6,7 +6,6 @@ import json
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any
 
 from rich.console import Console
 from rich.table import Table
@@ -41,11 +40,11 @@ def print_fitted(columns, rows: Sequence[Row], *, wide: bool = False,
         out.print(line, overflow="ignore", crop=False)
 
 
-def print_json(data: Any) -> None:
+def print_json(data: object) -> None:
     sys.stdout.write(json.dumps(data, indent=2, default=str) + "\n")
 
 
-def _cell(value: Any) -> str:
+def _cell(value: object) -> str:
     if value is None:
         return ""
     if isinstance(value, dict) and "num_inserted_rows" in value:

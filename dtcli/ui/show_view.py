@@ -10,7 +10,6 @@ from __future__ import annotations
 import json
 from collections.abc import Sequence
 from datetime import datetime, timezone
-from typing import Any
 
 from dtcli.ui.fit import Col, Row
 
@@ -18,7 +17,7 @@ STATE_STYLE = {"SUCCEEDED": "green", "FAILED": "red", "UPSTREAM_FAILED": "red", 
                "SUSPENDED": "yellow", "DISABLED": "dim", "ORPHANED": "magenta"}
 
 
-def _time(value: Any) -> datetime | None:
+def _time(value: object) -> datetime | None:
     if not value:
         return None
     try:
@@ -40,21 +39,21 @@ def span(seconds: float) -> str:
     return f"{int(seconds // 86400)} d"
 
 
-def ago(value: Any, now: datetime) -> str:
+def ago(value: object, now: datetime) -> str:
     stamp = _time(value)
     if stamp is None:
         return "never"
     return f"{span((now - stamp).total_seconds())} ago" if stamp <= now else f"in {span((stamp - now).total_seconds())}"
 
 
-def until(value: Any, now: datetime) -> str:
+def until(value: object, now: datetime) -> str:
     stamp = _time(value)
     if stamp is None:
         return "-"
     return "now" if stamp <= now else f"in {span((stamp - now).total_seconds())}"
 
 
-def count(value: Any) -> str:
+def count(value: object) -> str:
     return f"{value:,}" if isinstance(value, int) else ("" if value is None else str(value))
 
 
@@ -157,7 +156,7 @@ def test_result_columns(now: datetime) -> list[Col]:
     ]
 
 
-def _field(value: Any) -> str:
+def _field(value: object) -> str:
     if value is None:
         return ""
     if isinstance(value, (dict, list)):

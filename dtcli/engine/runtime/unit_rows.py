@@ -12,12 +12,11 @@ import datetime as dt
 import json
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
 
 from dtcli.unit_tests import GivenRow
 
 
-def _text(value: Any) -> str | None:
+def _text(value: object) -> str | None:
     if value is None:
         return None
     if isinstance(value, bool):
@@ -102,7 +101,7 @@ def compare(spark, path: str, expected: list[GivenRow]) -> Comparison:
     return Comparison([n for n, _ in columns], wanted, actual)
 
 
-def _hashable(value: Any) -> Any:
+def _hashable(value: object) -> object:
     """A row (or value) as tuples all the way down, to count rows holding arrays, maps or structs."""
     if isinstance(value, dict):
         return tuple(sorted((k, _hashable(v)) for k, v in value.items()))

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 from datetime import datetime
-from typing import Any
 
 from dtcli.artifacts.manifest import Lag, Manifest, SourceFacts, TableFacts, TableTestResults
 from dtcli.ui.explain_view import lineage_text
@@ -130,7 +129,7 @@ def _tests_view(tests: TableTestResults) -> View:
     return {"checks": checks, "expectations": expectations}
 
 
-def _value(value: Any) -> str:
+def _value(value: object) -> str:
     if value is None or value == [] or value == {}:
         return ""
     if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any
 
 from markupsafe import Markup
 
@@ -64,7 +63,7 @@ def _environment():
                        trim_blocks=True, lstrip_blocks=True)
 
 
-def _script_json(data: Any) -> Markup:
+def _script_json(data: object) -> Markup:
     """JSON to embed in <script type="application/json">: no '<', '>' or '&' can end the element
     or start markup, whatever the names hold."""
     text = json.dumps(data, separators=(",", ":"), default=str)
