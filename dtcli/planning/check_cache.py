@@ -22,7 +22,9 @@ from dtcli import __version__
 from dtcli.state.pickled import read_entries, write_entries
 
 FILE = "check_cache.pickle"
-_FORMAT = 1
+# the entries' pickled shape: 2 since TableDef.config is a TableConfig (was a dict). The code
+# stamp below already separates builds; the format says so even for a build of the same size.
+_FORMAT = 2
 _MISS = object()
 
 
