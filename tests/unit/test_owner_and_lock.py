@@ -13,9 +13,10 @@ from types import SimpleNamespace
 
 import pytest
 
+from dtcli.engine.launch.launcher import lock_fds
 from dtcli.engine.owner_watch import Heartbeat, OwnerWatch
 from dtcli.errors import LockTimeout
-from dtcli.state.lock import read_holder, warehouse_lock
+from dtcli.state.lock import WarehouseLock, read_holder, warehouse_lock
 from dtcli.state.owner import alive, start_time
 
 # A stand-in for dt: takes the lock, starts a long-lived child ("spark-submit") that inherits it,
@@ -76,6 +77,32 @@ def test_a_lock_held_by_this_process_and_released_is_free_again(tmp_path):
         pass
     with warehouse_lock(project, "refresh") as held:
         assert held.holder["command"] == "dt refresh"
+
+
+def test_a_watch_locks_the_description_its_application_shares_pass_after_pass(tmp_path):
+    """`dt run --watch`: one WarehouseLock for every pass; the warm application inherits the
+    first pass's description, which stays open (unlocked) between passes and is locked again by
+    the next, so the application holds the lock while a pass runs and other commands get in
+    between passes."""
+    project = _project(tmp_path)
+    taker = WarehouseLock()
+    with taker.hold(project, "run") as first:
+        app = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
+                               start_new_session=True, pass_fds=lock_fds(first))
+        first.share()
+    try:
+        with warehouse_lock(project, "suspend d"):            # between passes: free
+            pass
+        with taker.hold(project, "run") as second:
+            assert second.fd == first.fd                      # the description the application has
+            with pytest.raises(LockTimeout), warehouse_lock(project, "run"):
+                pass
+        first.unshare()                                       # the application is gone
+    finally:
+        app.kill()
+        app.wait()
+    with warehouse_lock(project, "run") as held:
+        assert held.holder["command"] == "dt run"
 
 
 def _dead_process() -> tuple[int, str | None]:
