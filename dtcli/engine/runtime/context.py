@@ -3,14 +3,17 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from dtcli.model import Frontier, Plan, RefreshStep
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
 
 
 @dataclass
 class RefreshContext:
-    spark: Any
+    spark: SparkSession
     plan: Plan
     step: RefreshStep
     input_versions: dict[str, int]     # version each input is read at in this refresh
