@@ -119,7 +119,7 @@ def read_heartbeat(path: str) -> str | None:
         filesystem, inner = fs.FileSystem.from_uri(path)
         with filesystem.open_input_stream(inner) as f:
             return f.read().decode()
-    except (OSError, ValueError, *storage.s3_errors()):    # unreadable: a missing beat reads as stale
+    except _store_errors():    # unreadable: a missing beat reads as stale
         return None
 
 
@@ -156,8 +156,17 @@ def remove_heartbeat(path: str) -> None:
 
             filesystem, inner = fs.FileSystem.from_uri(path)
             filesystem.delete_file(inner)
-    except (OSError, ValueError, *storage.s3_errors()):
+    except _store_errors():
         pass
+
+
+def _store_errors() -> tuple[type[Exception], ...]:
+    """What reading or removing a heartbeat raises when it cannot: the file system's error,
+    pyarrow's for another store (one it does not support included), boto's for S3. Called in
+    an `except` clause, so pyarrow and botocore are imported only once something was raised."""
+    from pyarrow.lib import ArrowException
+
+    return (OSError, ValueError, ArrowException, *storage.s3_errors())
 
 
 def _bucket_key(path: str) -> tuple[str, str]:
