@@ -67,3 +67,26 @@ def test_a_slice_replacement_names_the_columns_its_predicate_reads():
     assert _columns_of("`l_orderkey` IN (1, 2) OR (`L_OrderKey` >= 7 AND l_orderkey < 9)") == {"l_orderkey"}
     assert _columns_of("d >= DATE'2026-01-01' AND coalesce(k, 0) = 1") == {"d", "k"}
     assert _columns_of("k IN (SELECT k FROM t)") is None and _columns_of(None) is None
+
+
+def test_written_keys_on_the_driver_are_counted_there_as_spark_would():
+    """A slice's new rows collected on the driver: its duplicates counted without a Spark job,
+    keys matched whatever their case in the YAML, NULL keys grouped as Spark's GROUP BY does;
+    a NaN in a key leaves the count to Spark."""
+    from types import SimpleNamespace
+
+    from dtcli.engine.runtime.auditor import Pending, _local_duplicates
+    from dtcli.engine.runtime.changes import WEIGHT
+
+    written = SimpleNamespace(columns=["l_orderkey", "l_linenumber", "v", WEIGHT])
+    rows = [{"l_orderkey": 1, "l_linenumber": 1, "v": "a", WEIGHT: 1},
+            {"l_orderkey": 1, "l_linenumber": 1, "v": "b", WEIGHT: 1},
+            {"l_orderkey": 1, "l_linenumber": 2, "v": "c", WEIGHT: 1},
+            {"l_orderkey": None, "l_linenumber": 3, "v": "d", WEIGHT: 2},
+            {"l_orderkey": 2, "l_linenumber": 1, "v": "e", WEIGHT: 1},
+            {"l_orderkey": 2, "l_linenumber": 1, "v": "f", WEIGHT: -1}]
+    found = _local_duplicates(["L_OrderKey", "l_linenumber"], Pending(written, None, rows))
+    assert found == (2, [{"L_OrderKey": 1, "l_linenumber": 1, "rows": 2},
+                         {"L_OrderKey": None, "l_linenumber": 3, "rows": 2}])
+    nan = [{"l_orderkey": float("nan"), "l_linenumber": 1, "v": "x", WEIGHT: 1}]
+    assert _local_duplicates(["l_orderkey"], Pending(written, None, nan)) is None
