@@ -95,7 +95,7 @@ def _session(project: Project, scratch: Path, session: Callable[[Project, str], 
     log.write_text("")
     try:
         return scratch_session(project, str(scratch / "spark-warehouse"), log)
-    except (*SPARK_ERRORS, OSError) as exc:     # no Java, a jar missing, a setting Spark rejects
+    except (*SPARK_ERRORS, OSError, DtError) as exc:     # no Java, a jar missing (ConfigError), a setting Spark rejects
         raise SessionNotStarted(f"the local Spark session for the unit tests did not start: "
                                 f"{str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__}",
                                 hint=f"its output is in {log}") from exc

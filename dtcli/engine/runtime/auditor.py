@@ -13,6 +13,8 @@ import json
 from dataclasses import dataclass
 from functools import reduce
 
+from deltalake.exceptions import DeltaError
+
 from dtcli.data_tests import (
     ERROR_STATUS,
     FAILED_STATUS,
@@ -117,7 +119,8 @@ class Auditor:
                         if found else []
                 else:
                     found, samples = _EVALUATE[check.shape](self, check, pending)
-            except SPARK_ERRORS as exc:   # the check itself broke: an error-severity one fails the refresh
+            except (*SPARK_ERRORS, DeltaError, OSError) as exc:   # the check broke (its SQL, a table it reads):
+                # an error-severity one fails the refresh
                 from dtcli.engine.runtime.spark_errors import error_message
 
                 self._result(check, ERROR_STATUS, 0,
