@@ -102,8 +102,8 @@ class WarehouseLock:
     """Takes the warehouse lock scope after scope (`hold`), for one owner: the passes of a
     `dt run --watch` take one each. Between scopes it keeps at most one description open that
     a living child shares (`Held.share`), and locks that same description in the next scope:
-    a flock belongs to the open description, so a new one would be refused while the child
-    holds the shared one."""
+    a flock belongs to the open description, so the child holds each pass's lock too, and keeps
+    it until its refresh in flight is over when dt is killed mid-pass."""
 
     def __init__(self) -> None:
         self._kept: tuple[str, int] | None = None    # (lock path, description) a living child shares
