@@ -94,6 +94,10 @@ GROUPING_SETS = {
     "ranked": "SELECT k, g, SUM(v) AS s, GROUPING(k) + GROUPING(g) AS lvl, RANK() OVER (PARTITION BY "
               "GROUPING(k) + GROUPING(g), CASE WHEN GROUPING(g) = 0 THEN k END ORDER BY SUM(v) DESC) AS r "
               "FROM a GROUP BY ROLLUP (k, g)",
+    # and q86's top rows, sorted by an expression of GROUPING() (a hidden sort key per group)
+    "ranked_top": "SELECT k, g, SUM(v) AS s, RANK() OVER (PARTITION BY GROUPING(g) ORDER BY SUM(v)) AS r "
+                  "FROM a GROUP BY ROLLUP (k, g) ORDER BY GROUPING(k) + GROUPING(g) DESC, "
+                  "CASE WHEN GROUPING(g) = 0 THEN k END, k, g LIMIT 4",
 }
 
 

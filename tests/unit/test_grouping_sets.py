@@ -114,3 +114,16 @@ def test_what_the_rule_leaves_stays_full_with_a_reason(sql, reason):
     analysis, resolved = checked(sql)
     assert not analysis.incremental and reason in analysis.reason, analysis.blockers
     assert not resolved.rewrites
+
+
+def test_a_top_n_sorted_by_grouping_over_windowed_groups_sorts_by_a_hidden_key():
+    """TPC-DS q86 sorts by an expression of GROUPING(), which is no output: each group computes
+    it as a hidden column, the top-N sorts by it over the windows' SELECT and does not return it."""
+    sql = ("SELECT k, g, SUM(v) AS s, RANK() OVER (PARTITION BY GROUPING(g) ORDER BY SUM(v)) AS r\n"
+           "FROM a\nGROUP BY ROLLUP (k, g)\nORDER BY GROUPING(k) + GROUPING(g) DESC, r\nLIMIT 5")
+    analysis, resolved = checked(sql)
+    assert analysis.incremental, analysis.blockers
+    out = resolved.query.sql(dialect="spark")
+    assert out.startswith("SELECT __dt_gs2.k AS k, __dt_gs2.g AS g, __dt_gs2.s AS s, __dt_gs2.r AS r FROM ("), out
+    assert out.endswith(") AS __dt_gs2 ORDER BY __dt_gs2.__dt_s0 DESC, r LIMIT 5"), out
+    assert "CAST(1 AS TINYINT) + CAST(1 AS TINYINT) AS __dt_w" in out     # the grand total's key

@@ -27,9 +27,15 @@ def has_window(node: exp.Expression) -> bool:
     return any(isinstance(n, exp.Window) for n in node.walk())
 
 
-def split(sel: exp.Select, alias: str) -> tuple[exp.Select, list[exp.Expression]]:
+SORT = "__dt_s"         # a sort key of the block's top-N that is not an output (`__dt_s0`, ...)
+
+
+def split(sel: exp.Select, alias: str, sorted_: bool = False
+          ) -> tuple[exp.Select, list[exp.Expression], exp.Order | None]:
     """(the block without its windows: its outputs, or for an output holding a window the values
-    that window reads as hidden columns; the outputs of the SELECT over it, reading `alias`)."""
+    that window reads as hidden columns; the outputs of the SELECT over it, reading `alias`;
+    with `sorted_`, the block's ORDER BY over those outputs: a term that is not an expression of
+    output names is computed per group as a hidden column, output as `__dt_s<k>`)."""
     names = [e.alias_or_name for e in sel.expressions]
     if any(not n for n in names) or len({n.lower() for n in names}) != len(names):
         raise Refused                 # the SELECT over the block names every output
@@ -86,24 +92,39 @@ def split(sel: exp.Select, alias: str) -> tuple[exp.Select, list[exp.Expression]
         else:
             inner.append(exp.alias_(expr.copy(), name))
             outer.append(exp.alias_(exp.column(name, table=alias), name))
+    order = None
+    if sorted_ and sel.args.get("order") is not None:
+        order = sel.args["order"].copy()
+        by_name = {n.lower(): e.unalias() for n, e in zip(names, sel.expressions)}
+        for term in order.expressions:
+            if _over_outputs(term.this, set(by_name)):
+                continue
+            key = _unaliased(term.this, by_name)
+            if has_window(key):
+                raise Refused           # a sort key over a window's value, not over the groups
+            name = f"{SORT}{len(outer) - len(names)}"
+            outer.append(exp.alias_(hide(key), name))
+            term.set("this", exp.column(name))
     block = sel.copy()
     for arg in ("order", "limit", "offset", "sort", "cluster", "distribute"):
         block.set(arg, None)
     block.set("expressions", inner + hidden)
-    return block, outer
+    return block, outer, order
 
 
-def order_over_outputs(sel: exp.Select) -> exp.Order | None:
-    """The block's ORDER BY as the SELECT over the UNION ALL can say it: every term an output's
-    position or an expression over output names only (unqualified); refused otherwise."""
-    order = sel.args.get("order")
-    if order is None:
-        return None
-    names = {e.alias_or_name.lower() for e in sel.expressions}
-    for term in order.expressions:
-        if isinstance(term.this, exp.Literal) and term.this.is_int:
-            continue
-        if has_window(term.this) or any(fn.is_aggregate(n) for n in term.this.walk()) or any(
-                c.table or c.name.lower() not in names for c in term.this.find_all(exp.Column)):
-            raise Refused
-    return order.copy()
+def _over_outputs(e: exp.Expression, names: set[str]) -> bool:
+    """An ordinal, or an expression of output names only (unqualified)."""
+    if isinstance(e, exp.Literal) and e.is_int:
+        return True
+    return not has_window(e) and not any(fn.is_aggregate(n) or isinstance(n, (exp.Grouping, exp.GroupingId))
+                                         for n in e.walk()) \
+        and all(not c.table and c.name.lower() in names for c in e.find_all(exp.Column))
+
+
+def _unaliased(e: exp.Expression, outputs: dict[str, exp.Expression]) -> exp.Expression:
+    """A sort key with every unqualified output name replaced by the output's expression."""
+    def swap(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Column) and not node.table and node.name.lower() in outputs:
+            return outputs[node.name.lower()].copy()
+        return node
+    return e.copy().transform(swap)

@@ -187,13 +187,20 @@ def _rewrite(sel: exp.Select, notes: Notes, fresh: Fresh) -> exp.Query:
 def _windowed(sel: exp.Select, notes: Notes, fresh: Fresh) -> exp.Query:
     """Windows over the groups: evaluated by a SELECT over the UNION ALL (_grouped_windows.py)."""
     alias = fresh.name(WINDOWED)
+    limited = bool(sel.args.get("limit") or sel.args.get("offset"))
+    names = [e.alias_or_name for e in sel.expressions]
     try:
-        block, outputs = _grouped_windows.split(sel, alias)
-        order = _grouped_windows.order_over_outputs(sel) if sel.args.get("limit") or sel.args.get("offset") \
-            else None
+        block, outputs, order = _grouped_windows.split(sel, alias, sorted_=limited)
     except _grouped_windows.Refused:
         raise _Refused from None
     out = exp.select(*outputs).from_(_rewrite(block, notes, fresh).subquery(alias))
+    if len(outputs) > len(names):       # hidden sort keys: sorted over, then not selected
+        wrapper = fresh.name(WRAPPED)
+        out = exp.select(*[exp.alias_(exp.column(n, table=wrapper), n) for n in names]) \
+            .from_(out.subquery(wrapper))
+        for term in order.expressions if order is not None else ():
+            if isinstance(term.this, exp.Column) and term.this.name.startswith(_grouped_windows.SORT):
+                term.set("this", exp.column(term.this.name, table=wrapper))
     for arg in ("order", "limit", "offset"):
         value = order if arg == "order" else sel.args.get(arg)
         if value is not None:
