@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from dtcli.engine.runtime import apply, audit, change_views, column_mapping, commit
+from dtcli.engine.runtime import apply, audit, backfill, change_views, column_mapping, commit
 from dtcli.engine.runtime.changes import ChangesUnavailable, quote
 from dtcli.engine.runtime.checkpoints import release
 from dtcli.engine.runtime.context import RefreshContext, RefreshResult
@@ -163,15 +163,11 @@ def _create(ctx: RefreshContext, opts: CustomSpec) -> None:
 
 def _backfilled(ctx: RefreshContext, opts: CustomSpec) -> RefreshResult:
     """The table as a copy of the backfill source, its frontier at creation or `start_at`."""
-    from pyspark.sql import functions as F
-
-    source = ctx.step.options.backfill.copy
-    copied = ctx.spark.read.format("delta").option("versionAsOf", source.version).load(source.path)
-    if len(copied.columns) != len(opts.columns):
-        raise CustomRefreshFailed(f"backfill source {source.name} has {len(copied.columns)} columns, "
-                                  f"the table {len(opts.columns)}")
-    copied = copied.select(*[F.col(quote(c)).cast(spec["type"]).alias(spec["name"])
-                             for c, spec in zip(copied.columns, opts.columns)])
+    try:
+        copied = backfill.copied_rows(ctx.spark, ctx.step.options.backfill.copy,
+                                      [(spec["name"], spec["type"]) for spec in opts.columns])
+    except backfill.BackfillMismatch as err:
+        raise CustomRefreshFailed(str(err)) from err
     ctx.frontier.source_versions.update(opts.start_versions)
     ctx.frontier.input_ids = {c.name: _table_id(c.path) for c in opts.changes}
     layout = ctx.step.options.layout

@@ -8,7 +8,7 @@ rows for the rest), made in one commit and never read again.
 
 from __future__ import annotations
 
-from dtcli.engine.runtime import apply, column_mapping, commit
+from dtcli.engine.runtime import apply, backfill, column_mapping, commit
 from dtcli.engine.runtime.checkpoints import release
 from dtcli.engine.runtime.context import RefreshContext, RefreshResult
 from dtcli.engine.runtime.deletion_vectors import table_property
@@ -50,15 +50,8 @@ def _replace_table(ctx: RefreshContext, rows) -> None:
 def _backfilled(ctx: RefreshContext, computed) -> RefreshResult:
     """Create the DT as a copy of the backfill source at its pinned version (its frozen region
     only, with the query's rows for the active region, when the DT has a frozen_where)."""
-    from pyspark.sql import functions as F
-
-    source = ctx.step.options.backfill.copy
-    copied = (ctx.spark.read.format("delta").option("versionAsOf", source.version).load(source.path))
-    if len(copied.columns) != len(computed.columns):
-        raise ValueError(f"backfill source {source.name} has {len(copied.columns)} columns, "
-                         f"the table {len(computed.columns)}")
-    copied = copied.select(*[F.col(f"`{c}`").cast(f.dataType).alias(f.name)
-                             for c, f in zip(copied.columns, computed.schema.fields)])
+    copied = backfill.copied_rows(ctx.spark, ctx.step.options.backfill.copy,
+                                  [(f.name, f.dataType) for f in computed.schema.fields])
     frozen = ctx.step.options.regions.frozen
     if frozen:
         copied = copied.filter(frozen)
