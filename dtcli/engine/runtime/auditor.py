@@ -209,13 +209,13 @@ class Auditor:
         cols = list(check.columns or [])
         key = [F.col(quote(c)) for c in cols]
         written = pending.written.filter(check.where) if check.where else pending.written
-        delta = written.groupBy(*key).agg(F.sum(WEIGHT).alias("__dt_delta"),
-                                          F.max(F.col(WEIGHT)).alias("__dt_top"))
         within = pending.replaced_by is not None and pending.replaced_by <= {c.lower() for c in cols}
         local = _local_duplicates(cols, pending) if (pending.kept is None or within) \
             and pending.local is not None and not check.where else None
         if local is not None:
             return local
+        delta = written.groupBy(*key).agg(F.sum(WEIGHT).alias("__dt_delta"),
+                                          F.max(F.col(WEIGHT)).alias("__dt_top"))
         if pending.kept is None or within:      # no kept row can share a written key: count the written
             dups = delta.select(*key, F.col("__dt_delta").alias("rows")).filter(F.col("rows") > 1)
             count = dups.count()

@@ -173,6 +173,17 @@ def remap(node: exp.Expression, aliases: set[str], alias: str,
     return node.transform(swap, copy=False)
 
 
+def with_children(node: exp.Expression, f) -> exp.Expression:
+    """`node` (modified) with each child expression replaced by `f(child)`: a rewrite that
+    decides per node whether to go further down (where sqlglot's `transform` always does)."""
+    for key, value in list(node.args.items()):
+        if isinstance(value, exp.Expression):
+            node.set(key, f(value))
+        elif isinstance(value, list):
+            node.set(key, [f(v) if isinstance(v, exp.Expression) else v for v in value])
+    return node
+
+
 def derived(body: exp.Query, alias: str) -> exp.Subquery:
     return exp.Subquery(this=body, alias=exp.TableAlias(this=exp.to_identifier(alias)))
 

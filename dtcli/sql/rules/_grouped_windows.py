@@ -15,6 +15,7 @@ from __future__ import annotations
 from sqlglot import exp
 
 from dtcli.sql import functions as fn
+from dtcli.sql.rules._blocks import with_children
 
 HIDDEN = "__dt_w"       # a value a window reads, computed per group (`__dt_w0`, ...)
 
@@ -58,12 +59,7 @@ def split(sel: exp.Select, alias: str, sorted_: bool = False
             return hide(node)
         if isinstance(node, exp.Window):
             return window(node)
-        for key, value in list(node.args.items()):
-            if isinstance(value, exp.Expression):
-                node.set(key, lift(value))
-            elif isinstance(value, list):
-                node.set(key, [lift(v) if isinstance(v, exp.Expression) else v for v in value])
-        return node
+        return with_children(node, lift)
 
     def window(node: exp.Window) -> exp.Window:
         func = node.this
@@ -73,11 +69,7 @@ def split(sel: exp.Select, alias: str, sorted_: bool = False
                 or any(isinstance(n, exp.Distinct) for n in func.walk()) or has_window(func) \
                 or isinstance(node.args.get("alias"), exp.Identifier):
             raise Refused
-        for key, value in list(func.args.items()):
-            if isinstance(value, exp.Expression):
-                func.set(key, hide(value))
-            elif isinstance(value, list):
-                func.set(key, [hide(v) if isinstance(v, exp.Expression) else v for v in value])
+        with_children(func, hide)
         node.set("partition_by", [lift(p) for p in node.args.get("partition_by") or []])
         order = node.args.get("order")
         if order is not None:

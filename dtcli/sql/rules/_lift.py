@@ -10,7 +10,15 @@ from sqlglot import exp
 
 from dtcli.sql.analysis.nodes import first_start
 from dtcli.sql.analysis.strategies import DERIVED
-from dtcli.sql.rules._blocks import and_all, conjuncts, derived, has_aggregate, has_window, nested_queries
+from dtcli.sql.rules._blocks import (
+    and_all,
+    conjuncts,
+    derived,
+    has_aggregate,
+    has_window,
+    nested_queries,
+    with_children,
+)
 from dtcli.sql.rules._notes import Rewrite, left_as_is, why_left
 
 RULE = "subqueries"
@@ -94,12 +102,7 @@ def lift(block) -> exp.Select | None:
             return column_for(node)
         if isinstance(node, (exp.Subquery, exp.Exists)):
             return node
-        for key, child in list(node.args.items()):
-            if isinstance(child, exp.Expression):
-                node.set(key, outside(child))
-            elif isinstance(child, list):
-                node.set(key, [outside(c) if isinstance(c, exp.Expression) else c for c in child])
-        return node
+        return with_children(node, outside)
 
     outer_exprs = []
     for e, name in zip(sel.expressions, names):

@@ -81,7 +81,7 @@ from sqlglot import exp
 from dtcli.sql import functions as fn
 from dtcli.sql.analysis.nodes import first_start, text_of
 from dtcli.sql.rules import _grouped_windows
-from dtcli.sql.rules._blocks import Fresh
+from dtcli.sql.rules._blocks import Fresh, with_children
 from dtcli.sql.rules._grouping_expand import Refused as _Refused
 from dtcli.sql.rules._grouping_expand import expand
 from dtcli.sql.rules._notes import COPY, Notes, Rewrite
@@ -245,13 +245,7 @@ def _substitute(node: exp.Expression, kept, left_out, keys) -> exp.Expression:
         return exp.Null()
     if fn.is_aggregate(node) and not fn.is_windowed(node):
         return node
-    for key, value in list(node.args.items()):
-        if isinstance(value, exp.Expression):
-            node.set(key, _substitute(value, kept, left_out, keys))
-        elif isinstance(value, list):
-            node.set(key, [_substitute(v, kept, left_out, keys) if isinstance(v, exp.Expression) else v
-                           for v in value])
-    return node
+    return with_children(node, lambda child: _substitute(child, kept, left_out, keys))
 
 
 def _constant(args: list[exp.Expression], kept, keys, type_: str) -> exp.Expression:
