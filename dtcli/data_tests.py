@@ -91,6 +91,19 @@ class Expectation:
 
 
 @dataclass
+class TableChecks:
+    """A table's tests and expectations, checked (planning/data_tests.py); `singular`: the
+    singular tests a refresh of this DT audits (those whose last input in DAG order it is)."""
+
+    tests: list[DataTest] = field(default_factory=list)
+    expectations: list[Expectation] = field(default_factory=list)
+    singular: list[DataTest] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.tests or self.expectations or self.singular)
+
+
+@dataclass
 class ColumnNote:
     """A `columns:` entry that annotates an output column by name (dbt's meaning) rather than
     naming every column in order: checked against the DT's columns."""

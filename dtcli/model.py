@@ -99,7 +99,9 @@ class TableDef(LazyFields):
     file: str                     # path of the .sql file, relative to the project
     sql: str                      # rendered SQL, in the project's dialect, lines as in the file
     spark_sql: str                # the query in Spark SQL, reading inputs by their logical names
-    kind: str                     # "query" or "custom" (REFRESH USING / INSERT INTO SELF)
+    kind: str                     # the name of its kind: a query, or a custom statement (REFRESH
+    #                               USING / INSERT INTO SELF); everything the two do differently
+    #                               is asked of the kind (dtcli/planning/kinds/registry.py)
     config: TableConfig           # merged config (defaults < folders < yml < config())
     config_origin: dict[str, Located] = field(default_factory=dict)   # where each key was set
     inputs: tuple[str, ...] = ()  # names of DTs and sources it reads, in order of appearance
@@ -108,7 +110,7 @@ class TableDef(LazyFields):
     parsed: Any = field(default_factory=_none)   # the file's one parse (dtcli.sql.parse.ParsedSQL)
     query: Any = field(default_factory=_none)    # its query, inputs renamed to logical names (sqlglot tree)
     ignored: tuple[dict[str, Any], ...] = ()   # CREATE DYNAMIC TABLE properties dt does not use
-    custom: Any = field(default_factory=_none)   # kind "custom": its statement (dtcli.sql.custom.CustomStatement)
+    custom: Any = field(default_factory=_none)   # a custom table's statement (dtcli.sql.custom.CustomStatement)
 
     @property
     def enabled(self) -> bool:

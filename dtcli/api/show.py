@@ -7,9 +7,9 @@ import fnmatch
 from dtcli.config_keys import listed
 from dtcli.errors import UsageError, suggest
 from dtcli.model import Project, RefreshRecord, TableDef
-from dtcli.planning import internal as internal_tables
 from dtcli.planning import lag_stats, on_demand, refresh_times, scheduler
 from dtcli.planning.checked import Checked
+from dtcli.planning.kinds.registry import kind_of
 from dtcli.planning.lag import parse_target_lag
 from dtcli.state import history, orphans, reconcile, scheduling
 from dtcli.state.delta_log import Row, TableInfo, table_info
@@ -79,8 +79,7 @@ def show_tables(checked: Checked, like: str | None = None, *,
             "columns": [c.to_dict() for c in checked.schemas.get(name, ())],
             "warnings": checked.warnings.get(name, []) + ([f"suspended: {stop[name]}"] if name in stop else [])
             + ([behind] if behind else []),
-            **({"internal_tables": internal_tables.listed(checked, name) if table.kind != "custom" else []}
-               if internal else {}),
+            **({"internal_tables": kind_of(table).internal_tables(checked, name)} if internal else {}),
         })
     for name, table in sorted(project.disabled.items()):
         if _like(name, like):

@@ -47,16 +47,7 @@ def _where(table: TableDef, key: str) -> dict[str, Any]:
 
 
 def check_config(table: TableDef) -> None:
-    """Config that only a custom table may have, and what it may not."""
-    if table.kind != "custom":
-        if table.config.start_at is not None:
-            raise ValidationError("start_at is for custom incremental tables (REFRESH USING)",
-                                  **_where(table, "start_at"),
-                                  hint="a query table's copy is set by backfill alone; remove start_at")
-        if table.refresh_mode == "custom_incremental":
-            raise ValidationError("refresh_mode custom_incremental needs a REFRESH USING statement",
-                                  **_where(table, "refresh_mode"), hint="use refresh_mode: auto")
-        return
+    """What a custom table's config may not hold (a query table's: planning/kinds/query.py)."""
     origin = table.config_origin.get("refresh_mode")
     # a project-wide default (defaults:, folders:) is meant for query tables: only the table's own
     # setting can contradict its REFRESH USING statement
@@ -310,7 +301,7 @@ def explain(checked, name: str) -> tuple[CustomSection, list[str]]:
                                    compacted_per_key=key is not None))
         info = checked.snapshot.sources.get(inp)
         if info is not None and not info.change_data_feed:
-            from dtcli.planning.refresh_mode import enable_cdf_sql
+            from dtcli.state.delta_log import enable_cdf_sql
 
             warnings.append(f"source {inp} has no change data feed, so reading CHANGES() of it fails; "
                             f"enable it with: {enable_cdf_sql(project.input_path(inp))}")

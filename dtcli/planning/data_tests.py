@@ -9,8 +9,6 @@ which a refresh evaluates on the rows it is about to commit and `dt test` on the
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 import sqlglot
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
@@ -37,24 +35,13 @@ from dtcli.data_tests import (
     Check,
     DataTest,
     Expectation,
+    TableChecks,
 )
 from dtcli.errors import ValidationError, suggest
 from dtcli.model import Column, Project
+from dtcli.planning.kinds.registry import kind_of
 from dtcli.sql import functions as fn
 from dtcli.sql.grouped_keys import grouped_output_columns
-
-
-@dataclass
-class TableChecks:
-    """A table's tests and expectations, checked; `singular`: the singular tests a refresh of
-    this DT audits (those whose last input in DAG order it is)."""
-
-    tests: list[DataTest] = field(default_factory=list)
-    expectations: list[Expectation] = field(default_factory=list)
-    singular: list[DataTest] = field(default_factory=list)
-
-    def __bool__(self) -> bool:
-        return bool(self.tests or self.expectations or self.singular)
 
 
 def check_tests(project: Project, schemas: dict[str, tuple[Column, ...]], order: list[str],
@@ -64,6 +51,7 @@ def check_tests(project: Project, schemas: dict[str, tuple[Column, ...]], order:
     out: dict[str, TableChecks] = {}
     for name in order:
         table = project.tables[name]
+        kind = kind_of(table)
         columns = schemas.get(name, ())
         _check_notes(table.config.column_notes, name, columns)
         checks = TableChecks(list(table.config.data_tests), list(table.config.expectations))
@@ -72,12 +60,7 @@ def check_tests(project: Project, schemas: dict[str, tuple[Column, ...]], order:
         for expectation in checks.expectations:
             _expression(expectation.expect, name, columns, project.dialect, expectation.file, expectation.line,
                         f"expectation {expectation.name}")
-            if expectation.on_violation == DROP and table.kind == "custom" and \
-                    getattr(table.custom, "kind", None) == "MERGE":
-                raise ValidationError(f"expectation {expectation.name}: on_violation: drop is not available on a "
-                                      "MERGE INTO SELF table", file=expectation.file, line=expectation.line,
-                                      hint="its statement decides which rows it writes: filter them in its USING "
-                                           "query, or use on_violation: fail or warn")
+            kind.check_expectation(table, expectation)
         out[name] = checks
     for name, source in sorted(project.sources.items()):
         if only is not None and name not in only:

@@ -22,13 +22,13 @@ from dtcli.artifacts.explain import (
     TopN,
 )
 from dtcli.config_keys import listed
-from dtcli.model import ADAPTIVE, FULL, Column, RefreshRecord
+from dtcli.model import ADAPTIVE, Column, RefreshRecord
 from dtcli.planning import internal, refresh_times, scheduler
-from dtcli.planning.checked import Checked
+from dtcli.planning.checked_project import Checked
 from dtcli.planning.column_lineage import column_lineage
+from dtcli.planning.kinds.registry import kind_of
 from dtcli.planning.lag import parse_target_lag
 from dtcli.planning.on_demand import is_on_demand, scheduler_value
-from dtcli.planning.refresh_mode import enable_cdf_sql
 
 
 def explain(checked: Checked, name: str, history: list[RefreshRecord] = ()) -> ExplainReport:
@@ -36,6 +36,7 @@ def explain(checked: Checked, name: str, history: list[RefreshRecord] = ()) -> E
     project, snapshot, graph = checked.project, checked.snapshot, checked.graph
     key = project.table_key(name)
     table = project.tables[key]
+    kind = kind_of(table)
     mode = checked.modes[key]
     analysis = checked.analyses[key]
     warnings = list(checked.warnings.get(key, []))
@@ -45,28 +46,13 @@ def explain(checked: Checked, name: str, history: list[RefreshRecord] = ()) -> E
         if inp in project.sources:
             info = snapshot.sources[inp]
             cdf, version = info.change_data_feed, info.version
-            if not cdf and table.kind != "custom":
-                warnings.append(f"source {inp} has no change data feed, so {key} refreshes FULL; "
-                                f"enable it with: {enable_cdf_sql(path)}")
         else:
             info = snapshot.tables.get(inp)
             cdf, version = True, (info.version if info else None)  # dt writes DTs with the feed on
         inputs.append(Input(name=inp, kind=project.input_kind(inp), path=path, change_data_feed=cdf,
                             version=version, columns=_columns(checked.schemas.get(inp, ()))))
-    for inp in table.inputs:
-        up = checked.modes.get(inp)
-        if up is not None and up.mode == FULL and mode.mode == FULL and analysis.incremental:
-            warnings.append(f"upstream dynamic table {inp} refreshes FULL, so {key} cannot refresh "
-                            "incrementally; make the upstream incremental to fix it")
-    if not checked.qualified.bound(key) and table.kind != "custom":
-        warnings.append(f"dt could not bind every column of {key} to its inputs before Spark runs "
-                        "(a construct sqlglot does not resolve); Spark checks them at refresh time")
-    custom_section = None
-    if table.kind == "custom":
-        from dtcli.planning import custom
-
-        custom_section, more = custom.explain(checked, key)
-        warnings += more
+    custom_section, more = kind.explain(checked, key)
+    warnings += more
     lag = parse_target_lag(table.target_lag)
     effective = checked.effective_lags.get(key)
     timings = refresh_times.measured(history)
@@ -99,7 +85,7 @@ def explain(checked: Checked, name: str, history: list[RefreshRecord] = ()) -> E
         custom=custom_section,
         top_n=_top_n(checked, key),
         # intermediate results the DT keeps under <warehouse>/_dt/internal/ (planning/internal.py)
-        internal_tables=[InternalTable(**t) for t in internal.listed(checked, key)] if table.kind != "custom" else [],
+        internal_tables=[InternalTable(**t) for t in kind.internal_tables(checked, key)],
         frozen_where=table.config.frozen_where,
         frozen=_frozen(checked, key),
         cluster_by=listed(table.config.cluster_by), partition_by=listed(table.config.partition_by),

@@ -45,9 +45,6 @@ def check_table(table: TableDef, columns: tuple[Column, ...], dialect: str) -> F
         return None
     origin = table.config_origin.get("frozen_where")
     where = {"file": _file(table, "frozen_where"), "line": origin.line if origin else None}
-    if table.kind == "custom":
-        raise ValidationError("frozen_where cannot be combined with a custom incremental table "
-                              "(REFRESH USING)", **where, hint="remove frozen_where")
     expr = parse_predicate(text, dialect, **where)
     return check_predicate(text, expr, table.name, columns, list(table.config.constraints), **where)
 

@@ -9,7 +9,7 @@ A DT that refreshes FULL keeps none.
 from __future__ import annotations
 
 from dtcli.model import InternalTable, TopNSpec
-from dtcli.planning.checked import Checked
+from dtcli.planning.checked_project import Checked
 from dtcli.sql.rules import top_n
 from dtcli.state import internal
 

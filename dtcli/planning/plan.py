@@ -31,14 +31,14 @@ from dtcli.model import (
     StepOptions,
 )
 from dtcli.plan_parts import Backfill, Estimate, LagTarget, Layout, Regions
-from dtcli.planning import adaptive, catalog, completion, custom, frozen, internal, on_demand, refresh_times, scheduler
-from dtcli.planning.checked import Checked
+from dtcli.planning import adaptive, catalog, completion, frozen, internal, on_demand, refresh_times, scheduler
+from dtcli.planning.checked_project import Checked
 from dtcli.planning.critical_path import critical_path_first
 from dtcli.planning.data_tests import compile_checks
-from dtcli.planning.refresh_mode import ResolvedMode
+from dtcli.planning.kinds.registry import kind_of
+from dtcli.planning.resolved_mode import ResolvedMode
 from dtcli.sql.columns_read import columns_read
-from dtcli.sql.incremental_rewrite.layout import key_positions
-from dtcli.sql.output_names import given_names, needs_column_mapping, unnamed
+from dtcli.sql.output_names import needs_column_mapping
 from dtcli.state.catalog import Event as CatalogEvent
 
 
@@ -75,6 +75,7 @@ def _steps(checked: Checked, selected: set[str], trigger: str, full_refresh: boo
     steps: list[RefreshStep] = []
     for name in names:
         table = project.tables[name]
+        kind = kind_of(table)
         info = snapshot.tables.get(name)
         frontier = info.frontier if info else None
         digest = checked.hashes[name]
@@ -94,8 +95,7 @@ def _steps(checked: Checked, selected: set[str], trigger: str, full_refresh: boo
             if version is None or previous_versions.get(inp) != version:
                 changed.append(inp)
 
-        if table.kind == "custom":      # only CHANGES() inputs make a custom table refresh
-            changed = [c for c in changed if c in custom.change_inputs(table)]
+        changed = kind.changed_inputs(table, changed)
         change_rows, input_rows = input_sizes(checked, name, previous_versions, refreshed)
         # an on-demand DT refreshes only because someone asked for it: MANUAL, as Snowflake records it
         step_trigger, reinit, why = (MANUAL if name in manual_only else trigger), None, None
@@ -103,14 +103,14 @@ def _steps(checked: Checked, selected: set[str], trigger: str, full_refresh: boo
         regions = frozen.plan_refresh(predicate, frontier, snapshot.taken_at, project.dialect) \
             if frontier else frozen.initial(predicate, snapshot.taken_at)
         decided = decide_action(Situation(
-            exists=info is not None, has_frontier=frontier is not None, custom=table.kind == "custom",
+            exists=info is not None, has_frontier=frontier is not None, custom=kind.keeps_history,
             manual=trigger == MANUAL,
             replaced=_replaced_source(project, snapshot, table.inputs, frontier) if frontier else None,
             definition_changed=frontier is not None and frontier.definition_hash != digest,
             keep_frozen=regions.keep_frozen, frozen_reinit=regions.reinit_reason,
             same_columns=partial(_same_columns, checked, name), full_refresh=full_refresh,
             changed=bool(changed), mode=mode,
-            custom_action=partial(custom.action, checked.customs.get(name), changed, full_refresh),
+            custom_action=partial(kind.own_action, checked, name, changed, full_refresh),
             adaptive_action=partial(_adaptive, change_rows, input_rows, history, name)))
         action, reinit, why = decided.action, decided.reinit, decided.why
         if decided.creation:
@@ -136,6 +136,7 @@ def _step_options(checked: Checked, name: str, info, regions, planned: set[str],
     table's state, None before it exists; `regions`: its frozen regions at this refresh;
     `planned`: the DTs of the plan)."""
     project, table = checked.project, checked.project.tables[name]
+    kind = kind_of(table)
     config = table.config
     audit = audit_spec(checked, name)
     return StepOptions(
@@ -147,7 +148,7 @@ def _step_options(checked: Checked, name: str, info, regions, planned: set[str],
         if checked.qualified.bound(name) else None,
         read_by_tables=bool(checked.graph.downstream.get(name)),
         columns=listed(config.columns),
-        names=_given_names(checked, name),
+        names=kind.given_names(checked, name),
         layout=_layout(checked, name, info),
         regions=Regions(where=regions.predicate,
                         active=regions.active if info is not None and regions.keep_frozen else None,
@@ -156,7 +157,7 @@ def _step_options(checked: Checked, name: str, info, regions, planned: set[str],
                           copy=checked.backfills[name].copy if name in checked.backfills else None),
         estimate=estimate,
         lag=lag,
-        custom=custom.step_options(checked, name) if table.kind == "custom" else None,
+        custom=kind.custom_spec(checked, name),
         audit=audit,
         after=_after(checked, name, audit, planned),
         top_n=internal.top_n_spec(checked, name))
@@ -167,7 +168,7 @@ def _layout(checked: Checked, name: str, info) -> Layout:
     return Layout(
         partition_by=listed(config.partition_by),
         cluster_by=listed(config.cluster_by),
-        sort_by=write_order(checked, name),
+        sort_by=kind_of(checked.project.tables[name]).write_order(checked, name),
         max_rows_per_file=config.max_rows_per_file,
         small_table_rows=config.small_table_rows,
         deletion_vectors=config.deletion_vectors,
@@ -197,31 +198,6 @@ def audit_spec(checked: Checked, name: str) -> AuditSpec | None:
     return compile_checks(checked.project, name, checks, columns=[c.name for c in checked.schemas.get(name, ())],
                           query=checked.qualified.get(name) if checked.qualified.bound(name) else None,
                           frozen=name in checked.frozen)
-
-
-def _given_names(checked: Checked, name: str) -> list[str] | None:
-    """The names of the DT's columns when its query leaves some to Spark (unaliased expressions)
-    and no `columns:` names them: as derived (sql/spark_names.py). The engine renames the result
-    to them, so the table holds the names dt derived without a JVM, whatever the SQL it runs
-    (sqlglot's Spark text of the query) would be named."""
-    table = checked.project.tables[name]
-    if table.kind == "custom" or table.config.columns or not unnamed(table.query):
-        return None
-    derived = [c.name for c in checked.schemas.get(name, ())]
-    return derived or given_names(table.query, table.parsed.text if table.parsed else None)
-
-
-def write_order(checked: Checked, name: str) -> list[str] | None:
-    """The columns a recompute writes the DT's rows in order of: its `cluster_by` columns, else
-    the key its incremental refreshes name rows by; None with `sort_by_key: false`."""
-    table = checked.project.tables[name]
-    if not table.config.sort_by_key or table.kind == "custom":
-        return None
-    if table.config.cluster_by:
-        return list(table.config.cluster_by)
-    columns = [c.name for c in checked.schemas.get(name, ())]
-    positions = key_positions(checked.qualified.get(name) or table.spark_sql) if columns else []
-    return [columns[k] for k in positions if k < len(columns)] or None
 
 
 def _same_columns(checked: Checked, name: str) -> bool:
@@ -283,7 +259,7 @@ class Situation:
 
     exists: bool                    # the DT's table exists
     has_frontier: bool              # ... and carries dt's frontier
-    custom: bool                    # a custom incremental table (REFRESH USING)
+    custom: bool                    # its kind keeps its history: a custom table (REFRESH USING)
     manual: bool                    # `dt refresh`, not a scheduled run
     replaced: str | None            # why a source read by name is another table now
     definition_changed: bool

@@ -14,6 +14,7 @@ from typing import Any
 
 from dtcli.errors import ValidationError, suggest
 from dtcli.model import FULL, Column, Project
+from dtcli.planning.kinds.registry import kind_of
 from dtcli.unit_tests import Given, Rows, UnitTest
 
 
@@ -26,11 +27,7 @@ def check_unit_tests(project: Project, schemas: dict[str, tuple[Column, ...]], o
         cases = list(table.config.unit_tests)
         if not cases:
             continue
-        if table.kind == "custom":
-            raise ValidationError(f"unit tests of {name}: a REFRESH USING table cannot be unit tested",
-                                  file=cases[0].file, line=cases[0].line,
-                                  hint="its statement applies changes to its own rows; test it on a scratch "
-                                       "project with dt run")
+        kind_of(table).check_unit_tests(table, cases)
         for case in cases:
             given = {g.input for g in case.given}
             for key, entries in (("given", case.given), ("given_after", case.given_after or [])):

@@ -14,22 +14,13 @@ from dtcli import redact
 from dtcli.errors import ConfigError, ValidationError
 from dtcli.model import Project, SourceDef, TableDef
 from dtcli.planning.check_cache import CheckCache
-from dtcli.project.custom_table import load_custom
+from dtcli.planning.kinds.registry import kind_of_statement
 from dtcli.project.settings import Settings, load_settings
 from dtcli.project.singular_tests import load_singular_tests
 from dtcli.project.snowflake_ddl import Ddl, is_ddl, parse_ddl
 from dtcli.project.table_config import folder_layers, merge_layers, normalise
 from dtcli.project.templating import render_sql
 from dtcli.project.yamlio import expect_mapping, load_yaml_file
-from dtcli.sql.parse import (
-    parse_sql,
-    rename_tables,
-    resolve_input,
-    statement_kind,
-    table_refs,
-    the_query,
-    to_spark,
-)
 from dtcli.state import storage
 
 TABLES_DIR = "tables"
@@ -148,32 +139,14 @@ def _load_table(sql_file: Path, files: dict[str, Path], settings: Settings) -> T
     config, origin = merge_layers(layers)
     config = normalise(config, origin, file, name)
 
-    kind = statement_kind(sql)
+    kind = kind_of_statement(sql)
     known = {**{n: n for n in table_names}, **{s: s for s in settings.sources}}
-    if kind == "custom":
-        statement, inputs, input_lines = load_custom(sql, name, file, settings.dialect, known)
-        return TableDef(name=name, file=file, sql=sql, spark_sql=to_spark(statement.tree), kind=kind,
-                        config=config, config_origin=origin, inputs=tuple(inputs), input_lines=input_lines,
-                        folder=folder, parsed=statement.parsed, query=statement.tree, ignored=ignored,
-                        custom=statement)
-    parsed = parse_sql(sql, settings.dialect, file)
-    query = the_query(parsed, file)
-    inputs: list[str] = []
-    input_lines: dict[str, int] = {}
-    mapping: dict[str, str] = {}
-    for ref, line in table_refs(query):
-        resolved = resolve_input(known, ref, file, line)
-        if resolved == name:
-            raise ValidationError(f"table '{name}' reads itself", file=file, line=line,
-                                  hint="a dynamic table cannot read its own output")
-        mapping[ref] = resolved
-        if resolved not in inputs:
-            inputs.append(resolved)
-            input_lines[resolved] = line or 1
-    logical = rename_tables(query, mapping, quote=settings.dialect not in _CASE_SENSITIVE_QUOTES)
-    return TableDef(name=name, file=file, sql=sql, spark_sql=to_spark(logical), kind=kind,
-                    config=config, config_origin=origin, inputs=tuple(inputs),
-                    input_lines=input_lines, folder=folder, parsed=parsed, query=logical, ignored=ignored)
+    read = kind.read(sql, name, file, settings.dialect, known,
+                     quote=settings.dialect not in _CASE_SENSITIVE_QUOTES)
+    return TableDef(name=name, file=file, sql=sql, spark_sql=read.spark_sql, kind=kind.name,
+                    config=config, config_origin=origin, inputs=tuple(read.inputs),
+                    input_lines=read.input_lines, folder=folder, parsed=read.parsed, query=read.query,
+                    ignored=ignored, custom=read.custom)
 
 
 _ALIASES = {"immutable_where": "frozen_where"}

@@ -39,10 +39,11 @@ class ParsedSQL:
     statements: list[exp.Expression]
 
 
-def statement_kind(sql: str) -> str:
-    """'custom' for REFRESH USING / INSERT INTO SELF tables, else 'query'."""
+def is_custom_statement(sql: str) -> bool:
+    """Whether a table file holds a custom incremental statement (REFRESH USING, INSERT INTO
+    SELF, MERGE INTO SELF) rather than a query."""
     body = _COMMENTS.sub(lambda m: "\n" * m.group(0).count("\n"), sql)
-    return "custom" if _CUSTOM.match(body) else "query"
+    return bool(_CUSTOM.match(body))
 
 
 def parse_sql(text: str, dialect: str, file: str | None = None) -> ParsedSQL:

@@ -104,6 +104,12 @@ def cdf_enabled(configuration: dict[str, str]) -> bool:
     return str(configuration.get("delta.enableChangeDataFeed", "false")).lower() == "true"
 
 
+def enable_cdf_sql(path: str) -> str:
+    """The statement a user runs to turn a Delta table's change data feed on (what dt reads
+    a source's changes from)."""
+    return f"ALTER TABLE delta.`{path}` SET TBLPROPERTIES (delta.enableChangeDataFeed = true)"
+
+
 def read_frontier(table) -> tuple[Frontier | None, int | None]:
     """The newest frontier dt committed to this table, with the version carrying it."""
     for commit in table.history(HISTORY_DEPTH):

@@ -176,3 +176,23 @@ def test_one_module_builds_refresh_records_and_writes_the_history():
         if "history_path" in text and calls(tree, "write_deltalake"):
             writers.append(module)
     assert builders == ["dtcli.state.ledger"] and writers == ["dtcli.state.ledger"]
+
+
+def test_the_two_kinds_of_table_are_told_apart_in_one_place():
+    """planning/kinds: every place where a query table and a custom one differ asks the table's
+    kind; no module compares a table's kind with a kind's name, and each kind answers the whole
+    interface."""
+    import inspect
+    import re
+
+    from dtcli.planning.kinds.base import TableKind
+    from dtcli.planning.kinds.registry import KINDS
+
+    compared = re.compile(r"""kind\s*[!=]=\s*["'](custom|query)["']|["'](custom|query)["']\s*[!=]=\s*\w*\.?kind\b""")
+    found = [f"{path.relative_to(PACKAGE.parent)}:{n}" for path in MODULES.values()
+             for n, line in enumerate(path.read_text(encoding="utf-8").splitlines(), 1) if compared.search(line)]
+    assert found == []
+    members = {n for n, _ in inspect.getmembers(TableKind) if not n.startswith("_")} | set(TableKind.__annotations__)
+    assert sorted(KINDS) == ["custom", "query"]
+    assert {name: sorted(m for m in members if not hasattr(kind, m)) for name, kind in KINDS.items()} == \
+        {"custom": [], "query": []}

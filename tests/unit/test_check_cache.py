@@ -87,7 +87,7 @@ def test_cache_is_never_stale(root):
 
 
 def test_warm_check_resolves_nothing_again(root, monkeypatch):
-    import dtcli.planning.checked as checked
+    import dtcli.planning.kinds.query as checked  # where a query table is resolved
 
     assert dt("validate", "-p", str(root)).code == 0
     calls = []
@@ -134,7 +134,7 @@ def test_dt_no_cache_environment_variable(root, monkeypatch):
 
 
 def test_explain_of_one_table_keeps_the_others_entries(root, monkeypatch):
-    import dtcli.planning.checked as checked
+    import dtcli.planning.kinds.query as checked  # where a query table is resolved
 
     assert dt("validate", "-p", str(root)).code == 0
     assert dt("explain", "clean", "-p", str(root)).code == 0

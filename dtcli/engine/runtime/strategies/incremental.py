@@ -400,7 +400,7 @@ def _column_filter(values: list, data_type):
 
 
 def _check_types(schema) -> None:
-    """The planner's verdict on a MAP column (planning/refresh_mode.py), for a DT whose output
+    """The planner's verdict on a MAP column (planning/query_mode.py), for a DT whose output
     types it could not infer."""
     for f in schema.fields:
         reason = map_reason(f.name, f.dataType.simpleString())
