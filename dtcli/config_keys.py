@@ -49,6 +49,11 @@ class StartAt(TypedDict, total=False):
     offset: int               # seconds, negative: that long before the table's creation
 
 
+# A config's values by key, each of its TableConfig field's type (project/table_config.py checks
+# what a user wrote into these; TableConfig(**values) holds them)
+ConfigValues = dict[str, object]
+
+
 def _shown(default: Any) -> Any:
     """A key every table has in its merged config (Snowflake's DDL always states it), so the
     docs' project file and `dt show` print it even when the user left it out."""
@@ -116,7 +121,7 @@ class TableConfig:
     def get(self, key: str, default: Any = None) -> Any:
         return self[key] if key in self.written else default
 
-    def as_written(self) -> dict[str, Any]:
+    def as_written(self) -> ConfigValues:
         return {key: self[key] for key in sorted(self.written)}
 
     def with_keys(self, **values: Any) -> TableConfig:

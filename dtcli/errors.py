@@ -9,9 +9,17 @@ from __future__ import annotations
 import difflib
 from collections.abc import Iterable
 from pathlib import Path
+from typing import TypedDict
 
 EXIT_REFRESH_FAILED = 1
 EXIT_USAGE = 2
+
+
+class Where(TypedDict):
+    """Where a value was written, as an error names it: `ValidationError(message, **where)`."""
+
+    file: str | None
+    line: int | None
 
 
 class DtError(Exception):

@@ -10,10 +10,11 @@ import dataclasses
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from dtcli.config_keys import BackfillSpec, ColumnDecl, StartAt, TableConfig
-from dtcli.data_tests import AuditSpec
+from dtcli.data_tests import AuditSpec, CheckResultDict, DataTest
+from dtcli.json_types import JsonObject, YamlMapping
 from dtcli.lazy import LazyFields
 from dtcli.plan_parts import (
     Backfill,
@@ -59,6 +60,14 @@ class Column:
         return {"name": self.name, "type": self.type}
 
 
+class IgnoredPropertyDict(TypedDict):
+    """A CREATE DYNAMIC TABLE property dt does not use (WAREHOUSE, retention, tags...), as read."""
+
+    property: str
+    value: str
+    line: int
+
+
 @dataclass(frozen=True)
 class Located:
     """A config value with the file and line it came from, for error messages."""
@@ -81,7 +90,7 @@ class SourceDef:
     #                               the metastore last said it lives ("" until a run asked it)
     description: str | None = None
     columns: tuple[tuple[str, str | None], ...] = ()   # declared (name, type): checked against Delta
-    data_tests: tuple[Any, ...] = ()   # dtcli.data_tests.DataTest: run by `dt test`
+    data_tests: tuple[DataTest, ...] = ()   # run by `dt test`
 
 
 def _none() -> None:
@@ -109,7 +118,7 @@ class TableDef(LazyFields):
     folder: str = ""              # folder under tables/ ("" at the top), as in dbt's models/
     parsed: Any = field(default_factory=_none)   # the file's one parse (dtcli.sql.parse.ParsedSQL)
     query: Any = field(default_factory=_none)    # its query, inputs renamed to logical names (sqlglot tree)
-    ignored: tuple[dict[str, Any], ...] = ()   # CREATE DYNAMIC TABLE properties dt does not use
+    ignored: tuple[IgnoredPropertyDict, ...] = ()   # CREATE DYNAMIC TABLE properties dt does not use
     custom: Any = field(default_factory=_none)   # a custom table's statement (dtcli.sql.custom.CustomStatement)
 
     @property
@@ -141,11 +150,25 @@ class CatalogSpec:
         return ".".join([*([self.name] if self.name else []), self.schema, table])
 
 
+class LineageTransport(TypedDict, total=False):
+    """`openlineage: transport:` as checked (project/lineage_settings.py): the OpenLineage
+    client's transport config, by type."""
+
+    type: str                 # http | file | console
+    url: str                  # http: the backend
+    endpoint: str             # http: its path (api/v1/lineage)
+    api_key_env: str          # http: the environment variable that holds the API key
+    verify: bool              # http: check the backend's TLS certificate
+    compression: str          # http: gzip
+    log_file_path: str        # file: where events are appended, one a line (absolute)
+    append: bool              # file: append to one file rather than one file per event
+
+
 @dataclass(frozen=True)
 class LineageSpec:
     """`openlineage:` (dtcli/project/lineage_settings.py): where a run's OpenLineage events go."""
 
-    transport: dict[str, Any]          # the client's shape; an API key only as `api_key_env`
+    transport: LineageTransport        # the client's shape; an API key only as `api_key_env`
     namespace: str | None = None       # the jobs' namespace (default: OPENLINEAGE_NAMESPACE, else the project)
     timeout: float = 5.0               # seconds a run waits for the backend, in all
     file: str | None = None            # where it was set, for messages
@@ -163,7 +186,7 @@ class Project:
     jars: tuple[str, ...]         # user-provided jars (air-gapped clusters); empty: provisioned
     sources: dict[str, SourceDef]
     tables: dict[str, TableDef]   # enabled tables: the ones dt plans and refreshes
-    vars: dict[str, Any]
+    vars: YamlMapping             # `vars:` (and --vars), for Jinja's var()
     target: str | None = None
     disabled: dict[str, TableDef] = field(default_factory=dict)   # `enabled: false`
     threads: int = 4              # refreshes a run may execute side by side (`threads:`)
@@ -172,7 +195,7 @@ class Project:
     spark_jit: str = "auto"       # `spark.jit`: how a run's JVM compiles (engine/launch/spark_conf.py)
     spark_class_archive: str = "auto"   # `spark.class_archive` (engine/launch/class_archive.py)
     openlineage: LineageSpec | None = None   # `openlineage:`; None: the client's environment decides
-    singular_tests: list[Any] = field(default_factory=list)   # tests/*.sql (dtcli.data_tests.DataTest)
+    singular_tests: list[DataTest] = field(default_factory=list)   # tests/*.sql
 
     def qualified_name(self, name: str) -> str | None:
         """`schema.name` (or `catalog.schema.name`) of a DT, with `catalog:` set."""
@@ -228,11 +251,11 @@ class Frontier:
     # internal table commits before its DT, and a DT never records a version it did not read)
     state_versions: dict[str, int] | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_dict(cls, raw: dict[str, Any] | None) -> Frontier | None:
+    def from_dict(cls, raw: JsonObject | None) -> Frontier | None:
         if not isinstance(raw, dict):
             return None
         known = {f.name for f in dataclasses.fields(cls)}
@@ -275,7 +298,7 @@ class CustomSpec:
     start_at: StartAt | None = None           # `start_at` config
 
     @classmethod
-    def from_dict(cls, raw: dict[str, Any] | None) -> CustomSpec | None:
+    def from_dict(cls, raw: JsonObject | None) -> CustomSpec | None:
         if raw is None:
             return None
         values = dict(raw)
@@ -318,7 +341,7 @@ class TopNSpec:
         return max([k.position + 1 for k in self.order] + [self.outputs]) - self.outputs
 
     @classmethod
-    def from_dict(cls, raw: dict[str, Any] | None) -> TopNSpec | None:
+    def from_dict(cls, raw: JsonObject | None) -> TopNSpec | None:
         if raw is None:
             return None
         values = dict(raw)
@@ -356,7 +379,7 @@ class StepOptions:
     top_n: TopNSpec | None = None             # an incremental top-N (strategies/top_n.py)
 
     @classmethod
-    def from_dict(cls, raw: dict[str, Any] | None) -> StepOptions:
+    def from_dict(cls, raw: JsonObject | None) -> StepOptions:
         values = dict(raw or {})
         backfill = values.get("backfill") or {}
         values["layout"] = Layout(**values.get("layout") or {})
@@ -467,13 +490,13 @@ class RefreshRecord:
     # table_rewritten, no_row_changed)
     refresh_strategy: str | None = None
     # what the refresh's data tests and expectations found (dtcli.data_tests.CheckResult as dicts)
-    data_tests: list[dict[str, Any]] | None = None
+    data_tests: list[CheckResultDict] | None = None
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return dataclasses.asdict(self)
 
     @classmethod
-    def from_dict(cls, raw: dict[str, Any]) -> RefreshRecord:
+    def from_dict(cls, raw: JsonObject) -> RefreshRecord:
         known = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in raw.items() if k in known})
 
@@ -486,7 +509,7 @@ class RefreshRecord:
         return {"num_inserted_rows": self.num_inserted_rows, "num_deleted_rows": self.num_deleted_rows,
                 "num_copied_rows": self.num_copied_rows}
 
-    def to_row(self) -> dict[str, Any]:
+    def to_row(self) -> JsonObject:
         """The JSON shape of `dt show refresh-history` (Snowflake's columns, snake_case)."""
         row = self.to_dict()
         for key in self.statistics:

@@ -10,14 +10,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING
 
-from dtcli.errors import ValidationError, suggest
+from dtcli.config_keys import BackfillSpec
+from dtcli.errors import ValidationError, Where, suggest
 from dtcli.model import Column, Project, TableDef
 from dtcli.plan_parts import BackfillCopy
 from dtcli.sql.types import holds
 from dtcli.state.delta_log import TableInfo, open_table
 from dtcli.state.delta_types import columns_from_delta_schema
+
+if TYPE_CHECKING:
+    from deltalake import DeltaTable
 
 
 @dataclass(frozen=True)
@@ -38,7 +42,7 @@ def check_table(project: Project, table: TableDef, columns: tuple[Column, ...],
     """The pinned backfill source of a DT about to be created; None when it has none, or exists."""
     spec = table.config.backfill
     origin = table.config_origin.get("backfill")
-    where = {"file": origin.file if origin and origin.file else table.file,
+    where: Where = {"file": origin.file if origin and origin.file else table.file,
              "line": origin.line if origin else None}
     if info is not None:
         recorded = info.frontier.backfill if info.frontier else None
@@ -82,7 +86,7 @@ def _source_path(project: Project, table: TableDef, origin: dict[str, str], wher
                           or "declare it under sources:, or give backfill: {from: {path: ...}}")
 
 
-def _pinned_version(source, spec: dict[str, Any], name: str, where) -> int:
+def _pinned_version(source: DeltaTable, spec: BackfillSpec, name: str, where: Where) -> int:
     """The version to copy: `at` a version or moment, `before` one, or the latest."""
     latest = source.version()
     if spec["version"] is not None:

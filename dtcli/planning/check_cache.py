@@ -56,8 +56,9 @@ class CheckCache:
     def __init__(self, root: Path | None, enabled: bool = True):
         self.path = Path(root) / "target" / FILE if root is not None else None
         self.enabled = enabled and self.path is not None and not disabled_by_env()
-        self.old: dict[str, Any] = read_entries(self.path, _FORMAT, _CODE) if self.enabled else {}
-        self.used: dict[str, Any] = {}
+        # key -> what the step computed (a verdict, a resolution...): opaque to the cache
+        self.old: dict[str, object] = read_entries(self.path, _FORMAT, _CODE) if self.enabled else {}
+        self.used: dict[str, object] = {}
         self.changed = False
 
     @staticmethod

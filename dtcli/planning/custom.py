@@ -12,14 +12,13 @@ is an error that says how to recreate the table.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from sqlglot import exp
 from sqlglot.optimizer.qualify import qualify
 from sqlglot.schema import MappingSchema
 
 from dtcli.artifacts.explain import ChangeInput, CustomSection
-from dtcli.errors import ValidationError
+from dtcli.errors import ValidationError, Where
 from dtcli.model import ChangeInputSpec, Column, CustomSpec, Project, TableDef
 from dtcli.sql.analysis.result import OperatorInfo, QueryAnalysis
 from dtcli.sql.custom import ACTION, ISUPDATE, SELF_VIEW, CustomStatement
@@ -40,7 +39,7 @@ class CustomCheck:
     warnings: list[str] = field(default_factory=list)
 
 
-def _where(table: TableDef, key: str) -> dict[str, Any]:
+def _where(table: TableDef, key: str) -> Where:
     origin = table.config_origin.get(key)
     return {"file": origin.file if origin and origin.file else table.file,
             "line": origin.line if origin else None}
@@ -199,7 +198,7 @@ def _spark_sql(project: Project, table: TableDef, statement: CustomStatement, co
     columns, as Spark has no EXCLUDE."""
     tree = statement.tree.copy()
     if any(True for _ in tree.find_all(exp.Star)):
-        mapping: dict[str, dict[str, Any]] = {SELF_VIEW: {c.name: to_sqlglot(c.type) for c in columns}}
+        mapping: dict[str, dict[str, exp.DataType]] = {SELF_VIEW: {c.name: to_sqlglot(c.type) for c in columns}}
         for name in statement.snapshot_inputs:
             mapping[name] = {c.name: to_sqlglot(c.type or "unknown") for c in schemas.get(name, ())}
         for view, (name, _) in statement.change_views.items():

@@ -10,12 +10,15 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING
 
 from dtcli.errors import ValidationError
 from dtcli.model import Project
 from dtcli.state.delta_log import TableInfo, info_of, open_table
 from dtcli.state.log_cache import LogCache, newest_commit
+
+if TYPE_CHECKING:
+    from deltalake import DeltaTable
 
 
 @dataclass
@@ -24,7 +27,7 @@ class Snapshot:
     sources: dict[str, TableInfo]          # every source a DT reads, at its pinned version
     tables: dict[str, TableInfo | None]    # every DT's current state (None: not created yet)
     with_stats: bool = False
-    _handles: dict[str, Any] = field(default_factory=dict, repr=False)   # name -> open DeltaTable
+    _handles: dict[str, DeltaTable] = field(default_factory=dict, repr=False)   # name -> its open table
     _paths: dict[str, str] = field(default_factory=dict, repr=False)     # name -> its location
     _kept: LogCache | None = field(default=None, repr=False)              # what to write back
 

@@ -10,16 +10,16 @@ Spark work (`dt validate`, `dt test --unit`).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from dtcli.errors import ValidationError, suggest
 from dtcli.model import FULL, Column, Project
 from dtcli.planning.kinds.registry import kind_of
+from dtcli.planning.resolved_mode import ResolvedMode
 from dtcli.unit_tests import Given, Rows, UnitTest
 
 
 def check_unit_tests(project: Project, schemas: dict[str, tuple[Column, ...]], order: list[str],
-                     modes: dict[str, Any]) -> dict[str, list[UnitTest]]:
+                     modes: dict[str, ResolvedMode]) -> dict[str, list[UnitTest]]:
     """DT -> its unit tests, checked (`modes`: the resolved refresh modes)."""
     out: dict[str, list[UnitTest]] = {}
     for name in order:

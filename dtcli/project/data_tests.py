@@ -28,8 +28,9 @@ from dtcli.data_tests import (
     ColumnNote,
     DataTest,
     Expectation,
+    GenericArgs,
 )
-from dtcli.errors import ConfigError, suggest
+from dtcli.errors import ConfigError, Where, suggest
 
 TEST_KEYS = ("data_tests", "tests")           # dbt 1.8's name, and the older one
 _NAMESPACES = ("dbt_utils.", "dbt.")
@@ -46,7 +47,7 @@ _EXAMPLES = {
 }
 
 
-def _fail(message: str, where: dict[str, Any], line: int | None = None, hint: str | None = None) -> ConfigError:
+def _fail(message: str, where: Where, line: int | None = None, hint: str | None = None) -> ConfigError:
     return ConfigError(message, file=where.get("file"), line=line or where.get("line"), hint=hint)
 
 
@@ -54,7 +55,7 @@ def _line(mapping: Any, key: str) -> int | None:
     return mapping.line_of(key) if hasattr(mapping, "line_of") else None
 
 
-def parse_tests(value: Any, table: str, column: str | None, where: dict[str, Any]) -> list[DataTest]:
+def parse_tests(value: Any, table: str, column: str | None, where: Where) -> list[DataTest]:
     """A `data_tests:` list, at table level (`column` None) or under a column."""
     if value is None:
         return []
@@ -66,7 +67,7 @@ def parse_tests(value: Any, table: str, column: str | None, where: dict[str, Any
                         for k, item in enumerate(value)) if t is not None]
 
 
-def _one_test(item: Any, table: str, column: str | None, where: dict[str, Any]) -> DataTest | None:
+def _one_test(item: Any, table: str, column: str | None, where: Where) -> DataTest | None:
     line = where.get("line")
     if isinstance(item, str):
         kind, body = item, {}
@@ -121,7 +122,7 @@ def _one_test(item: Any, table: str, column: str | None, where: dict[str, Any]) 
                     where=config.get("where"), args=args, file=where.get("file"), line=line)
 
 
-def _column(bare: str, kind: str, args: dict, table: str, column: str | None, where: dict,
+def _column(bare: str, kind: str, args: dict, table: str, column: str | None, where: Where,
             line: int | None) -> str | None:
     named = args.pop("column_name", None)
     if named is not None and column is not None:
@@ -137,7 +138,7 @@ def _column(bare: str, kind: str, args: dict, table: str, column: str | None, wh
     return column
 
 
-def _check_args(bare: str, kind: str, args: dict, column: str | None, where: dict, line: int | None) -> None:
+def _check_args(bare: str, kind: str, args: dict, column: str | None, where: Where, line: int | None) -> None:
     allowed = _ARGS.get(bare, set())
     for key in args:
         if key not in allowed:
@@ -170,7 +171,7 @@ def _check_args(bare: str, kind: str, args: dict, column: str | None, where: dic
         args["combination_of_columns"] = [c.lower() for c in cols]
 
 
-def relationship_target(value: Any, kind: str, where: dict, line: int | None) -> str:
+def relationship_target(value: Any, kind: str, where: Where, line: int | None) -> str:
     """`ref('customers')`, `source('raw', 'customers')` or a bare name: the table's name."""
     if not isinstance(value, str) or not value.strip():
         raise _fail(f"{kind}: to must name a table", where, line, hint=f"e.g. {_EXAMPLES[RELATIONSHIPS]}")
@@ -183,7 +184,7 @@ def relationship_target(value: Any, kind: str, where: dict, line: int | None) ->
     return parts[-1].lower()
 
 
-def generated_name(kind: str, table: str, column: str | None, args: dict[str, Any]) -> str:
+def generated_name(kind: str, table: str, column: str | None, args: GenericArgs) -> str:
     """dbt's name for a generic test: the test, the table, the column, then its arguments."""
     parts = [kind.replace(".", "_"), table, *([column] if column else [])]
     tail = []
@@ -199,7 +200,7 @@ def generated_name(kind: str, table: str, column: str | None, args: dict[str, An
     return name
 
 
-def parse_expectations(value: Any, where: dict[str, Any]) -> list[Expectation]:
+def parse_expectations(value: Any, where: Where) -> list[Expectation]:
     """`expectations: {name: predicate | {expect: predicate, on_violation: warn | drop | fail}}`."""
     if value is None:
         return []
@@ -236,7 +237,7 @@ def parse_expectations(value: Any, where: dict[str, Any]) -> list[Expectation]:
 _NOTE_KEYS = {"name", "description", "data_tests", "tests", "meta", "tags", "quote"}
 
 
-def split_columns(value: Any, table: str, where: dict[str, Any]
+def split_columns(value: Any, table: str, where: Where
                   ) -> tuple[Any, list[DataTest], list[ColumnNote]]:
     """A `columns:` list: (what renames or types the outputs, as today's `columns:` says, or
     None; the tests under its entries; the entries that annotate a column by name).
@@ -281,7 +282,7 @@ def source_tests(spec: Any, name: str, file: str) -> list[DataTest]:
     at its level and under its `columns:` entries; `dt test` runs them."""
     if not isinstance(spec, dict):
         return []
-    where = {"file": file, "line": None}
+    where: Where = {"file": file, "line": None}
     found = [k for k in TEST_KEYS if spec.get(k) is not None]
     if len(found) > 1:
         raise _fail("both data_tests and tests are set", where, _line(spec, "tests"),

@@ -14,10 +14,9 @@ Without a block, the client's environment variables decide (dtcli/api/lineage_tr
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
 
 from dtcli.errors import ConfigError, suggest
-from dtcli.model import LineageSpec
+from dtcli.model import LineageSpec, LineageTransport
 from dtcli.project.yamlio import LineDict, expect_mapping
 
 KEYS = {"namespace", "transport", "timeout"}
@@ -58,7 +57,7 @@ def parse_openlineage(raw: LineDict, file: Path, root: Path) -> LineageSpec | No
                        timeout=float(timeout), file=str(file), line=line)
 
 
-def _transport(block: LineDict, file: Path, root: Path, line: int | None) -> dict[str, Any]:
+def _transport(block: LineDict, file: Path, root: Path, line: int | None) -> LineageTransport:
     spec = expect_mapping(block["transport"], file, "openlineage transport", line)
     kind = spec.get("type")
     if kind not in TRANSPORT_KEYS:
@@ -72,7 +71,7 @@ def _transport(block: LineDict, file: Path, root: Path, line: int | None) -> dic
                               hint="put the API key in an environment variable and name it: "
                                    "api_key_env: OPENLINEAGE_API_KEY")
     _check_keys(spec, TRANSPORT_KEYS[kind], file, f"openlineage {kind} transport", line)
-    out: dict[str, Any] = dict(spec)
+    out: LineageTransport = dict(spec)
     if kind == "http":
         url = spec.get("url")
         if not (isinstance(url, str) and url.startswith(("http://", "https://"))):

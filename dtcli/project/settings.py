@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from dtcli.errors import ConfigError, suggest
+from dtcli.json_types import YamlMapping
 from dtcli.model import CatalogSpec, LineageSpec, SourceDef, join_path
 from dtcli.project.data_tests import source_tests
 from dtcli.project.lineage_settings import parse_openlineage
@@ -46,7 +47,7 @@ class Settings:
     jars: tuple[str, ...]
     defaults: LineDict
     sources: dict[str, SourceDef]
-    vars: dict[str, Any] = field(default_factory=dict)
+    vars: YamlMapping = field(default_factory=dict)
     target: str | None = None
     folders: LineDict = field(default_factory=LineDict)   # folder under tables/ -> its config
     threads: int = DEFAULT_THREADS

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any
 
 from sqlglot import exp
 from sqlglot.dialects.snowflake import Snowflake
@@ -29,6 +28,8 @@ from sqlglot.tokens import Token
 from sqlglot.tokens import TokenType as T
 
 from dtcli.errors import ValidationError
+from dtcli.json_types import Yaml, YamlMapping
+from dtcli.model import IgnoredPropertyDict
 
 # Property -> dt config key, for properties written `NAME = value`.
 _ASSIGNED = {"TARGET_LAG": "target_lag", "REFRESH_MODE": "refresh_mode", "INITIALIZE": "initialize",
@@ -40,9 +41,9 @@ _FLAGS = {"COPY": ("GRANTS",), "REQUIRE": ("USER",)}
 @dataclass
 class Ddl:
     name: str
-    config: dict[str, Any]
+    config: YamlMapping                       # as a table's .yml would hold it
     lines: dict[str, int]                     # config key -> line of the property setting it
-    ignored: list[dict[str, Any]] = field(default_factory=list)   # {property, value, line}
+    ignored: list[IgnoredPropertyDict] = field(default_factory=list)
     body: str = ""                            # the file's text with only the query left in place
 
 
@@ -72,9 +73,9 @@ class _Reader:
         except SqlglotError as err:
             raise ValidationError(f"SQL syntax error: {err}", file=file) from None
         self.i = 0
-        self.config: dict[str, Any] = {}
+        self.config: YamlMapping = {}
         self.lines: dict[str, int] = {}
-        self.ignored: list[dict[str, Any]] = []
+        self.ignored: list[IgnoredPropertyDict] = []
 
     # -- tokens ------------------------------------------------------------------------------
 
@@ -115,7 +116,7 @@ class _Reader:
     def fail(self, message: str, line: int | None, hint: str):
         raise ValidationError(message, file=self.file, line=line, hint=hint)
 
-    def set(self, key: str, value: Any, tok: Token) -> None:
+    def set(self, key: str, value: Yaml, tok: Token) -> None:
         if key in self.config:
             self.fail(f"{key} is set twice in the CREATE statement", tok.line, "keep one of them")
         self.config[key], self.lines[key] = value, tok.line
@@ -155,7 +156,7 @@ class _Reader:
             words = spec.split(None, 1)
             if not words:
                 continue
-            col: dict[str, Any] = {"name": _identifier(words[0])}
+            col: YamlMapping = {"name": _identifier(words[0])}
             rest = re.split(r"(?:^|\s+)(?:COMMENT|NOT\s+NULL|NULL|DEFAULT|COLLATE|WITH|MASKING|TAG)\b", words[1],
                             flags=re.I)[0].strip() if len(words) > 1 else ""
             if rest:
@@ -182,7 +183,7 @@ class _Reader:
             elif word == "BACKFILL":
                 self.take()
                 self.expect("FROM", hint="write BACKFILL FROM table_name")
-                spec: dict[str, Any] = {"from": self.name()}
+                spec: YamlMapping = {"from": self.name()}
                 if self.word() in ("AT", "BEFORE"):
                     which = self.take().text.lower()
                     spec[which] = self.point(("TIMESTAMP", "STATEMENT", "VERSION"))
@@ -225,7 +226,7 @@ class _Reader:
             return self.group()[0]
         return tok.text
 
-    def point(self, kinds: tuple[str, ...]) -> dict[str, Any]:
+    def point(self, kinds: tuple[str, ...]) -> YamlMapping:
         """`(TIMESTAMP => ts | STATEMENT => id | OFFSET => -seconds)` as dt's {timestamp|version|offset}."""
         inner, line = self.group()
         match = re.fullmatch(r"\s*(\w+)\s*=>\s*(.+?)\s*", inner, re.S)
@@ -295,7 +296,7 @@ _CONSTRAINT = re.compile(r"\s*alter\s+(?:dynamic\s+)?table\s+(?:[\w\"$]+\.)*\"?(
                          re.I | re.S)
 
 
-def rely_constraint(statement: str, name: str, file: str, line: int) -> dict[str, Any]:
+def rely_constraint(statement: str, name: str, file: str, line: int) -> YamlMapping:
     match = _CONSTRAINT.match(statement)
     if match is None or match.group(1).lower() != name.lower():
         raise ValidationError("a table file holds one CREATE DYNAMIC TABLE statement (and ALTER TABLE "
@@ -338,7 +339,7 @@ def _spark_type(text: str, reader: _Reader, line: int) -> str:
                     "VARCHAR, TIMESTAMP_NTZ, or leave the type out")
 
 
-def _config_value(prop: str, value: str) -> Any:
+def _config_value(prop: str, value: str) -> str:
     if prop in ("TARGET_LAG", "COMMENT"):
         return "downstream" if prop == "TARGET_LAG" and value.upper() == "DOWNSTREAM" else value
     value = value.lower()

@@ -12,13 +12,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 from sqlglot.dialects.snowflake import Snowflake
 from sqlglot.errors import SqlglotError
 from sqlglot.tokens import TokenType as T
 
 from dtcli.errors import ConfigError, ValidationError
+from dtcli.json_types import JsonObject, YamlMapping
+from dtcli.model import IgnoredPropertyDict
 from dtcli.project.snowflake_ddl import parse_ddl, rely_constraint
 from dtcli.project.yamlio import load_yaml_file
 
@@ -29,17 +31,24 @@ _ALTER = re.compile(r"\s*alter\s+(?:dynamic\s+)?table\s+(?:[\w\"$]+\.)*\"?([\w$]
 class Imported:
     name: str
     file: str
-    mapped: dict[str, Any]
-    ignored: list[dict[str, Any]]
+    mapped: YamlMapping                       # the config its CREATE statement sets, as .yml holds it
+    ignored: list[IgnoredPropertyDict]
+
+
+class Skipped(TypedDict):
+    """A statement that defines no dynamic table (CREATE TABLE, a grant...): its line and start."""
+
+    line: int
+    statement: str
 
 
 @dataclass
 class ImportReport:
     tables: list[Imported] = field(default_factory=list)
-    skipped: list[dict[str, Any]] = field(default_factory=list)    # {line, statement}
+    skipped: list[Skipped] = field(default_factory=list)
     dialect_set: bool = False
 
-    def to_dict(self) -> dict[str, Any]:
+    def to_dict(self) -> JsonObject:
         return {"tables": [vars(t) for t in self.tables], "skipped": self.skipped,
                 "dialect_set": self.dialect_set}
 

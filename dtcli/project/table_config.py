@@ -7,11 +7,12 @@ do; every other key is taken from the highest layer that sets it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
-from typing import Any
 
-from dtcli.config_keys import SHOWN_DEFAULTS, TABLE_KEYS, TableConfig
-from dtcli.errors import ConfigError, suggest
+from dtcli.config_keys import SHOWN_DEFAULTS, TABLE_KEYS, ConfigValues, TableConfig
+from dtcli.errors import ConfigError, Where, suggest
+from dtcli.json_types import Yaml, YamlMapping
 from dtcli.model import Located
 from dtcli.planning.lag import parse_target_lag
 from dtcli.project.data_tests import TEST_KEYS, parse_expectations, parse_tests, split_columns
@@ -24,7 +25,7 @@ INITIALIZE = ("on_create", "on_schedule")
 SCHEDULER = ("enable", "disable")
 
 
-def check_keys(config: dict[str, Any], origin: dict[str, Located], file: str) -> None:
+def check_keys(config: YamlMapping, origin: dict[str, Located], file: str) -> None:
     for key in config:
         if key not in TABLE_KEYS:
             loc = origin.get(key)
@@ -67,10 +68,10 @@ def folder_layers(folders: LineDict, folder: str, file: Path) -> list[LineDict]:
     return [layer for layer in layers if layer]
 
 
-def merge_layers(layers: list[tuple[dict[str, Any], str, dict[str, int]]]) -> tuple[dict, dict]:
+def merge_layers(layers: list[tuple[YamlMapping, str, dict[str, int]]]) -> tuple[YamlMapping, dict[str, Located]]:
     """Merge (config, file, key->line) layers, later ones winning (tags add up); remember each
     key's origin."""
-    merged: dict[str, Any] = dict(SHOWN_DEFAULTS)
+    merged: YamlMapping = dict(SHOWN_DEFAULTS)
     origin: dict[str, Located] = {}
     for config, file, lines in layers:
         for key, value in config.items():
@@ -81,35 +82,35 @@ def merge_layers(layers: list[tuple[dict[str, Any], str, dict[str, int]]]) -> tu
     return merged, origin
 
 
-def _as_list(value: Any) -> list[Any]:
+def _as_list(value: Yaml) -> list[Yaml]:
     if value is None:
         return []
     return [value] if isinstance(value, str) else list(value)
 
 
-def normalise(config: dict[str, Any], origin: dict[str, Located], file: str,
+def normalise(config: YamlMapping, origin: dict[str, Located], file: str,
               name: str | None = None) -> TableConfig:
     """Validate values and fold aliases; returns the config the rest of dt relies on. `name`:
     the table's, which its data tests' generated names carry."""
     return typed(_checked(config, origin, file, name))
 
 
-def typed(values: dict[str, Any]) -> TableConfig:
+def typed(values: ConfigValues) -> TableConfig:
     """The checked values as a TableConfig: lists become tuples (a config does not change once
     loaded); the keys present are remembered for reading by key."""
     return TableConfig(**{k: tuple(v) if isinstance(v, list) else v for k, v in values.items()},
                        written=frozenset(values))
 
 
-def _checked(config: dict[str, Any], origin: dict[str, Located], file: str,
-             name: str | None) -> dict[str, Any]:
+def _checked(config: YamlMapping, origin: dict[str, Located], file: str,
+             name: str | None) -> ConfigValues:
     check_keys(config, origin, file)
 
-    def where(key: str) -> dict[str, Any]:
+    def where(key: str) -> Where:
         loc = origin.get(key)
         return {"file": loc.file if loc and loc.file else file, "line": loc.line if loc else None}
 
-    out = dict(config)
+    out: ConfigValues = dict(config)
     if "immutable_where" in out:
         if "frozen_where" in out:
             raise ConfigError("both frozen_where and its alias immutable_where are set",
@@ -173,7 +174,7 @@ def _checked(config: dict[str, Any], origin: dict[str, Located], file: str,
     return out
 
 
-def _tests(out: dict[str, Any], name: str, where) -> None:
+def _tests(out: ConfigValues, name: str, where: Callable[[str], Where]) -> None:
     """Data tests (at table level and under `columns:`), column notes and expectations, parsed
     into `data_tests`, `column_notes` and `expectations` (dtcli/data_tests.py); `columns` keeps
     only what renames or types the outputs (None when its entries only annotate columns)."""
@@ -199,7 +200,7 @@ def _tests(out: dict[str, Any], name: str, where) -> None:
         out["expectations"] = parse_expectations(out["expectations"], where("expectations"))
 
 
-def _whole_rows(out: dict[str, Any], key: str, zero: str, hint: str, where) -> None:
+def _whole_rows(out: ConfigValues, key: str, zero: str, hint: str, where: Callable[[str], Where]) -> None:
     """A row count setting: a whole number, at least 0 (YAML's true is not one)."""
     value = out.get(key)
     if key in out and (isinstance(value, bool) or not isinstance(value, int) or value < 0):

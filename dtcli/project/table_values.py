@@ -4,12 +4,13 @@ brought to one shape so the rest of dt reads them without guessing."""
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from typing import Any
 
-from dtcli.errors import ConfigError
+from dtcli.config_keys import BackfillSpec, ColumnDecl, Constraint, StartAt
+from dtcli.errors import ConfigError, Where
+from dtcli.json_types import Yaml
 
 
-def columns(value: Any, where: dict[str, Any]) -> list[dict[str, str | None]]:
+def columns(value: Yaml, where: Where) -> list[ColumnDecl]:
     """`columns:` as a list of {name, type}; a bare name (or `name: type`) is accepted too."""
     if not isinstance(value, list) or not value:
         raise ConfigError("columns must be a non-empty list of {name, type}", **where)
@@ -30,7 +31,7 @@ def columns(value: Any, where: dict[str, Any]) -> list[dict[str, str | None]]:
     return out
 
 
-def constraints(value: Any, where: dict[str, Any]) -> list[dict[str, Any]]:
+def constraints(value: Yaml, where: Where) -> list[Constraint]:
     """`constraints:` as [{kind: primary_key | unique, columns: [...], rely: bool}]."""
     if not isinstance(value, list):
         raise ConfigError("constraints must be a list of {primary_key: [...], rely: true} or "
@@ -52,7 +53,7 @@ def constraints(value: Any, where: dict[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
-def backfill(value: Any, where: dict[str, Any]) -> dict[str, Any]:
+def backfill(value: Yaml, where: Where) -> BackfillSpec:
     """`backfill:` as {from: {table: NAME} | {path: P}, version: N | None, timestamp: ISO | None,
     before: bool}: copy that table (at a version or moment, or just before it) at creation."""
     if isinstance(value, str):
@@ -70,7 +71,7 @@ def backfill(value: Any, where: dict[str, Any]) -> dict[str, Any]:
     if "at" in value and "before" in value:
         raise ConfigError("backfill takes at or before, not both", **where)
     point = value.get("at", value.get("before"))
-    out = {"from": origin, "version": None, "timestamp": None, "before": "before" in value}
+    out: BackfillSpec = {"from": origin, "version": None, "timestamp": None, "before": "before" in value}
     if point is not None:
         if not isinstance(point, dict) or len(point) != 1 or set(point) - {"version", "timestamp"}:
             raise ConfigError("backfill at/before must be {version: N} or {timestamp: TS}", **where)
@@ -84,7 +85,7 @@ def backfill(value: Any, where: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def timestamp(value: Any, where: dict[str, Any]) -> str:
+def timestamp(value: Yaml, where: Where) -> str:
     """An ISO timestamp (a moment without a zone is taken as UTC), as ISO text in UTC."""
     if isinstance(value, datetime):
         moment = value
@@ -99,7 +100,7 @@ def timestamp(value: Any, where: dict[str, Any]) -> str:
     return moment.astimezone(timezone.utc).isoformat()
 
 
-def start_at(value: Any, where: dict[str, Any]) -> dict[str, Any]:
+def start_at(value: Yaml, where: Where) -> StartAt:
     """`start_at:` (custom incremental tables) as {version: N} | {timestamp: ISO} | {offset: -S}."""
     if not isinstance(value, dict) or len(value) != 1 or set(value) - {"version", "timestamp", "offset"}:
         raise ConfigError("start_at must be {version: N}, {timestamp: TS} or {offset: -SECONDS}", **where)
@@ -111,4 +112,4 @@ def start_at(value: Any, where: dict[str, Any]) -> dict[str, Any]:
         raise ConfigError(f"start_at {kind} {point!r} is not "
                           + ("a Delta version (0, 1, ...)" if kind == "version" else "a negative number of seconds"),
                           **where)
-    return {kind: point}
+    return {"version": point} if kind == "version" else {"offset": point}

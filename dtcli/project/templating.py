@@ -14,6 +14,7 @@ import jinja2
 from jinja2.sandbox import SandboxedEnvironment
 
 from dtcli.errors import ConfigError, ValidationError
+from dtcli.json_types import YamlMapping
 
 _BLOCK = re.compile(r"\{\{.*?\}\}|\{%.*?%\}|\{#.*?#\}", re.S)
 
@@ -32,7 +33,7 @@ def _keep_lines(text: str) -> str:
 @dataclass
 class Rendered:
     sql: str
-    config: dict[str, Any] = field(default_factory=dict)
+    config: YamlMapping = field(default_factory=dict)   # what config(...) set
     refs: list[str] = field(default_factory=list)
 
 
@@ -49,7 +50,7 @@ def _line_of(text: str, needle: str) -> int | None:
 
 
 def render_sql(text: str, file: str, *, is_table: Callable[[str], bool], is_source: Callable[[str], bool],
-               table_names: list[str], source_names: list[str], variables: dict[str, Any],
+               table_names: list[str], source_names: list[str], variables: YamlMapping,
                dialect: str = "spark") -> Rendered:
     from dtcli.errors import suggest
 

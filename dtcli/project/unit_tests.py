@@ -29,7 +29,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from dtcli.errors import ConfigError, suggest
+from dtcli.errors import ConfigError, Where, suggest
+from dtcli.json_types import YamlMapping
 from dtcli.project.data_tests import REF_CALL
 from dtcli.unit_tests import Given, Rows, UnitTest, csv_rows
 
@@ -41,7 +42,7 @@ _EXAMPLE = ("e.g. unit_tests: [{name: counts, given: [{input: ref('orders'), row
             "expect: {rows: [{n: 1}]}}]")
 
 
-def _fail(message: str, where: dict[str, Any], line: int | None = None, hint: str | None = None) -> ConfigError:
+def _fail(message: str, where: Where, line: int | None = None, hint: str | None = None) -> ConfigError:
     return ConfigError(message, file=where.get("file"), line=line or where.get("line"), hint=hint)
 
 
@@ -49,7 +50,7 @@ def _line(value: Any, key: Any) -> int | None:
     return value.line_of(key) if hasattr(value, "line_of") else None
 
 
-def parse_unit_tests(value: Any, table: str, where: dict[str, Any]) -> list[UnitTest]:
+def parse_unit_tests(value: Any, table: str, where: Where) -> list[UnitTest]:
     if value is None:
         return []
     if not isinstance(value, list):
@@ -67,7 +68,7 @@ def parse_unit_tests(value: Any, table: str, where: dict[str, Any]) -> list[Unit
     return out
 
 
-def _case(item: Any, table: str, where: dict[str, Any]) -> UnitTest | None:
+def _case(item: Any, table: str, where: Where) -> UnitTest | None:
     if not isinstance(item, dict):
         raise _fail("a unit test must be a mapping with name, given and expect", where, hint=_EXAMPLE)
     for key in item:
@@ -112,7 +113,7 @@ def _case(item: Any, table: str, where: dict[str, Any]) -> UnitTest | None:
                     file=where.get("file"), line=here["line"])
 
 
-def _named(value: Any, what: str, where: dict[str, Any], line: int | None) -> str:
+def _named(value: Any, what: str, where: Where, line: int | None) -> str:
     """`ref('orders')`, `source('raw', 'orders')` or a bare name: the table's name."""
     match = REF_CALL.match(value) if isinstance(value, str) else None
     parts = [p.strip().strip("'\"") for p in match.group(2).split(",") if p.strip()] if match else None
@@ -122,7 +123,7 @@ def _named(value: Any, what: str, where: dict[str, Any], line: int | None) -> st
     return parts[-1].lower() if parts else value.strip().strip("`\"").lower()
 
 
-def _given_list(value: Any, name: str, key: str, where: dict[str, Any]) -> list[Given]:
+def _given_list(value: Any, name: str, key: str, where: Where) -> list[Given]:
     if not isinstance(value, list):
         raise _fail(f"unit test {name}: {key} must be a list of inputs with their rows", where,
                     hint=f"e.g. {key}: [{{input: ref('orders'), rows: [{{id: 1}}]}}]")
@@ -140,7 +141,7 @@ def _given_list(value: Any, name: str, key: str, where: dict[str, Any]) -> list[
     return out
 
 
-def _rows(spec: dict[str, Any], name: str, key: str, where: dict[str, Any]) -> Rows:
+def _rows(spec: YamlMapping, name: str, key: str, where: Where) -> Rows:
     line = where.get("line")
     for k in spec:
         if k not in _ROWS_KEYS:

@@ -6,7 +6,7 @@ a recompute writes its rows in, its lineage; its refresh action follows dt's rul
 from __future__ import annotations
 
 from dtcli.data_tests import Expectation
-from dtcli.errors import DtError, ValidationError
+from dtcli.errors import DtError, ValidationError, Where
 from dtcli.model import FULL, Column, CustomSpec, Project, TableDef
 from dtcli.planning import frozen, internal
 from dtcli.planning.check_cache import CheckCache
@@ -155,7 +155,7 @@ def _check_config(table: TableDef) -> None:
                               **_where(table, "refresh_mode"), hint="use refresh_mode: auto")
 
 
-def _where(table: TableDef, key: str) -> dict[str, str | int | None]:
+def _where(table: TableDef, key: str) -> Where:
     origin = table.config_origin.get(key)
     return {"file": origin.file if origin and origin.file else table.file,
             "line": origin.line if origin else None}
