@@ -14,6 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from sqlglot import exp
+from sqlglot.errors import SqlglotError
 from sqlglot.optimizer.qualify import qualify
 from sqlglot.schema import MappingSchema
 
@@ -212,8 +213,11 @@ def _spark_sql(project: Project, table: TableDef, statement: CustomStatement, co
                     try:
                         select.replace(qualify(select.copy(), dialect=project.dialect, schema=schema,
                                                validate_qualify_columns=False, identify=False))
-                    except Exception:
-                        pass      # left to Spark, which names what it cannot resolve
+                    except (SqlglotError, KeyError, ValueError):
+                        # sqlglot cannot qualify it (an ambiguous or unknown column, a construct
+                        # it does not resolve; as column_lineage meets them): left to Spark,
+                        # which names what it cannot resolve
+                        pass
     return tree.sql(dialect="spark", pretty=True)
 
 

@@ -76,6 +76,15 @@ WHEN MATCHED THEN DELETE"""
     assert "__dt_self AS cur" in checked.customs["t"].spark_sql
 
 
+def test_a_star_sqlglot_cannot_expand_is_left_to_spark(tmp_path):
+    """sqlglot cannot join on a column neither side has: the statement keeps its star and Spark
+    names the problem when it runs (validate does not fail on what only Spark resolves)."""
+    sql = ("INSERT INTO SELF\nSELECT * EXCLUDE (METADATA$ISUPDATE, METADATA$ACTION)\n"
+           "FROM users CHANGES(INFORMATION => APPEND_ONLY) JOIN pages USING (nope)")
+    spark_sql = _checked(tmp_path, sql, USER_COLUMNS).customs["t"].spark_sql.lower()
+    assert "*" in spark_sql and "using (nope)" in spark_sql
+
+
 def _error(tmp_path, sql, yml=USER_COLUMNS, **kw) -> DtError:
     with pytest.raises(DtError) as err:
         _checked(tmp_path, sql, yml, **kw)
