@@ -45,12 +45,7 @@ def plan_run(checked: Checked, names: list[str] | None = None, *, trigger: str =
     on_demand.check_created(checked, selected)
     past = history.recent(checked.project.warehouse)
     return build_plan(checked, selected, trigger, full_refresh=full_refresh, history=past,
-                      catalog_events=_catalog_events(checked.project))
-
-
-def _catalog_events(project) -> dict[str, catalog_state.Event]:
-    """What dt recorded of earlier metastore work (read only with `catalog:`)."""
-    return catalog_state.current(project.warehouse) if project.catalog is not None else {}
+                      catalog_events=catalog_state.recorded(checked.project))
 
 
 @dataclass
@@ -73,7 +68,7 @@ def plan_scheduled(checked: Checked, names: list[str] | None = None, *, all_tabl
                                 all_tables=all_tables or full_refresh, asked=names is not None,
                                 timings=timings)
     plan = build_plan(checked, decision.refresh, SCHEDULED, full_refresh=full_refresh, history=past,
-                      catalog_events=_catalog_events(project))
+                      catalog_events=catalog_state.recorded(project))
     return ScheduledPlan(plan, decision)
 
 
@@ -226,7 +221,7 @@ def run(checked: Checked, names: list[str] | None = None, *, full_refresh: bool 
         else:
             scheduled = plan_scheduled(checked, names, all_tables=all_tables, full_refresh=full_refresh)
             plan, decision = scheduled.plan, scheduled.decision
-            _register(checked, decision, plan.data_timestamp)
+            scheduling.register(project.warehouse, decision.register, plan.data_timestamp)
         on_plan(plan)
         # OpenLineage events (openlineage:), from what the engine streams back: dtcli/api/lineage_emitter.py
         lineage = None
@@ -256,13 +251,6 @@ def behind(checked: Checked, timings: dict[str, refresh_times.Timing], names: se
         if why:
             out[name] = why
     return out
-
-
-def _register(checked: Checked, decision: scheduler.Decision, at: str) -> None:
-    """Remember when `on_schedule` DTs were first seen (on the run's clock): they are created at
-    the first tick after that."""
-    scheduling.append(checked.project.warehouse,
-                      [scheduling.Event(n, scheduling.REGISTERED, at=at) for n in decision.register])
 
 
 def refresh(checked: Checked, name: str, on_event: Events = lambda e: None, *, wait: float = 0.0,

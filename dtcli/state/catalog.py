@@ -14,7 +14,7 @@ import os
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from dtcli.model import join_path
+from dtcli.model import Project, join_path
 from dtcli.state import storage
 from dtcli.state.delta_log import open_table, read_rows
 
@@ -68,6 +68,11 @@ def current(warehouse: str) -> dict[str, Event]:
     rows.sort(key=lambda r: r["at"] or "")
     return {r["name"]: Event(**{f: r.get(f) or "" if f == "at" else r.get(f) for f in _FIELDS})
             for r in rows}
+
+
+def recorded(project: Project) -> dict[str, Event]:
+    """What dt recorded of earlier metastore work, for the planner: read only with `catalog:`."""
+    return current(project.warehouse) if project.catalog is not None else {}
 
 
 def registered_as(event: Event | None) -> str | None:

@@ -65,6 +65,12 @@ def append(warehouse: str, events: list[Event]) -> None:
                     storage_options=storage.options(path))
 
 
+def register(warehouse: str, names: list[str], at: str) -> None:
+    """Remember when `on_schedule` DTs were first seen (`at`: on the run's clock): they are
+    created at the first tick after that."""
+    append(warehouse, [Event(n, REGISTERED, at=at) for n in names])
+
+
 def read_events(warehouse: str) -> list[Row]:
     """All events, oldest first."""
     table = open_table(events_path(warehouse))
