@@ -101,7 +101,8 @@ SUITES = {"tpch22": tpch22, "run3": run3}
 
 
 def _spark(args) -> dict[str, str]:
-    return {**tpch22_project.SPARK, "spark.driver.memory": args.driver_memory}
+    extra = dict(kv.split("=", 1) for kv in args.conf)
+    return {**tpch22_project.SPARK, "spark.driver.memory": args.driver_memory, **extra}
 
 
 def _copies(root: Path, sf: float, tables) -> dict[str, Path]:
@@ -331,6 +332,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--refresh-mode", default="auto", choices=tpch22_project.MODES)
     parser.add_argument("--threads", type=int, default=None, help="the projects' threads (dt's default: 4)")
     parser.add_argument("--driver-memory", default="8g")
+    parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
+                        help="a Spark setting of the projects (e.g. spark.eventLog.enabled=true, for "
+                             "refresh_profile.py --event-log)")
     parser.add_argument("--readme", action="store_true", help="write the results into benchmarks/README.md")
     args = parser.parse_args(argv)
     from dtcli.planning.lag import parse_target_lag

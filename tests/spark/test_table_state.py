@@ -77,3 +77,37 @@ def test_the_state_is_loaded_at_the_version_asked_for(spark, tmp_path):
     load(spark, path)
     with pytest.raises(Exception, match="(?i)version"):
         load(spark, path, 7)
+
+
+def test_a_run_reads_a_table_once_per_version_for_every_session(spark, tmp_path):
+    """engine/runtime/pinned.py: refreshes side by side (each in a session of its own) that read
+    one table at one older version share one snapshot: the rows are that version's, each
+    session's view is its own, and a later read does not build the snapshot's state again."""
+    from dtcli.engine.runtime.pinned import PinnedReads
+
+    path = str(tmp_path / "pinned")
+    spark.range(40).selectExpr("id AS k").repartition(2).write.format("delta").save(path)
+    spark.range(40, 45).selectExpr("id AS k").write.format("delta").mode("append").save(path)
+    spark.read.format("delta").load(path).count()      # the table's newest version is 1
+    one, two = spark.newSession(), spark.newSession()
+    count = "SELECT count(*) FROM pinned_in WHERE k < 30"
+
+    def fresh():
+        one.read.format("delta").option("versionAsOf", 0).load(path).createOrReplaceTempView("pinned_in")
+        return one.sql(count).collect()[0][0]
+
+    assert fresh() == 30
+    alone = _jobs_in(one, "pinned-fresh", fresh)
+    pinned = PinnedReads()
+    pinned.at(one, path, 0).createOrReplaceTempView("pinned_in")
+    assert one.sql(count).collect()[0][0] == 30        # builds the snapshot's state once
+
+    def shared():
+        pinned.at(two, path, 0).createOrReplaceTempView("pinned_in")
+        return two.sql(count).collect()[0][0]
+
+    assert shared() == 30 and two.table("pinned_in").count() == 40      # version 0's rows, not 1's
+    again = _jobs_in(two, "pinned-shared", shared)
+    assert again < alone, f"a shared read ran {again} jobs, a read of its own {alone}"
+    two.catalog.dropTempView("pinned_in")
+    assert one.table("pinned_in").count() == 40     # the other session's view is untouched

@@ -10,6 +10,8 @@ from dtcli.model import Frontier, Plan, RefreshStep
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from dtcli.engine.runtime.pinned import PinnedReads
+
 
 @dataclass
 class RefreshContext:
@@ -18,6 +20,7 @@ class RefreshContext:
     step: RefreshStep
     input_versions: dict[str, int]     # version each input is read at in this refresh
     frontier: Frontier                 # what the DT will reflect once this refresh commits
+    pinned: PinnedReads | None = None  # the run's tables read at pinned versions (engine/runtime/pinned.py)
 
 
 @dataclass

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dtcli import events
 from dtcli.engine.runtime import audit, commit, deletion_vectors
 from dtcli.engine.runtime.context import RefreshContext, RefreshResult
+from dtcli.engine.runtime.pinned import PinnedReads, read_at
 from dtcli.engine.runtime.progress import job_group
 from dtcli.engine.runtime.spark_errors import SPARK_ERRORS, at_file, condition_of, error_condition, error_message
 from dtcli.engine.runtime.strategies import kind_of, strategy_for
@@ -33,14 +34,16 @@ from dtcli.model import (
 from dtcli.state import ledger
 
 
-def bind_inputs(spark, step: RefreshStep, produced: dict[str, int]) -> dict[str, int]:
+def bind_inputs(spark, step: RefreshStep, produced: dict[str, int],
+                pinned: PinnedReads | None = None) -> dict[str, int]:
+    """Each input as a temporary view of `spark` at its pinned version (through the run's
+    shared reads, `pinned`, when given)."""
     versions: dict[str, int] = {}
     for inp in step.inputs:
         version = produced.get(inp.name, inp.version)
         if version is None:
             raise RuntimeError(f"input {inp.name} has no version to read (was it refreshed?)")
-        (spark.read.format("delta").option("versionAsOf", version).load(inp.path)
-         .createOrReplaceTempView(inp.name))
+        read_at(pinned, spark, inp.path, version).createOrReplaceTempView(inp.name)
         versions[inp.name] = int(version)
     return versions
 
@@ -147,6 +150,7 @@ def execute_plan(spark, plan: Plan, emit: events.Events = lambda event: None,
             for future in done:
                 free.append(session_of.pop(future))
                 finish(running.pop(future), future.result())
+    run.pinned.clear()      # the snapshots the run's reads held go with it
     records = [run.records[s.name] for s in steps]
     if plan.registrations or plan.unregistrations:
         from dtcli.engine.runtime.catalog import publish
@@ -184,6 +188,7 @@ class _Run:
         self.records: dict[str, RefreshRecord] = {}
         self.lock = Lock()
         self.unavailable: str | None = None     # why no refresh can start (the metastore is down)
+        self.pinned = PinnedReads()     # inputs read once per (table, version) for every step
 
     def not_run(self, step: RefreshStep, stopping: bool | str) -> RefreshRecord | None:
         """The record of a refresh that does not start (the run stops, an upstream failed)."""
@@ -212,12 +217,12 @@ class _Run:
                 return self._test(spark, step, start)
             with self.lock:
                 produced = dict(self.produced)
-            versions = bind_inputs(spark, step, produced)
+            versions = bind_inputs(spark, step, produced, self.pinned)
             frontier = Frontier(versions, step.definition_hash, plan.data_timestamp, plan.run_id,
                                 step.action, step.refresh_mode, step.options.regions.where,
                                 step.options.backfill.spec,
                                 source_ids=step.options.source_ids)
-            ctx = RefreshContext(spark, plan, step, versions, frontier)
+            ctx = RefreshContext(spark, plan, step, versions, frontier, self.pinned)
             # the strategy's kind (engine/strategies kind_of); its commit is audited by the DT's
             # data tests and expectations first (engine/runtime/audit.py)
             with audit.auditing(ctx) as auditor:

@@ -22,12 +22,12 @@ class Prefetch:
     cores the refresh's own jobs need). The thread inherits the refresh's job group, so its
     jobs are counted and cancelled with the refresh's."""
 
-    def __init__(self, spark, tables: list[Table]):
+    def __init__(self, spark, tables: list[Table], pinned=None):
         from pyspark import InheritableThread
 
         self._thread = None
         if tables:
-            self._thread = InheritableThread(target=self._load_all, args=(spark, tables),
+            self._thread = InheritableThread(target=self._load_all, args=(spark, tables, pinned),
                                              name="dt-table-state", daemon=True)
             self._thread.start()
 
@@ -36,10 +36,10 @@ class Prefetch:
             self._thread.join()
 
     @staticmethod
-    def _load_all(spark, tables: list[Table]) -> None:
+    def _load_all(spark, tables: list[Table], pinned) -> None:
         for path, version in tables:
             try:
-                load(spark, path, version)
+                load(spark, path, version, pinned)
             except SPARK_ERRORS:
                 pass        # the refresh reads the table itself and reports what fails
 
@@ -55,14 +55,18 @@ def warm_after_pass(spark, paths: list[str]) -> Prefetch:
     return Prefetch(spark, [(path, None) for path in dict.fromkeys(paths)])
 
 
-def load(spark, path: str, version: int | None = None) -> None:
+def load(spark, path: str, version: int | None = None, pinned=None) -> None:
     """Plan a scan of the table with a filter Delta skips files by: planning builds the state
     and parses the files' statistics, as the refresh's own filtered scans need them, and runs
-    nothing else."""
-    reader = spark.read.format("delta")
+    nothing else. A pinned version is read through the run's shared reads (`pinned`,
+    engine/runtime/pinned.py) when given: a snapshot read on its own would be built for
+    nobody else, since each read of an older version makes a snapshot of its own."""
+    from dtcli.engine.runtime.pinned import read_at
+
     if version is not None:
-        reader = reader.option("versionAsOf", version)
-    df = reader.load(path)
+        df = read_at(pinned, spark, path, version)
+    else:
+        df = spark.read.format("delta").load(path)
     predicate = _skipping_predicate(df.schema)
     (df.filter(predicate) if predicate is not None else df)._jdf.queryExecution().executedPlan()
 

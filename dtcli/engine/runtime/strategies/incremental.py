@@ -138,7 +138,7 @@ class ChangeRefresh:
         self.lazy: dict[str, object] = {}        # view name -> function making its DataFrame
 
     def run(self) -> RefreshResult:
-        prefetch = Prefetch(self.spark, self._scanned_later())
+        prefetch = Prefetch(self.spark, self._scanned_later(), self.ctx.pinned)
         try:
             return self._run()
         finally:
@@ -344,7 +344,9 @@ class ChangeRefresh:
             else df.toDF(*columns)
 
     def _read(self, path: str, version: int):
-        return self.spark.read.format("delta").option("versionAsOf", version).load(path)
+        from dtcli.engine.runtime.pinned import read_at
+
+        return read_at(self.ctx.pinned, self.spark, path, version)
 
     def _view(self, name: str, df) -> None:
         df.createOrReplaceTempView(name)
