@@ -21,6 +21,7 @@ from dtcli.model import APPLICATION_NOT_STARTED, FAILED, MANUAL, SUCCEEDED, Fron
 from dtcli.planning import on_demand
 from dtcli.planning.checked import Checked
 from dtcli.planning.graph import Graph
+from dtcli.planning.kinds.registry import kind_of
 from dtcli.planning.refresh_times import Timing, to_commit
 from dtcli.planning.schedule import is_due, lag_period, next_due, next_tick, period_seconds
 from dtcli.planning.snapshot import Snapshot
@@ -147,13 +148,10 @@ def decide(checked: Checked, stamps: Mapping[str, datetime | None], states: Mapp
 
 
 def _rebuilds(checked: Checked, name: str, frontier: Frontier) -> bool:
-    """Whether a changed definition must be applied at once. A custom table's history is never
-    recomputed: an edited statement takes effect at its next change, on schedule (columns to
-    add are the exception: they are added now)."""
+    """Whether a changed definition must be applied at once (as the DT's kind says)."""
     if frontier.definition_hash == checked.hashes[name]:
         return False
-    custom = checked.customs.get(name)
-    return custom is None or bool(custom.add_columns)
+    return kind_of(checked.project.tables[name]).redefined_now(checked, name)
 
 
 def next_due_at(project: Project, name: str, exists: bool, effective: Mapping[str, int | None],

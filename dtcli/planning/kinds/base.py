@@ -77,6 +77,9 @@ class TableKind(Protocol):
     def mode(self, scope: ModeScope, table: TableDef) -> ResolvedMode:
         """Its refresh mode, from its config and what its statement allows."""
 
+    def redefined_now(self, checked: Checked, name: str) -> bool:
+        """Whether a changed definition is applied at the next run, whatever the schedule."""
+
     def changed_inputs(self, table: TableDef, changed: list[str]) -> list[str]:
         """Of the inputs that moved since its frontier, those that make it refresh."""
 

@@ -49,6 +49,11 @@ class CustomKind:
         return ResolvedMode(CUSTOM_INCREMENTAL, "REFRESH USING: the table's statement applies "
                                                 "the changes of its CHANGES() inputs")
 
+    def redefined_now(self, checked: Checked, name: str) -> bool:
+        """Its history is never recomputed: an edited statement takes effect at its next change,
+        on schedule; columns to add are the exception (they are added now)."""
+        return bool(checked.customs[name].add_columns)
+
     def changed_inputs(self, table: TableDef, changed: list[str]) -> list[str]:
         """Only CHANGES() inputs make it refresh; a table it reads whole is read as it is then."""
         reads_changes = custom.change_inputs(table)

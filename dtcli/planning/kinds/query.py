@@ -69,6 +69,9 @@ class QueryKind:
     def mode(self, scope: ModeScope, table: TableDef) -> ResolvedMode:
         return query_mode(scope, table)
 
+    def redefined_now(self, checked: Checked, name: str) -> bool:
+        return True           # its rows are the new query's from the next run on
+
     def changed_inputs(self, table: TableDef, changed: list[str]) -> list[str]:
         return changed        # a change of any input changes its query's result
 
