@@ -69,7 +69,8 @@ def tpch22(root: Path, sf: float, args) -> tuple[Path, dict[str, Path], dict[str
     """The 22 TPC-H DTs over working copies of the eight tables."""
     sources = _copies(root, sf, tpch_data.ALL_TABLES)
     built = tpch22_project.write_project(root, sources, target_lag=args.lag, refresh_mode=args.refresh_mode,
-                                         threads=args.threads, spark=_spark(args))
+                                         threads=args.threads, spark=_spark(args),
+                                         table_config=dict(kv.split("=", 1) for kv in args.table_config))
     log(f"SF{sf:g} tpch22: {built.summary()}")
     return built.project_dir, sources, {"accepted": built.accepted, "refused": built.refused}
 
@@ -335,6 +336,8 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--conf", action="append", default=[], metavar="KEY=VALUE",
                         help="a Spark setting of the projects (e.g. spark.eventLog.enabled=true, for "
                              "refresh_profile.py --event-log)")
+    parser.add_argument("--table-config", action="append", default=[], metavar="KEY=VALUE",
+                        help="a table config key for every TPC-H DT (e.g. small_table_rows=50000)")
     parser.add_argument("--readme", action="store_true", help="write the results into benchmarks/README.md")
     args = parser.parse_args(argv)
     from dtcli.planning.lag import parse_target_lag

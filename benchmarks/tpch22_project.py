@@ -80,13 +80,14 @@ def write_project(root: str | Path, sources: Mapping[str, str | Path], *,
                   fallback_mode: str | None = None, queries: list[str] | None = None,
                   threads: int | None = None, spark: Mapping[str, str] | None = None,
                   warehouse: str | Path | None = None, check: bool = True,
-                  name: str = "tpch22") -> Built:
+                  name: str = "tpch22", table_config: Mapping[str, str] | None = None) -> Built:
     """Write `<root>/project` (recreated) for the TPC-H queries `queries` (default all 22).
 
     `sources`: table -> Delta path, for the eight TPC-H tables (tpch_data.ensure or working
     copies). `target_lag` and `refresh_mode` are one value for every DT or a mapping per DT
     (missing DTs: "1 minute" / "auto"). `threads`: the project's `threads:` (dt's default when
-    None). `warehouse`: default `<root>/warehouse`. `check`: validate with dt (no JVM) and turn
+    None). `table_config`: more table config keys, the same for every DT (values as YAML text).
+    `warehouse`: default `<root>/warehouse`. `check`: validate with dt (no JVM) and turn
     off what it refuses; False writes the files and checks nothing (every DT in `accepted`)."""
     root = Path(root)
     missing = [t for t in tpch_data.ALL_TABLES if t not in sources]
@@ -118,15 +119,17 @@ def write_project(root: str | Path, sources: Mapping[str, str | Path], *,
         modes[q] = _per_dt(refresh_mode, q, "auto")
         if modes[q] not in MODES:
             raise ValueError(f"{q}: refresh_mode {modes[q]!r} is not one of {', '.join(MODES)}")
-        _write_config(project, q, _per_dt(target_lag, q, "1 minute"), modes[q])
+        _write_config(project, q, _per_dt(target_lag, q, "1 minute"), modes[q], extra=table_config)
     built = Built(project, warehouse, list(names), modes=modes)
     if check:
         _drop_refused(built, target_lag, fallback_mode)
     return built
 
 
-def _write_config(project: Path, q: str, lag: str, mode: str, enabled: bool = True) -> None:
-    lines = [f"target_lag: {_yaml_value(lag)}", f"refresh_mode: {mode}"]
+def _write_config(project: Path, q: str, lag: str, mode: str, enabled: bool = True,
+                  extra: Mapping[str, str] | None = None) -> None:
+    lines = [f"target_lag: {_yaml_value(lag)}", f"refresh_mode: {mode}",
+             *[f"{k}: {v}" for k, v in (extra or {}).items()]]
     if not enabled:
         lines.append("enabled: false")
     (project / "tables" / f"{q}.yml").write_text("\n".join(lines) + "\n")
