@@ -42,7 +42,8 @@ from dtcli.artifacts.manifest import (
 from dtcli.artifacts.run_results import Statistics
 from dtcli.artifacts.typed_json import JSON, from_json, to_json
 from dtcli.data_tests import KEEP_OUT, RECORD, STOP
-from dtcli.model import FAILURE_STATES, RefreshRecord
+from dtcli.model import RefreshRecord
+from dtcli.model.refresh_terms import FAILURE_STATES
 from dtcli.planning import selectors
 from dtcli.planning.checked import Checked
 from dtcli.planning.explain import explain

@@ -16,15 +16,8 @@ from typing import TypedDict
 from dtcli.api.lineage_transport import destination as lineage_destination
 from dtcli.engine.launch.contract import Launcher, LaunchResult
 from dtcli.events import Events, RefreshFinished, Suspended
-from dtcli.model import (
-    MANUAL,
-    NO_DATA,
-    SCHEDULED,
-    Plan,
-    Project,
-    RefreshRecord,
-    any_failed,
-)
+from dtcli.model import MANUAL, NO_DATA, SCHEDULED, Plan, Project, RefreshRecord
+from dtcli.model.refresh_record import any_failed
 from dtcli.planning import on_demand, refresh_times, scheduler, selectors
 from dtcli.planning.checked import Checked
 from dtcli.planning.plan import build_plan

@@ -18,7 +18,8 @@ from dtcli.api.runs import RunResult, run, spark_submit
 from dtcli.data_tests import CheckResultDict
 from dtcli.engine.launch.contract import Launcher
 from dtcli.events import Events
-from dtcli.model import FAILURE_STATES, SUCCEEDED, Plan, RefreshRecord
+from dtcli.model import SUCCEEDED, Plan, RefreshRecord
+from dtcli.model.refresh_terms import FAILURE_STATES
 from dtcli.planning import selectors
 from dtcli.planning.checked import Checked
 from dtcli.planning.test_plan import build_test_plan

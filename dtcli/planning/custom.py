@@ -20,7 +20,8 @@ from sqlglot.schema import MappingSchema
 
 from dtcli.artifacts.explain import ChangeInput, CustomSection
 from dtcli.errors import ValidationError, Where
-from dtcli.model import ChangeInputSpec, Column, CustomSpec, Project, TableDef
+from dtcli.model import Column, CustomSpec, Project, TableDef
+from dtcli.model.strategy_specs import ChangeInputSpec
 from dtcli.sql.analysis.result import OperatorInfo, QueryAnalysis
 from dtcli.sql.custom import ACTION, ISUPDATE, SELF_VIEW, CustomStatement
 from dtcli.sql.parse import line_of

@@ -27,9 +27,9 @@ from dtcli.model import (
     Plan,
     RefreshRecord,
     RefreshStep,
-    StepInput,
     StepOptions,
 )
+from dtcli.model.plan import StepInput
 from dtcli.plan_parts import Backfill, Estimate, LagTarget, Layout, Regions
 from dtcli.planning import adaptive, catalog, completion, frozen, internal, on_demand, refresh_times, scheduler
 from dtcli.planning.checked_project import Checked

@@ -17,7 +17,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from dtcli.model import APPLICATION_NOT_STARTED, FAILED, MANUAL, SUCCEEDED, Frontier, Project, RefreshRecord
+from dtcli.model import FAILED, MANUAL, SUCCEEDED, Frontier, Project, RefreshRecord
+from dtcli.model.refresh_terms import APPLICATION_NOT_STARTED
 from dtcli.planning import on_demand
 from dtcli.planning.checked import Checked
 from dtcli.planning.graph import Graph

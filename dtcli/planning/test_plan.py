@@ -14,7 +14,8 @@ import uuid
 from dataclasses import dataclass, field
 
 from dtcli.data_tests import AuditSpec
-from dtcli.model import MANUAL, TEST, Plan, RefreshStep, StepOptions
+from dtcli.model import MANUAL, Plan, RefreshStep, StepOptions
+from dtcli.model.refresh_terms import TEST
 from dtcli.planning import selectors
 from dtcli.planning.checked import Checked
 from dtcli.planning.data_tests import TableChecks, compile_checks

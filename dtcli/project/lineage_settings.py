@@ -16,7 +16,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from dtcli.errors import ConfigError, suggest
-from dtcli.model import LineageSpec, LineageTransport
+from dtcli.model import LineageSpec
+from dtcli.model.definitions import LineageTransport
 from dtcli.project.yamlio import LineDict, expect_mapping
 
 KEYS = {"namespace", "transport", "timeout"}

@@ -9,7 +9,8 @@ from typing import Any
 
 from dtcli.errors import ConfigError, suggest
 from dtcli.json_types import YamlMapping
-from dtcli.model import CatalogSpec, LineageSpec, SourceDef, join_path
+from dtcli.model import LineageSpec, SourceDef, join_path
+from dtcli.model.definitions import CatalogSpec
 from dtcli.project.data_tests import source_tests
 from dtcli.project.lineage_settings import parse_openlineage
 from dtcli.project.yamlio import LineDict, expect_mapping, load_yaml_file

@@ -29,7 +29,7 @@ from sqlglot.tokens import TokenType as T
 
 from dtcli.errors import ValidationError
 from dtcli.json_types import Yaml, YamlMapping
-from dtcli.model import IgnoredPropertyDict
+from dtcli.model.definitions import IgnoredPropertyDict
 
 # Property -> dt config key, for properties written `NAME = value`.
 _ASSIGNED = {"TARGET_LAG": "target_lag", "REFRESH_MODE": "refresh_mode", "INITIALIZE": "initialize",

@@ -20,7 +20,7 @@ from sqlglot.tokens import TokenType as T
 
 from dtcli.errors import ConfigError, ValidationError
 from dtcli.json_types import JsonObject, YamlMapping
-from dtcli.model import IgnoredPropertyDict
+from dtcli.model.definitions import IgnoredPropertyDict
 from dtcli.project.snowflake_ddl import parse_ddl, rely_constraint
 from dtcli.project.yamlio import load_yaml_file
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from dtcli.config_keys import SHOWN_DEFAULTS, TABLE_KEYS, ConfigValues, TableConfig
 from dtcli.errors import ConfigError, Where, suggest
 from dtcli.json_types import Yaml, YamlMapping
-from dtcli.model import Located
+from dtcli.model.definitions import Located
 from dtcli.planning.lag import parse_target_lag
 from dtcli.project.data_tests import TEST_KEYS, parse_expectations, parse_tests, split_columns
 from dtcli.project.table_values import backfill, columns, constraints, start_at

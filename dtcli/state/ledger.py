@@ -17,18 +17,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Protocol
 
-from dtcli.model import (
-    APPLICATION_NOT_STARTED,
-    DT_PROCESS_GONE,
-    FAILED,
-    SKIPPED,
-    SUCCEEDED,
-    UPSTREAM_FAILED,
-    Frontier,
-    Plan,
-    RefreshRecord,
-    RefreshStep,
-)
+from dtcli.model import FAILED, SKIPPED, SUCCEEDED, UPSTREAM_FAILED, Frontier, Plan, RefreshRecord, RefreshStep
+from dtcli.model.refresh_terms import APPLICATION_NOT_STARTED, DT_PROCESS_GONE
 from dtcli.redact import scrub
 from dtcli.state import storage
 from dtcli.state.history import JSON_FIELDS, compact_now_and_then, history_path, record_schema

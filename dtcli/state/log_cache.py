@@ -28,11 +28,11 @@ _FORMAT = 1
 def _code_stamp() -> tuple:
     """dt's version and the modules that shape a `TableInfo`: an edited reader (an editable
     install, a `git pull`) must not be answered by what the old one read."""
-    from dtcli import model
+    from dtcli.model import definitions, frontier
     from dtcli.state import delta_log, delta_types
 
     stats = []
-    for module in (model, delta_log, delta_types):
+    for module in (definitions, frontier, delta_log, delta_types):
         try:
             st = os.stat(module.__file__)
             stats.append((st.st_size, st.st_mtime_ns))

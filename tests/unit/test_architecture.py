@@ -100,7 +100,7 @@ def test_only_the_engine_imports_pyspark():
 
 
 def test_a_refresh_step_is_read_through_its_typed_options_only():
-    """The plan's contract is the dataclasses of model.py: no module reads a step's options as a
+    """The plan's contract is the dataclasses of dtcli/model/plan.py: no module reads a step's options as a
     dict (a misspelt key would silently read None)."""
     import re
 
@@ -112,7 +112,9 @@ def test_a_refresh_step_is_read_through_its_typed_options_only():
 
 
 def test_a_plan_travels_to_the_driver_with_its_typed_options():
-    from dtcli.model import ChangeInputSpec, CustomSpec, Plan, RefreshStep, StepInput, StepOptions
+    from dtcli.model import CustomSpec, Plan, RefreshStep, StepOptions
+    from dtcli.model.plan import StepInput
+    from dtcli.model.strategy_specs import ChangeInputSpec
     from dtcli.plan_parts import Estimate, Layout
 
     custom = CustomSpec(kind="MERGE", columns=[{"name": "id", "type": "bigint"}], add_columns=[],

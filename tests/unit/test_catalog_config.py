@@ -9,7 +9,8 @@ import pytest
 
 from dtcli.engine.launch.spark_conf import catalog_conf
 from dtcli.errors import ConfigError
-from dtcli.model import CatalogSpec, Plan, RefreshStep, StepOptions
+from dtcli.model import Plan, RefreshStep, StepOptions
+from dtcli.model.definitions import CatalogSpec
 from dtcli.plan_parts import Layout
 from dtcli.planning.catalog import catalog_work
 from dtcli.project import load_project

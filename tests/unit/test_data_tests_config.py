@@ -195,7 +195,7 @@ def test_validate_needs_no_jvm(tmp_path):
 
 
 def test_dt_test_plans_one_step_per_tested_table_without_expectations(tmp_path):
-    from dtcli.model import TEST
+    from dtcli.model.refresh_terms import TEST
     from dtcli.planning.test_plan import build_test_plan
 
     root = _project(tmp_path, GOOD, tests={"no_big": "SELECT * FROM {{ ref('orders') }} WHERE amount > 100\n",

@@ -176,7 +176,7 @@ def test_runs_whose_application_did_not_start_do_not_count_toward_auto_suspensio
     not suspend the project, nor hide the failures around them."""
     from dataclasses import replace
 
-    from dtcli.model import APPLICATION_NOT_STARTED
+    from dtcli.model.refresh_terms import APPLICATION_NOT_STARTED
 
     rows = [_row("a", FAILED, minute=m, message=f"boom {m}") for m in range(1, 5)]
     rows += [replace(_row("a", FAILED, minute=10 + m), state_code=APPLICATION_NOT_STARTED) for m in range(6)]

@@ -8,7 +8,9 @@ import dataclasses
 import pytest
 
 from dtcli.data_tests import AuditSpec
-from dtcli.model import Frontier, InternalTable, Plan, RefreshStep, SortKey, StepInput, StepOptions, TopNSpec
+from dtcli.model import Frontier, InternalTable, Plan, RefreshStep, StepOptions, TopNSpec
+from dtcli.model.plan import StepInput
+from dtcli.model.strategy_specs import SortKey
 from dtcli.plan_parts import (
     Backfill,
     BackfillCopy,

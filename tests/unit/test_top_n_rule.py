@@ -189,7 +189,8 @@ def test_the_refresh_step_keeps_a_window_of_the_query(seed):
 
 
 def test_a_top_n_step_and_its_frontier_travel_as_json():
-    from dtcli.model import Frontier, InternalTable, Plan, RefreshStep, SortKey, StepOptions, TopNSpec
+    from dtcli.model import Frontier, InternalTable, Plan, RefreshStep, StepOptions, TopNSpec
+    from dtcli.model.strategy_specs import SortKey
 
     spec = TopNSpec("SELECT t.g AS g FROM t AS t", 1, [SortKey(0, True, False)], 3, 0,
                     InternalTable("top_n_rows", "/w/_dt/internal/d/top_n_rows", "SELECT t.g AS g FROM t AS t"))

@@ -75,7 +75,7 @@ def run_plan(spark, plan, should_stop, before_write=lambda: None) -> int:
     """Execute one plan in `spark`, streaming its events; 1 when a refresh failed."""
     from dtcli.engine.runtime.executor import execute_plan
     from dtcli.engine.runtime.progress import SparkProgress
-    from dtcli.model import any_failed
+    from dtcli.model.refresh_record import any_failed
 
     progress = SparkProgress(spark, emit)      # "progress" events while refreshes run
     try:

@@ -18,19 +18,18 @@ from dtcli.engine.runtime.progress import job_group
 from dtcli.engine.runtime.spark_errors import SPARK_ERRORS, at_file, condition_of, error_condition, error_message
 from dtcli.engine.runtime.strategies import kind_of, strategy_for
 from dtcli.model import (
-    DT_PROCESS_GONE,
     FAILED,
     FULL,
     REINITIALIZE,
     SKIPPED,
     SUCCEEDED,
-    TEST,
     UPSTREAM_FAILED,
     Frontier,
     Plan,
     RefreshRecord,
     RefreshStep,
 )
+from dtcli.model.refresh_terms import DT_PROCESS_GONE, TEST
 from dtcli.state import ledger
 
 

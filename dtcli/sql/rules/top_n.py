@@ -62,7 +62,8 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from dtcli.model import InternalTable, SortKey, TopNSpec
+from dtcli.model import InternalTable, TopNSpec
+from dtcli.model.strategy_specs import SortKey
 from dtcli.sql.rules._notes import Notes, Rewrite
 
 HIDDEN = "__dt_s"          # prefix of the inner query's hidden sort columns

@@ -9,7 +9,7 @@ from datetime import datetime, timedelta
 from markupsafe import Markup, escape
 
 from dtcli.artifacts.manifest import HistoryRow
-from dtcli.model import FAILURE_STATES
+from dtcli.model.refresh_terms import FAILURE_STATES
 from dtcli.ui.site.text import duration, parse_time, seconds_between, timestamp
 
 ACTIONS = ("INCREMENTAL", "FULL", "REINITIALIZE", "NO_DATA", "FAILED")

@@ -7,7 +7,8 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from dtcli.engine.runtime.context import RefreshContext, RefreshResult
-from dtcli.model import CUSTOM_INCREMENTAL, TOP_N, RefreshStep
+from dtcli.model import CUSTOM_INCREMENTAL, RefreshStep
+from dtcli.model.refresh_terms import TOP_N
 
 Strategy = Callable[[RefreshContext], RefreshResult]
 

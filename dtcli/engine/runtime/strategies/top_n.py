@@ -30,7 +30,8 @@ from dtcli.engine.runtime.context import RefreshContext, RefreshResult
 from dtcli.engine.runtime.materialize import LOCAL_ROWS, kept
 from dtcli.engine.runtime.strategies.full import full_refresh, shaped
 from dtcli.engine.runtime.strategies.incremental import ChangeRefresh, _check_types, guarded
-from dtcli.model import INCREMENTAL, REINITIALIZE, TOP_N, TopNSpec
+from dtcli.model import INCREMENTAL, REINITIALIZE, TopNSpec
+from dtcli.model.refresh_terms import TOP_N
 from dtcli.sql.incremental_rewrite import DeltaCompiler, Unsupported
 
 # How the change was applied (the history's `refresh_strategy`)
