@@ -58,52 +58,19 @@ def lift(block) -> exp.Select | None:
     hidden columns for the parts of those expressions without a subquery. The block node itself
     becomes the outer SELECT (its place in the query stays); None when it cannot be done."""
     sel = block.sel
-    if sel.args.get("distinct") or sel.args.get("qualify") or sel.args.get("windows") or any(
-            has_window(e) for e in sel.expressions):
-        return None
-    names = [e.alias_or_name for e in sel.expressions]
-    if any(not n or n == "*" for n in names) or len({n.lower() for n in names}) != len(names):
+    names = _liftable_names(sel)
+    if names is None:
         return None
     order = sel.args.get("order")
-    limited = sel.args.get("limit") or sel.args.get("offset")
-    # ORDER BY stays with the aggregation it orders, as written; a LIMIT needs it outside, over
-    # the outputs it then must name
-    if limited and order is not None and not all(
-            isinstance(o.this, exp.Column) and not o.this.table and o.this.name.lower() in
-            {n.lower() for n in names} for o in order.expressions):
-        return None
-    inside = order is not None and not limited
+    inside = order is not None and not (sel.args.get("limit") or sel.args.get("offset"))
     g = block.fresh.name("__dt_g")
     inner = exp.Select()
     for arg in ("from_", "from", "joins", "where", "group", "with_", "with"):
         if sel.args.get(arg) is not None:
             inner.set(arg, sel.args[arg])
-    plain: list[tuple[exp.Expression, str]] = []
-    projected: list[exp.Expression] = []
-    hidden: list[exp.Expression] = []
-    for e, name in zip(sel.expressions, names):
-        if not candidates(e):
-            plain.append((e.unalias(), name))
-            projected.append(exp.alias_(e.unalias().copy(), name))
-
-    def column_for(part: exp.Expression) -> exp.Expression:
-        for expr, name in plain:
-            if expr == part:
-                return exp.column(name, g)
-        name = block.fresh.name("__dt_h")
-        hidden.append(exp.alias_(part.copy(), name))
-        return exp.column(name, g)
-
-    def outside(node: exp.Expression) -> exp.Expression:
-        if candidates(node) == [] and not isinstance(node, (exp.Subquery, exp.Exists)):
-            if isinstance(node, (exp.Literal, exp.Null, exp.Boolean)) or not (
-                    node.find(exp.Column) or has_aggregate(node)):
-                return node.copy()
-            return column_for(node)
-        if isinstance(node, (exp.Subquery, exp.Exists)):
-            return node
-        return with_children(node, outside)
-
+    projected = [exp.alias_(e.unalias().copy(), name) for e, name in zip(sel.expressions, names)
+                 if not candidates(e)]
+    outside = _Outside(sel, names, g, block.fresh)
     outer_exprs = []
     for e, name in zip(sel.expressions, names):
         if candidates(e):
@@ -115,7 +82,7 @@ def lift(block) -> exp.Select | None:
     for cond in conjuncts(having.this) if having is not None else []:
         (outer_where if candidates(cond) else kept_having).append(cond)
     outer_where = [outside(c) for c in outer_where]
-    inner.set("expressions", projected + hidden)
+    inner.set("expressions", projected + outside.hidden)
     if kept_having:
         inner.set("having", exp.Having(this=and_all(kept_having)))
     if inside:
@@ -137,3 +104,52 @@ def lift(block) -> exp.Select | None:
     if cond is not None:
         sel.set("where", exp.Where(this=cond))
     return sel
+
+
+def _liftable_names(sel: exp.Select) -> list[str] | None:
+    """The block's output names when it can be lifted: no DISTINCT, QUALIFY or windows, each
+    output named once, and an ORDER BY beside a LIMIT naming outputs only."""
+    if sel.args.get("distinct") or sel.args.get("qualify") or sel.args.get("windows") or any(
+            has_window(e) for e in sel.expressions):
+        return None
+    names = [e.alias_or_name for e in sel.expressions]
+    if any(not n or n == "*" for n in names) or len({n.lower() for n in names}) != len(names):
+        return None
+    order = sel.args.get("order")
+    limited = sel.args.get("limit") or sel.args.get("offset")
+    # ORDER BY stays with the aggregation it orders, as written; a LIMIT needs it outside, over
+    # the outputs it then must name
+    if limited and order is not None and not all(
+            isinstance(o.this, exp.Column) and not o.this.table and o.this.name.lower() in
+            {n.lower() for n in names} for o in order.expressions):
+        return None
+    return names
+
+
+class _Outside:
+    """An expression that reads a subquery, rewritten to be evaluated over the lifted block `g`:
+    each of its parts without a subquery becomes a column of `g`, an output the block already
+    has or a hidden one added to it (`hidden`, named in the order they are met)."""
+
+    def __init__(self, sel: exp.Select, names: list[str], g: str, fresh):
+        self.g, self.fresh = g, fresh
+        self.plain = [(e.unalias(), name) for e, name in zip(sel.expressions, names) if not candidates(e)]
+        self.hidden: list[exp.Expression] = []
+
+    def __call__(self, node: exp.Expression) -> exp.Expression:
+        if candidates(node) == [] and not isinstance(node, (exp.Subquery, exp.Exists)):
+            if isinstance(node, (exp.Literal, exp.Null, exp.Boolean)) or not (
+                    node.find(exp.Column) or has_aggregate(node)):
+                return node.copy()
+            return self._column_for(node)
+        if isinstance(node, (exp.Subquery, exp.Exists)):
+            return node
+        return with_children(node, self)
+
+    def _column_for(self, part: exp.Expression) -> exp.Expression:
+        for expr, name in self.plain:
+            if expr == part:
+                return exp.column(name, self.g)
+        name = self.fresh.name("__dt_h")
+        self.hidden.append(exp.alias_(part.copy(), name))
+        return exp.column(name, self.g)
