@@ -240,5 +240,31 @@ def project(corr: Correlation, alias: str, values: list[exp.Expression] = (),
     return body, ons, [exp.column(name, alias) for name in value_names]
 
 
+def grouped_by(corr: Correlation, pairs: list[tuple[exp.Expression, exp.Expression]],
+               alias: str, measures: list[exp.Expression]) -> tuple[exp.Select, exp.Expression]:
+    """The correlated subquery's rows grouped by the inner sides of its equalities, selecting
+    them and `measures`; and the ON condition equating them with the outer sides."""
+    columns = [inner for inner, _ in pairs if isinstance(inner, exp.Column)]
+    names = output_names(columns)
+    taken = {m.alias_or_name.lower() for m in measures}
+    keys: list[str] = []
+    for k, (inner, _) in enumerate(pairs):
+        name = names[(inner.table.lower(), inner.name)] if isinstance(inner, exp.Column) \
+            else f"__dt_k{k}"
+        while name.lower() in taken:
+            name = f"{name}_{k}"
+        taken.add(name.lower())
+        keys.append(name)
+    body = corr.body.copy()
+    body.set("expressions", [exp.alias_(inner.copy(), name) for (inner, _), name in zip(pairs, keys)]
+             + measures)
+    for arg in ("distinct", "order", "sort", "cluster", "distribute", "limit"):
+        body.set(arg, None)
+    body.set("group", exp.Group(expressions=[inner.copy() for inner, _ in pairs]))
+    on = and_all([exp.EQ(this=exp.column(name, alias), expression=outer.copy())
+                  for name, (_, outer) in zip(keys, pairs)])
+    return body, on
+
+
 def on_condition(conds: list[exp.Expression]) -> exp.Expression | None:
     return and_all(conds)

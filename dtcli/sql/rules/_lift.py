@@ -33,7 +33,7 @@ def candidates(node: exp.Expression) -> list[exp.Expression]:
         parent = q.parent
         if isinstance(parent, exp.In):
             if parent.args.get("query") is q:
-                out.append(parent)      # under OR, in the SELECT list (_scalar._in_value)
+                out.append(parent)      # under OR, in the SELECT list (_predicate_values.in_value)
             else:
                 leave_value(q, "a subquery in a list of IN values is not rewritten")
             continue

@@ -74,7 +74,7 @@ from dtcli.sql.rules._blocks import (
     short,
     sources,
 )
-from dtcli.sql.rules._correlation import Correlation, not_plain, project, split
+from dtcli.sql.rules._correlation import Correlation, grouped_by, not_plain, project, split
 from dtcli.sql.rules._notes import Notes, Rewrite, left_as_is
 
 RULE = "subqueries"
@@ -264,7 +264,7 @@ class _Block:
             leave(query, "a correlated NOT IN (or IN where its NULLs matter) is rewritten only "
                          "when its correlation is made of equalities")
             return None
-        body, on = _scalar.grouped_by(corr, pairs, alias, [
+        body, on = grouped_by(corr, pairs, alias, [
             exp.alias_(exp.Count(this=exp.Star()), "__dt_n"),
             exp.alias_(exp.Count(this=corr.body.selects[0].unalias().copy()), "__dt_nv")])
         join = exp.Join(this=derived(body, alias), side="LEFT", on=on)
