@@ -211,7 +211,7 @@ def _theta_join(sel: exp.Select, index: int, side: str, label: str, left_aliases
     side it matches depend on the ON, which reads key columns only (any other column of that
     side is left out of both); so a preserved row's change touches its key, and a change of the
     other side the keys of the preserved rows its rows satisfy the ON with (found by joining
-    them, compiler.py). Recomputing those keys is exact, under a `*` too."""
+    them, affected_keys._theta_join_keys). Recomputing those keys is exact, under a `*` too."""
     join = sel.args["joins"][index]
     if side == "FULL":
         raise Unsupported("FULL OUTER JOIN without an equality between columns of both sides is "

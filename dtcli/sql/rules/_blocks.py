@@ -1,5 +1,5 @@
 """Taking a qualified SELECT block apart and putting joins into it: the vocabulary the rules
-that turn subqueries into joins share (subqueries.py, _scalar.py, keyed_joins.py).
+that turn subqueries into joins share (subqueries.py, _scalar.py, _predicate_values.py, keyed_joins.py).
 
 Every column of a qualified query names its source (`alias.column`); a block's sources are the
 aliases of its FROM items, joins and LATERAL VIEWs. A column of a subquery whose alias is not
