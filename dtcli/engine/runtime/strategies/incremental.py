@@ -15,22 +15,22 @@ from __future__ import annotations
 
 import itertools
 import re
-from collections.abc import Callable
 from functools import partial
 
 from sqlglot import exp
 
 from dtcli.engine.runtime import apply as applier
 from dtcli.engine.runtime import key_predicates, own_rows, rewrite
-from dtcli.engine.runtime.audit import AuditFailed, has_drops
+from dtcli.engine.runtime.audit import has_drops
 from dtcli.engine.runtime.changes import WEIGHT, ChangeSet, ChangesUnavailable, quote, read_changes
 from dtcli.engine.runtime.checkpoints import release
 from dtcli.engine.runtime.context import RefreshContext, RefreshResult
+from dtcli.engine.runtime.fallback import guarded
 from dtcli.engine.runtime.materialize import LOCAL_ROWS, kept
 from dtcli.engine.runtime.query_shape import SINGLE_ROW_RECOMPUTED, holds_one_row
 from dtcli.engine.runtime.spark_errors import SPARK_ERRORS
 from dtcli.engine.runtime.table_state import Prefetch
-from dtcli.model import FULL, INCREMENTAL, REINITIALIZE
+from dtcli.model import INCREMENTAL, REINITIALIZE
 from dtcli.sql.incremental_rewrite import (
     BOTH,
     MINUS,
@@ -56,59 +56,6 @@ _VIEW_NAME = re.compile(r"__dt_i\d+_(?:new|old|plus|minus|both|weighted)\b")
 
 def incremental_refresh(ctx: RefreshContext) -> RefreshResult:
     return guarded(ctx, ChangeRefresh(ctx).run, _fallback)
-
-
-Fallback = Callable[[RefreshContext, str, str], RefreshResult]
-
-
-def guarded(ctx: RefreshContext, run: Callable[[], RefreshResult], fallback: Fallback) -> RefreshResult:
-    """Run an incremental refresh; when its changes cannot be read, `fallback` reinitializes;
-    when the change cannot be applied or the refresh fails, it recomputes FULL (a forced
-    `refresh_mode: incremental` fails instead): `fallback(ctx, action, reason)`."""
-    try:
-        return run()
-    except AuditFailed:         # the change was computed and breaks a test: nothing to recompute
-        raise
-    except ChangesUnavailable as err:
-        return fallback(ctx, REINITIALIZE, str(err))
-    except (Unsupported, applier.Inconsistent) as err:
-        _forced(ctx, err, str(err))
-        return fallback(ctx, FULL, f"incremental refresh not possible, refreshed FULL: {err}")
-    except Exception as err:    # broad: any failure, a bug in dt's rewrite too, is answered by a FULL recompute
-        found = applier.inconsistent(err)      # raised inside the job that computed the write
-        if found is not None:
-            _forced(ctx, err, str(found))
-            return fallback(ctx, FULL, f"incremental refresh not possible, refreshed FULL: {found}")
-        _forced(ctx, err, None)
-        first = (str(err).strip().splitlines() or [type(err).__name__])[0][:300]
-        return fallback(ctx, FULL, f"incremental refresh failed, refreshed FULL: {first}")
-
-
-class ForcedIncrementalFailed(Exception):
-    """An incremental refresh that failed on a DT whose `refresh_mode` is `incremental`: the
-    refresh fails with the error (as Snowflake does for a forced mode) instead of recomputing
-    FULL, which would show only as a FULL in the history. Carries the error's condition."""
-
-    def __init__(self, message: str, condition: str | None):
-        super().__init__(message)
-        self.condition = condition
-
-    def getCondition(self) -> str | None:     # read as Spark's errors are (spark_errors.error_condition)
-        return self.condition
-
-
-def _forced(ctx: RefreshContext, err: BaseException, what: str | None) -> None:
-    """Raise when the user forced INCREMENTAL; return under ADAPTIVE (which falls back to FULL)."""
-    if ctx.step.refresh_mode != INCREMENTAL:
-        return
-    from dtcli.engine.runtime.spark_errors import error_condition, error_message
-
-    message = (what or error_message(err))[:300]
-    raise ForcedIncrementalFailed(
-        f"incremental refresh failed: {message} (refresh_mode is incremental, so it is not "
-        f"recomputed FULL instead; `dt run --select {ctx.step.name} --full-refresh` recomputes "
-        "once, refresh_mode: auto falls back to FULL by itself)",
-        error_condition(err)) from err
 
 
 def _fallback(ctx: RefreshContext, action: str, reason: str) -> RefreshResult:
@@ -160,7 +107,7 @@ class ChangeRefresh:
         compiler = DeltaCompiler(bindings, self._materialize, self._narrow)
         target = spark.read.format("delta").load(step.path)
         columns = target.columns
-        _check_types(target.schema)
+        check_types(target.schema)
         query = step.options.delta_sql or step.sql   # columns bound to their inputs
         # a frozen region's predicate may name columns the change's rows do not have (a window's
         # rank): those DTs recompute their affected keys, whose rows the predicate can filter
@@ -401,7 +348,7 @@ def _column_filter(values: list, data_type):
     return restrict
 
 
-def _check_types(schema) -> None:
+def check_types(schema) -> None:
     """The planner's verdict on a MAP column (planning/query_mode.py), for a DT whose output
     types it could not infer."""
     for f in schema.fields:

@@ -27,9 +27,10 @@ from dtcli.engine.runtime import apply as applier
 from dtcli.engine.runtime import audit, internal_state
 from dtcli.engine.runtime.changes import WEIGHT, ChangesUnavailable, quote, read_changes
 from dtcli.engine.runtime.context import RefreshContext, RefreshResult
+from dtcli.engine.runtime.fallback import guarded
 from dtcli.engine.runtime.materialize import LOCAL_ROWS, kept
 from dtcli.engine.runtime.strategies.full import full_refresh, shaped
-from dtcli.engine.runtime.strategies.incremental import ChangeRefresh, _check_types, guarded
+from dtcli.engine.runtime.strategies.incremental import ChangeRefresh, check_types
 from dtcli.model import INCREMENTAL, REINITIALIZE, TopNSpec
 from dtcli.model.refresh_terms import TOP_N
 from dtcli.sql.incremental_rewrite import DeltaCompiler, Unsupported
@@ -110,7 +111,7 @@ class _TopN(ChangeRefresh):
     def _run(self) -> RefreshResult:
         self.spec: TopNSpec = self.step.options.top_n
         self.target = self.spark.read.format("delta").load(self.step.path)
-        _check_types(self.target.schema)
+        check_types(self.target.schema)
         if self.spec.state is not None:
             return self._over_state()
         return self._over_inputs()
