@@ -116,7 +116,7 @@ def recompute_problem(spark, project, name: str, versions: dict[str, int], actua
     from tests import top_n
 
     expected = recompute(spark, project, name, versions)     # registers the inputs' views
-    top = top_n.split(project.tables[name].spark_sql)
+    top = top_n.split(project.tables[name].spark_sql, columns=expected.columns)
     if top is not None:
         return top_n.problem(actual, rows_of(spark.sql(top.inner)), top)
     expected = rows_of(expected)

@@ -50,9 +50,10 @@ def _over_outputs(key: exp.Expression, names: list[str]) -> bool:
     return bool(columns) and all(not c.table and c.name in names for c in columns) and key.find(exp.AggFunc) is None
 
 
-def split(sql: str, dialect: str = "spark") -> TopN | None:
+def split(sql: str, dialect: str = "spark", columns: list[str] | None = None) -> TopN | None:
     """The top-N of `sql`, or None when its outermost query has no LIMIT (LIMIT without ORDER
-    BY is a top-N whose rows all tie: any n of them are right)."""
+    BY is a top-N whose rows all tie: any n of them are right). `columns`: the query's output
+    names, which a `SELECT *` needs (TPC-DS q21, q53: `SELECT * FROM (...) ORDER BY a LIMIT n`)."""
     query = sqlglot.parse_one(sql, read=dialect)
     limit, order = query.args.get("limit"), query.args.get("order")
     if not isinstance(query, exp.Query) or limit is None or query.args.get("offset"):
@@ -61,8 +62,11 @@ def split(sql: str, dialect: str = "spark") -> TopN | None:
     inner.set("limit", None)
     inner.set("order", None)
     outputs = _outputs(query)
-    names = [o.alias_or_name for o in outputs]
-    texts = [(o.this if isinstance(o, exp.Alias) else o).sql(dialect=dialect) for o in outputs]
+    starred = any(isinstance(o, exp.Star) or (isinstance(o, exp.Column) and o.is_star) for o in outputs)
+    if starred and columns is None:
+        raise ValueError("the output names of a top-N over `*` must be given")
+    names = list(columns) if starred else [o.alias_or_name for o in outputs]
+    texts = [] if starred else [(o.this if isinstance(o, exp.Alias) else o).sql(dialect=dialect) for o in outputs]
     keys, over_outputs = [], []
     for ordered in (order.expressions if order else []):
         key = ordered.this
@@ -78,13 +82,14 @@ def split(sql: str, dialect: str = "spark") -> TopN | None:
             position = -1 - len(over_outputs)
             over_outputs.append(key)
         elif isinstance(inner, exp.Select):
-            position = len(inner.expressions)
+            position = len(names) + sum(1 for e in inner.expressions if e.alias_or_name.startswith(HIDDEN))
             inner.select(exp.alias_(key.copy(), f"{HIDDEN}{len(keys)}"), copy=False)
         else:
             raise ValueError(f"sort key {key.sql()} of a set operation is not over its outputs")
         keys.append([position, bool(ordered.args.get("desc")), bool(ordered.args.get("nulls_first"))])
     if over_outputs:
-        columns = [e.alias_or_name for e in inner.expressions] if isinstance(inner, exp.Select) else names
+        columns = (names + [e.alias_or_name for e in inner.expressions if e.alias_or_name.startswith(HIDDEN)]
+                   if isinstance(inner, exp.Select) else names)
         width = len(columns)
         # the query's columns by name (a `*` is what a change compiler may not expand), then
         # the keys over them
@@ -100,7 +105,7 @@ def split(sql: str, dialect: str = "spark") -> TopN | None:
         for key in keys:
             if key[0] < 0:
                 key[0] = width + (-1 - key[0])
-    return TopN(inner.sql(dialect=dialect), tuple(tuple(k) for k in keys), int(limit.expression.name), len(outputs))
+    return TopN(inner.sql(dialect=dialect), tuple(tuple(k) for k in keys), int(limit.expression.name), len(names))
 
 
 def _compare(keys, a: tuple, b: tuple) -> int:

@@ -47,17 +47,12 @@ REFUSED_BY_DESIGN = ("nondeterministic function", "user-defined function", "LATE
 # test lets the change compiler accept what the analyzer refuses there). Everything else must
 # run: tests/fuzz/test_fuzz.py fails on a refusal of a case without a pending construct unless
 # it is one of REFUSED_BY_DESIGN. Take a construct off when its rule lands; issue 38's acceptance
-# is this set empty. Every other construct of issue 38 has landed (subqueries and several
+# is this set empty. Every construct of issue 38 has landed (subqueries and several
 # outer joins per SELECT in d5c0be9 … d507cfa; set operations, grouping sets and unselected
 # GROUP BY keys in 745d3c1, outer-join ON forms in 4a81ed1, unnamed outputs in 48cb94a; top-N,
-# LIMIT alone and windows without PARTITION BY in eb3b41e, 1d1e5d3).
-PENDING = {
-    # sq-subqueries: a correlated EXISTS / NOT EXISTS under OR whose correlation has an inequality
-    # (TPC-H Q21's `<>`) over a block with several FROM items or an outer join is left as written
-    # ("rewritten when its correlation is made of equalities, or reads columns of one FROM item
-    # of a block without outer joins"): FUZZ-FINDINGS 2026-11-26, seeds 776, 911
-    "exists_inequality_under_or",
-}
+# LIMIT alone and windows without PARTITION BY in eb3b41e, 1d1e5d3; a correlated EXISTS
+# under OR with an inequality over several FROM items or an outer join: sql/rules/_predicate_values.py).
+PENDING: set[str] = set()      # (the last, "exists_inequality_under_or", landed in sq-ds)
 
 # how often each construct is drawn (per block or per predicate; see where each is used)
 P_SUBQUERY = 0.3        # a WHERE atom that is a subquery predicate

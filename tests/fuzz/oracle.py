@@ -106,6 +106,10 @@ FOUND = {
     # SELECT DISTINCT sorted by expressions over its outputs (refused until 1d1e5d3)
     612: ("SELECT DISTINCT t1.g AS c0, t1.k AS c1 FROM a AS t1 ORDER BY c1 + 1 DESC, COALESCE(c0, 'm') NULLS LAST "
           "LIMIT 5", "distinct top-N"),
+    # a correlated EXISTS under OR with an inequality, in a block with a FULL JOIN (refused until
+    # sq-ds: its answer is looked up per distinct value of the block's own FROM clause)
+    911: ("SELECT t1.w AS c0, t2.g AS c1 FROM b AS t1 FULL OUTER JOIN a AS t2 ON t1.w = t2.k WHERE (EXISTS "
+          "(SELECT 1 FROM a AS t3 WHERE t3.v = t1.k AND t3.k <> t2.v) OR t1.g IN ('x', 'y'))", "exists lookup"),
 }
 
 

@@ -39,6 +39,11 @@ TABLES = {
     "setop": "SELECT k FROM a INTERSECT SELECT k FROM b ORDER BY k DESC LIMIT 2",
     # a key over the outputs of a DISTINCT: computed over its rows (the inner query wraps it)
     "distinct_expr": "SELECT DISTINCT g, v FROM a ORDER BY COALESCE(v, 0) DESC, g LIMIT 3",
+    # output names Delta holds only with column mapping (TPC-DS q16's `order count`), in the DT
+    # and in its internal table of the rows under the top-N
+    "spaced": "SELECT g, COUNT(*) AS `row count` FROM a GROUP BY g ORDER BY 2 DESC, g LIMIT 2",
+    # a DISTINCT of a parenthesised column sorted by the column (TPC-DS q41)
+    "distinct_paren": "SELECT DISTINCT (g) FROM a WHERE v > 1 ORDER BY g NULLS LAST LIMIT 2",
     # no LIMIT: no top-N, the ORDER BY stores nothing (FUZZ-FINDINGS seed 437: it was copied into
     # each branch of the change query, which Spark did not parse)
     "order_only": "SELECT t2.w AS c0 FROM b AS t1 INNER JOIN b AS t2 ON t1.w = t2.w ORDER BY c0",
@@ -75,7 +80,8 @@ def _env(spark, tmp_path) -> Env:
 
 
 MAIN = ("top_groups", "low_rows", "hidden_grouped", "joined")
-OTHERS = ("hidden_rows", "offset", "any_rows", "ordinal", "setop", "distinct_expr", "order_only")
+OTHERS = ("hidden_rows", "offset", "any_rows", "ordinal", "setop", "distinct_expr", "order_only", "spaced",
+          "distinct_paren")
 
 
 def _run_batches(env: Env, names, batches) -> dict[str, set[str]]:

@@ -95,3 +95,33 @@ def test_a_correlation_in_every_branch_of_an_or_is_one_equality():
     assert analysis.incremental, analysis.blockers
     text = resolved.query.sql(dialect="spark")
     assert "WHERE (b.w > 1 OR b.g = 'x') GROUP BY b.k) AS __dt_sq1 ON __dt_sq1.k = a.k" in text, text
+
+
+def test_an_exists_under_or_with_an_inequality_over_an_outer_join_looks_up_the_from_clause():
+    """FUZZ-FINDINGS seed 911 (TPC-H Q21's `<>` under OR, in a block with a FULL JOIN): its
+    answer is looked up per distinct (t1.k, t2.v) of the block's own FROM clause, so a row the
+    outer join pads with NULLs finds its values there too (DuckDB: tests/fuzz FOUND 911)."""
+    analysis, resolved = explain("SELECT t1.w AS c0, t2.g AS c1 FROM b AS t1 FULL OUTER JOIN a AS t2 "
+                                 "ON t1.w = t2.k WHERE (EXISTS (SELECT 1 FROM a AS t3 WHERE "
+                                 "t3.v = t1.k AND t3.k <> t2.v) OR t1.g IN ('x', 'y'))")
+    assert analysis.incremental, analysis.blockers
+    text = resolved.query.sql(dialect="spark")
+    # the lookup: DISTINCT values of the FROM clause (outer join included) the subquery holds for,
+    # joined null-safely (keyed_joins then nests the block's outer and semi joins)
+    assert text.count("FROM b AS t1 FULL OUTER JOIN a AS t2 ON t1.w = t2.k") == 2, text
+    assert "SELECT DISTINCT" in text and "LEFT SEMI JOIN" in text, text
+    assert text.count("IS NOT DISTINCT FROM") == 2, text
+    assert unsupported_reason(resolved.query, list(AB)) is None
+
+
+def test_a_cte_read_by_the_subquery_of_a_lifted_having_stays_in_scope():
+    """TPC-DS q24: HAVING compares with a scalar subquery over the CTE the block groups; the
+    grouped block becomes a derived table and the WITH stays on the block around it, where the
+    joined subquery reads the CTE too."""
+    analysis, resolved = explain("WITH s AS (SELECT a.g, SUM(a.v) AS t FROM a GROUP BY a.g) "
+                                 "SELECT s.g, SUM(s.t) AS p FROM s GROUP BY s.g "
+                                 "HAVING SUM(s.t) > (SELECT 0.05 * AVG(s.t) FROM s)")
+    assert analysis.incremental, analysis.blockers
+    query = resolved.query
+    assert query.args.get("with_") is not None or query.args.get("with") is not None
+    assert unsupported_reason(query, list(AB)) is None

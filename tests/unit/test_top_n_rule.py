@@ -204,3 +204,11 @@ def test_a_top_n_step_and_its_frontier_travel_as_json():
     assert again == plan and again.steps[0].options.top_n.state.role == "top_n_rows"
     assert again.steps[0].previous.state_versions == {"top_n_rows": 7}
     assert Frontier.from_dict(frontier.to_dict()) == frontier
+
+
+def test_a_distinct_parenthesised_output_is_the_sort_key_it_names():
+    """TPC-DS q41: `SELECT DISTINCT (i_product_name) ... ORDER BY i_product_name LIMIT 100`."""
+    _, r = qualified("SELECT DISTINCT (g) FROM t WHERE v > 0 ORDER BY g LIMIT 3")
+    spec = top_n.split(r.query)
+    assert spec is not None, top_n.why_not(r.query)
+    assert [k.position for k in spec.order] == [0] and spec.hidden == 0

@@ -16,7 +16,7 @@ from dtcli.engine.runtime import audit
 from dtcli.engine.runtime.changes import ChangesUnavailable
 from dtcli.engine.runtime.context import RefreshContext
 from dtcli.model import FULL, INCREMENTAL, Frontier, InternalTable, RefreshStep, StepOptions
-from dtcli.plan_parts import Estimate
+from dtcli.plan_parts import Estimate, Layout
 from dtcli.state.delta_log import table_info
 
 
@@ -72,6 +72,9 @@ def _context(ctx: RefreshContext, table: InternalTable, action: str, previous: F
         previous=previous,
         options=StepOptions(previous_rows=None, file=step.options.file, delta_sql=table.sql,
                             read_columns=step.options.read_columns,
+                            # its columns carry the DT's names (TPC-DS q16's `order count`): Delta
+                            # holds them only with column mapping, as it does the DT's
+                            layout=Layout(column_mapping=step.options.layout.column_mapping),
                             estimate=Estimate(change_rows=step.options.estimate.change_rows,
                                               input_rows=step.options.estimate.input_rows)))
     own = Frontier(dict(ctx.input_versions), step.definition_hash, frontier.data_timestamp,

@@ -65,7 +65,8 @@ def lift(block) -> exp.Select | None:
     inside = order is not None and not (sel.args.get("limit") or sel.args.get("offset"))
     g = block.fresh.name("__dt_g")
     inner = exp.Select()
-    for arg in ("from_", "from", "joins", "where", "group", "with_", "with"):
+    # a WITH stays on the outer block: the subqueries it keeps may read its CTEs too (TPC-DS q24)
+    for arg in ("from_", "from", "joins", "where", "group"):
         if sel.args.get(arg) is not None:
             inner.set(arg, sel.args[arg])
     projected = [exp.alias_(e.unalias().copy(), name) for e, name in zip(sel.expressions, names)
@@ -87,7 +88,7 @@ def lift(block) -> exp.Select | None:
         inner.set("having", exp.Having(this=and_all(kept_having)))
     if inside:
         inner.set("order", order)
-    for arg in ("from_", "from", "joins", "where", "group", "having", "with_", "with"):
+    for arg in ("from_", "from", "joins", "where", "group", "having"):
         if arg in sel.args:
             sel.set(arg, None)
     if inside:

@@ -16,7 +16,17 @@ from sqlglot import exp
 
 from dtcli.sql.analysis.nodes import first_start
 from dtcli.sql.analysis.strategies import OUTER, SINGLE_ROW_JOIN
-from dtcli.sql.rules._blocks import and_all, as_derived, derived, has_window, is_grouped, items, nested_queries, short
+from dtcli.sql.rules._blocks import (
+    and_all,
+    as_derived,
+    derived,
+    has_window,
+    is_grouped,
+    items,
+    nested_queries,
+    short,
+    sources,
+)
 from dtcli.sql.rules._correlation import Correlation, grouped_by, not_plain, project
 from dtcli.sql.rules._lift import leave_value
 from dtcli.sql.rules._notes import Rewrite
@@ -80,11 +90,14 @@ def exists_mark(block, node: exp.Exists, corr: Correlation) -> bool:
 
 def _exists_lookup(block, node: exp.Exists, corr: Correlation) -> bool:
     """A correlated EXISTS outside WHERE's conjuncts whose correlation is not only equalities
-    (TPC-H Q21's `<>` beside an equality): when every outer column it reads belongs to one FROM
-    item, the distinct values of those columns for which it holds, found by a semi join of that
-    item with the subquery's rows, LEFT JOINed null-safely on them: EXISTS is whether one
-    matched. The lookup holds each value once, so no row is repeated. Left as written when the
-    block has an outer join (a row it pads with NULLs has values no row of the item has)."""
+    (TPC-H Q21's `<>` beside an equality): its answer is a function of the outer columns it
+    reads, so it is looked up per distinct value of those columns: the values for which it
+    holds, found by a semi join of the rows they come from with the subquery's rows, LEFT JOINed
+    null-safely on them; EXISTS is whether one matched. The lookup holds each value once, so no
+    row is repeated. The rows the values come from: the one FROM item they belong to when the
+    block has no outer join; else the block's FROM clause as it stands (its items and joins, so
+    that a row an outer join pads with NULLs has its values in the lookup too, and a condition
+    such as `COALESCE(outer, 0) <> inner` is asked of them as the subquery would be)."""
     outer_cols = [c for cond in corr.correlated for c in cond.find_all(exp.Column)
                   if c.table.lower() not in corr.inner]
     tables = {c.table.lower() for c in outer_cols}
@@ -93,26 +106,31 @@ def _exists_lookup(block, node: exp.Exists, corr: Correlation) -> bool:
                   and (i.alias_or_name or "").lower() in tables]
     padded = any(j.side and (j.args.get("kind") or "").upper() not in ("SEMI", "ANTI")
                  for j in sel.args.get("joins") or ())
-    if len(tables) != 1 or len(found_item) != 1 or padded:
-        leave_value(node, "a correlated EXISTS under OR or in the SELECT list is rewritten when its "
-                          "correlation is made of equalities, or reads columns of one FROM item of "
-                          "a block without outer joins")
-        return False
-    item = found_item[0]
-    name = item.alias_or_name
+    if len(tables) == 1 and len(found_item) == 1 and not padded:
+        item = found_item[0]
+        rows: exp.Select = exp.select().from_(item.copy())
+        name = item.alias_or_name
+    else:
+        rows = _from_clause(sel, tables)
+        if rows is None:
+            leave_value(node, "a correlated EXISTS under OR or in the SELECT list is rewritten when its "
+                              "correlation is made of equalities, or when the FROM clause of its block "
+                              "reads only its own items")
+            return False
+        name = "the FROM clause"
     columns: list[exp.Column] = []
     for c in outer_cols:
-        if not any(c.name.lower() == k.name.lower() for k in columns):
+        if not any(c.name.lower() == k.name.lower() and c.table.lower() == k.table.lower() for k in columns):
             columns.append(c)
     sub_alias, look = block.fresh.name("__dt_sq"), block.fresh.name("__dt_sq")
     body, ons, _ = project(corr, sub_alias)
     if not body.expressions:
         body.set("expressions", [exp.alias_(exp.Literal.number(1), "__dt_one")])
-    lookup = exp.select(*[exp.alias_(exp.column(c.name, name), f"__dt_k{k}") for k, c in enumerate(columns)],
-                        exp.alias_(exp.true(), "__dt_m")).from_(item.copy()).distinct()
+    lookup = rows.select(*[exp.alias_(exp.column(c.name, c.table), f"__dt_k{k}") for k, c in enumerate(columns)],
+                         exp.alias_(exp.true(), "__dt_m"), copy=False).distinct()
     lookup.append("joins", exp.Join(this=derived(body, sub_alias), side="LEFT", kind="SEMI",
                                     on=and_all(ons)))
-    on = and_all([exp.NullSafeEQ(this=exp.column(c.name, name), expression=exp.column(f"__dt_k{k}", look))
+    on = and_all([exp.NullSafeEQ(this=exp.column(c.name, c.table), expression=exp.column(f"__dt_k{k}", look))
                   for k, c in enumerate(columns)])
     join = exp.Join(this=derived(lookup, look), side="LEFT", on=on)
     sel.append("joins", join)
@@ -126,6 +144,26 @@ def _exists_lookup(block, node: exp.Exists, corr: Correlation) -> bool:
                                     "rows of the values it touches",),
                             f"LEFT JOIN (the values of {name} it holds for) ON {short(on)}"), join)
     return True
+
+
+def _from_clause(sel: exp.Select, tables: set[str]) -> exp.Select | None:
+    """`SELECT FROM <the block's FROM item and joins, copied>`: every row of the block before
+    its WHERE, so every value its columns take; None when a join's condition reads a column
+    of no item of the clause (a correlation of the block itself) or a named column's table is
+    not among the items."""
+    from_ = sel.args.get("from_") or sel.args.get("from")
+    names = sources(sel)
+    if from_ is None or names is None or not tables <= names:
+        return None
+    joins = [j.copy() for j in sel.args.get("joins") or ()]
+    for j in joins:
+        for c in j.find_all(exp.Column):
+            if c.table and c.table.lower() not in names and c.find_ancestor(exp.Subquery) is None:
+                return None
+    rows = exp.select().from_(from_.this.copy())
+    for j in joins:
+        rows.append("joins", j)
+    return rows
 
 
 def in_value(block, node: exp.In, query: exp.Query, corr: Correlation) -> bool:

@@ -248,7 +248,7 @@ def _output_position(expr: exp.Expression, outputs: list[tuple[str, exp.Expressi
             if name.lower() == expr.name.lower():
                 return k
     for k, (_, e) in enumerate(outputs):
-        if e == expr:
+        if e.unnest() == expr.unnest():     # `SELECT DISTINCT (x) ... ORDER BY x` (TPC-DS q41)
             return k
     return None
 
