@@ -77,6 +77,14 @@ CASES = {
     "exists_residual_join_or": "SELECT t1.k, t3.w FROM a AS t1 JOIN b AS t3 ON t1.k = t3.k WHERE "
                                "t3.w > 2 OR NOT EXISTS (SELECT 1 FROM b AS t2 WHERE t2.k = t1.k "
                                "AND t2.w <> t1.v)",
+    # ... reading columns of two FROM items, or in a block with an outer join: the lookup is over
+    # the block's FROM clause, padded rows included (a COALESCE makes their NULLs match)
+    "exists_residual_two_items_or": "SELECT t1.k, t3.w FROM a AS t1, b AS t3 WHERE t1.g = t3.g AND "
+                                    "(t3.w > 2 OR EXISTS (SELECT 1 FROM b AS t2 WHERE t2.k = t1.k "
+                                    "AND t2.w <> t3.w))",
+    "exists_residual_outer_or": "SELECT t1.k AS k1, t3.w FROM a AS t1 FULL JOIN b AS t3 ON t1.k = t3.k "
+                                "WHERE t1.v > 3 OR NOT EXISTS (SELECT 1 FROM b AS t2 WHERE "
+                                "t2.g = COALESCE(t1.g, 'x') AND t2.w <> COALESCE(t3.w, 0))",
     "exists_in_select": "SELECT t1.k, EXISTS (SELECT 1 FROM b AS t2 WHERE t2.k = t1.k) AS e FROM a AS t1",
     "exists_and_not_exists_grouped": "SELECT t1.g, COUNT(*) AS n FROM a AS t1 WHERE EXISTS "
                                      "(SELECT 1 FROM b AS t2 WHERE t2.k = t1.k AND t2.g <> t1.g) "
@@ -167,6 +175,11 @@ CASES = {
     "q15_like": "WITH r AS (SELECT t1.k AS k, SUM(t1.v) AS total FROM a AS t1 GROUP BY t1.k) "
                 "SELECT t2.k, t2.w, r.total FROM b AS t2, r WHERE t2.k = r.k AND r.total = "
                 "(SELECT MAX(r2.total) FROM r AS r2) ORDER BY t2.k",
+    # TPC-DS q24: HAVING compares with a scalar subquery over the CTE the block groups (the lifted
+    # aggregation's WITH stays where the joined subquery can read it)
+    "q24_like": "WITH s AS (SELECT t1.g AS g, t1.k AS k, SUM(t1.v) AS net FROM a AS t1 GROUP BY t1.g, t1.k) "
+                "SELECT s.g, SUM(s.net) AS paid FROM s GROUP BY s.g "
+                "HAVING SUM(s.net) > (SELECT 0.5 * AVG(s2.net) FROM s AS s2)",
     "q18_like": "SELECT t1.k, t2.w, SUM(t1.v) AS s FROM a AS t1, b AS t2 WHERE t1.k IN "
                 "(SELECT t3.k FROM a AS t3 GROUP BY t3.k HAVING SUM(t3.v) > 3) AND t1.k = t2.k "
                 "GROUP BY t1.k, t2.w",
