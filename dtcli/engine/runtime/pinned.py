@@ -34,10 +34,10 @@ class PinnedReads:
         with self._lock:
             df = self._frames.get(key)
         if df is None:
-            df = spark.read.format("delta").option("versionAsOf", int(version)).load(path)
+            df = _read(spark, path, version)
             with self._lock:
                 df = self._frames.setdefault(key, df)
-        return in_session(df, spark)
+        return in_session(df, spark) or _read(spark, path, version)
 
     def clear(self) -> None:
         with self._lock:
@@ -47,7 +47,7 @@ class PinnedReads:
 def in_session(df, spark):
     """`df`'s plan as a DataFrame of `spark` (a session of the same application): the analysed
     relation, and the snapshot it holds, are shared; a temporary view made from it is `spark`'s.
-    Where the JVM cannot be reached (a Spark Connect session), `df` is read anew there."""
+    None where the JVM cannot be reached (a Spark Connect session)."""
     if df.sparkSession is spark:
         return df
     try:
@@ -61,8 +61,8 @@ def in_session(df, spark):
 
 def read_at(pinned: PinnedReads | None, spark, path: str, version: int):
     """`path` at `version` in `spark`: through the run's shared reads when there are some."""
-    if pinned is not None:
-        df = pinned.at(spark, path, version)
-        if df is not None:
-            return df
+    return pinned.at(spark, path, version) if pinned is not None else _read(spark, path, version)
+
+
+def _read(spark, path: str, version: int):
     return spark.read.format("delta").option("versionAsOf", int(version)).load(path)

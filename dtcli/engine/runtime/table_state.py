@@ -12,6 +12,7 @@ cannot be read here is left to the refresh, which reports its own error.
 
 from __future__ import annotations
 
+from dtcli.engine.runtime.pinned import read_at
 from dtcli.engine.runtime.spark_errors import SPARK_ERRORS
 
 Table = tuple[str, "int | None"]    # (path, version to read; None: the newest)
@@ -61,12 +62,7 @@ def load(spark, path: str, version: int | None = None, pinned=None) -> None:
     nothing else. A pinned version is read through the run's shared reads (`pinned`,
     engine/runtime/pinned.py) when given: a snapshot read on its own would be built for
     nobody else, since each read of an older version makes a snapshot of its own."""
-    from dtcli.engine.runtime.pinned import read_at
-
-    if version is not None:
-        df = read_at(pinned, spark, path, version)
-    else:
-        df = spark.read.format("delta").load(path)
+    df = read_at(pinned, spark, path, version) if version is not None else spark.read.format("delta").load(path)
     predicate = _skipping_predicate(df.schema)
     (df.filter(predicate) if predicate is not None else df)._jdf.queryExecution().executedPlan()
 

@@ -27,6 +27,7 @@ from dtcli.engine.runtime.checkpoints import release
 from dtcli.engine.runtime.context import RefreshContext, RefreshResult
 from dtcli.engine.runtime.fallback import guarded
 from dtcli.engine.runtime.materialize import LOCAL_ROWS, kept
+from dtcli.engine.runtime.pinned import read_at
 from dtcli.engine.runtime.query_shape import SINGLE_ROW_RECOMPUTED, holds_one_row
 from dtcli.engine.runtime.spark_errors import SPARK_ERRORS
 from dtcli.engine.runtime.table_state import Prefetch
@@ -291,8 +292,6 @@ class ChangeRefresh:
             else df.toDF(*columns)
 
     def _read(self, path: str, version: int):
-        from dtcli.engine.runtime.pinned import read_at
-
         return read_at(self.ctx.pinned, self.spark, path, version)
 
     def _view(self, name: str, df) -> None:
