@@ -117,14 +117,17 @@ class WatchLog:
         return max(self.lags[name][skip:])
 
 
-def simulate_watch(project: Project, seconds: float, to_commit, start: datetime = T0) -> WatchLog:
+def simulate_watch(project: Project, seconds: float, to_commit, start: datetime = T0, *,
+                   work=None, short_pass: bool = False, threads: int = 1) -> WatchLog:
     """`dt run --watch` over `seconds` on an injected clock, as api/watch.py drives it: each
     pass refreshes what `scheduler.decide` picks (with the refresh times measured so far) plus
     the upstream DTs the planner adds; `to_commit(name, refreshed)` says how long each refresh
-    takes from the pass's snapshot to its commit; the next pass starts at `scheduler.next_wake`,
-    or when the pass ends if that is later. Every DT is created at `start`."""
-    from dtcli.model import INCREMENTAL, SCHEDULED, SUCCEEDED, RefreshRecord
-    from dtcli.planning import refresh_times
+    takes from the pass's snapshot to its commit (`work(name, refreshed)`: how long it runs
+    itself, by default the same); the next pass starts at `scheduler.next_wake`, or when the
+    pass ends if that is later. Every DT is created at `start`. `short_pass`: passes keep to
+    pass_budget's share of the lag, with `threads` refreshes side by side."""
+    from dtcli.model import INCREMENTAL, SCHEDULED, SUCCEEDED, RefreshRecord, RefreshStep
+    from dtcli.planning import pass_budget, refresh_times
 
     checked = checked_at(project, {n: info(project, n) for n in project.tables}, start)
     graph = checked.graph
@@ -134,12 +137,20 @@ def simulate_watch(project: Project, seconds: float, to_commit, start: datetime 
     now = start
     while now < start + timedelta(seconds=seconds):
         decision = scheduler.decide(checked, stamps, {}, set(project.tables), now=now, timings=timings)
+        if short_pass:
+            planned = graph.upstream_closure(decision.refresh)
+            steps = [RefreshStep(name=n, path="", action=INCREMENTAL, trigger=SCHEDULED, sql="", inputs=[],
+                                 definition_hash="", refresh_mode=INCREMENTAL,
+                                 upstream=[u for u in graph.upstream[n] if u in planned])
+                     for n in graph.ordered(planned)]
+            pass_budget.defer(checked, decision, steps, threads)
         refreshed = graph.upstream_closure(decision.refresh)
         records = []
         for name in graph.ordered(refreshed):
             end = now + timedelta(seconds=to_commit(name, refreshed))
+            began = end - timedelta(seconds=(work or to_commit)(name, refreshed))
             log.lags.setdefault(name, []).append((end - stamps[name]).total_seconds())
-            records.append(RefreshRecord(name, SUCCEEDED, INCREMENTAL, SCHEDULED, now.isoformat(), now.isoformat(),
+            records.append(RefreshRecord(name, SUCCEEDED, INCREMENTAL, SCHEDULED, now.isoformat(), began.isoformat(),
                                          end.isoformat(), "r", target_lag_sec=checked.effective_lags[name],
                                          completion_target=(stamps[name] + timedelta(
                                              seconds=checked.effective_lags[name])).isoformat()))

@@ -18,7 +18,7 @@ from dtcli.engine.launch.contract import Launcher, LaunchResult
 from dtcli.events import Events, RefreshFinished, Suspended
 from dtcli.model import MANUAL, NO_DATA, SCHEDULED, Plan, Project, RefreshRecord
 from dtcli.model.refresh_record import any_failed
-from dtcli.planning import on_demand, refresh_times, scheduler, selectors
+from dtcli.planning import on_demand, pass_budget, refresh_times, scheduler, selectors
 from dtcli.planning.checked import Checked
 from dtcli.planning.plan import build_plan
 from dtcli.state import catalog as catalog_state
@@ -48,9 +48,11 @@ class ScheduledPlan:
 
 
 def plan_scheduled(checked: Checked, names: list[str] | None = None, *, all_tables: bool = False,
-                   full_refresh: bool = False) -> ScheduledPlan:
+                   full_refresh: bool = False, short_pass: bool = False) -> ScheduledPlan:
     """Reconcile + one scheduling pass: new and redefined DTs, plus the selected DTs whose own
-    schedule is due (all selected ones with `all_tables`), with the upstream DTs they need."""
+    schedule is due (all selected ones with `all_tables`), with the upstream DTs they need.
+    `short_pass` (a watch's pass): only as many of them as keep the pass short, the oldest data
+    first (planning/pass_budget.py); the rest are due at once, in the next pass."""
     project = checked.project
     candidates = selectors.select(project, checked.graph, names)
     states = scheduling.current(project.warehouse)
@@ -60,8 +62,12 @@ def plan_scheduled(checked: Checked, names: list[str] | None = None, *, all_tabl
     decision = scheduler.decide(checked, stamps, states, candidates,
                                 all_tables=all_tables or full_refresh, asked=names is not None,
                                 timings=timings)
+    events = catalog_state.recorded(project)
     plan = build_plan(checked, decision.refresh, SCHEDULED, full_refresh=full_refresh, history=past,
-                      catalog_events=catalog_state.recorded(project))
+                      catalog_events=events)
+    if short_pass and not all_tables and not full_refresh \
+            and pass_budget.defer(checked, decision, plan.steps, plan.threads):
+        plan = build_plan(checked, decision.refresh, SCHEDULED, history=past, catalog_events=events)
     return ScheduledPlan(plan, decision)
 
 
@@ -193,10 +199,12 @@ def _auto_suspend(checked: Checked, on_event: Events) -> list[AutoSuspension]:
 def run(checked: Checked, names: list[str] | None = None, *, full_refresh: bool = False,
         trigger: str = SCHEDULED, on_event: Events = lambda e: None, all_tables: bool = False,
         wait: float = 0.0, launcher: Launcher = spark_submit,
-        on_plan: Callable[[Plan], None] = lambda plan: None, locker: WarehouseLock | None = None) -> RunResult:
+        on_plan: Callable[[Plan], None] = lambda plan: None, locker: WarehouseLock | None = None,
+        short_pass: bool = False) -> RunResult:
     """One `dt run` pass under the warehouse lock (`all_tables=False`: the lag-aware pass),
     taken by `locker` (a watch keeps one across its passes: see WarehouseLock) and handed to
-    the launcher.
+    the launcher. `short_pass`: a watch's pass, which leaves what does not fit a short pass to
+    the next one (plan_scheduled).
 
     The project was checked before the lock is taken, so a project that does not validate
     writes nothing, not even the lock file; under the lock the snapshot is brought up to date,
@@ -212,7 +220,8 @@ def run(checked: Checked, names: list[str] | None = None, *, full_refresh: bool 
         if trigger == MANUAL:
             plan, decision = plan_run(checked, names, trigger=trigger, full_refresh=full_refresh), None
         else:
-            scheduled = plan_scheduled(checked, names, all_tables=all_tables, full_refresh=full_refresh)
+            scheduled = plan_scheduled(checked, names, all_tables=all_tables, full_refresh=full_refresh,
+                                       short_pass=short_pass)
             plan, decision = scheduled.plan, scheduled.decision
             scheduling.register(project.warehouse, decision.register, plan.data_timestamp)
         on_plan(plan)

@@ -85,7 +85,8 @@ def watch(check: Callable[[datetime], Checked], names: list[str] | None = None, 
     try:
         while True:
             checked = check(clock.now())
-            result = run(checked, names, wait=wait, on_event=on_event, launcher=launch, locker=locker)
+            result = run(checked, names, wait=wait, on_event=on_event, launcher=launch, locker=locker,
+                         short_pass=True)
             passes += 1
             wake = next_wake(checked, result, clock.now())
             on_pass(passes, result, wake)

@@ -1,0 +1,113 @@
+"""A watch pass takes on only as much due work as keeps it short, the oldest data first, so that
+each DT's lag peaks near one round of all the work plus one short pass instead of two rounds
+(planning/pass_budget.py). Simulated on an injected clock: no JVM, no wall clock."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from dtcli.model import FULL, NO_DATA, SCHEDULED, RefreshStep
+from dtcli.planning import pass_budget, scheduler
+from tests.sched_helpers import T0, chain_project, checked_at, info, simulate_watch
+
+
+def _step(name, upstream=(), action=FULL):
+    return RefreshStep(name=name, path=f"/w/{name}", action=action, trigger=SCHEDULED, sql="", inputs=[],
+                       definition_hash="h", refresh_mode=FULL, upstream=list(upstream))
+
+
+def test_groups_keep_a_dt_with_the_dts_it_reads():
+    steps = [_step("a"), _step("b"), _step("c", ["a"]), _step("d", ["c", "b"]), _step("e")]
+    assert [[s.name for s in g] for g in pass_budget.groups(steps)] == [["a", "b", "c", "d"], ["e"]]
+    assert [[s.name for s in g] for g in pass_budget.groups(steps[:3] + steps[4:])] == [["a", "c"], ["b"], ["e"]]
+
+
+def test_take_fills_a_pass_with_the_oldest_data_first_and_always_takes_one_group():
+    steps = [_step(n) for n in "abcde"]
+    stamps = {"a": T0, "b": T0 - timedelta(seconds=30), "c": T0 - timedelta(seconds=20), "d": None, "e": T0}
+    work = {n: 4.0 for n in "abcde"}
+    due = set("abcde")
+    # 2 threads, 8 s: four refreshes of 4 s; never refreshed first, then the oldest data
+    assert pass_budget.take(steps, due, stamps, work, 2, 8) == {"d", "b", "c", "a"}
+    assert pass_budget.take(steps, due, stamps, work, 1, 8) == {"d", "b"}
+    # a refresh longer than the budget still runs, with what fits beside it on the other thread
+    assert pass_budget.take(steps, due, stamps, {**work, "d": 30.0}, 2, 8) == due
+    assert pass_budget.take(steps, due, stamps, {**work, "d": 30.0}, 1, 8) == {"d"}
+    # NO_DATA refreshes cost nothing: they always come along
+    quiet = [_step(n, action=NO_DATA if n in "ce" else FULL) for n in "abcde"]
+    assert pass_budget.take(quiet, due, stamps, work, 1, 8) == {"d", "b", "c", "e"}
+    # a group goes whole, and only its due DTs are returned (its upstream is added by the planner)
+    chained = [_step("a"), _step("b", ["a"]), _step("c")]
+    assert pass_budget.take(chained, {"b", "c"}, {"b": T0 - timedelta(seconds=9), "c": T0},
+                            {"a": 4.0, "b": 4.0, "c": 4.0}, 1, 8) == {"b"}
+
+
+def test_defer_leaves_the_rest_due_at_once_and_says_why(tmp_path):
+    lags = {f"q{i}": "1 minute" for i in range(4)}
+    project = chain_project(tmp_path, lags, {n: "src" for n in lags})
+    checked = checked_at(project, {n: info(project, n) for n in project.tables})
+    decision = scheduler.Decision(refresh=set(lags), stamps={n: T0 - timedelta(seconds=i) for i, n in enumerate(lags)})
+    decision.timings = {}
+    assert pass_budget.defer(checked, decision, [_step(n) for n in lags], 2) == set()   # nothing measured
+    from dtcli.planning.refresh_times import Sample, Timing
+
+    decision.timings = {n: Timing((Sample(6.0, 6.0),)) for n in lags}
+    later = pass_budget.defer(checked, decision, [_step(n) for n in lags], 2)
+    assert decision.refresh == {"q3", "q2", "q1"} and later == {"q0"}    # 10 s of a 1-minute lag
+    assert decision.not_due == {"q0": checked.now}
+    assert decision.skipped["q0"].startswith("due, left to the next pass")
+
+
+def test_short_passes_keep_a_pipeline_within_a_lag_that_one_snapshot_per_pass_misses(tmp_path):
+    """22 independent DTs of one minute, 3 s of work each, 2 threads: one pass of all of them
+    takes 33 s, so the DT committed last waits two passes (66 s); short passes of about 10 s
+    keep every DT near one round plus one pass."""
+    lags = {f"q{i:02d}": "1 minute" for i in range(1, 23)}
+    project = chain_project(tmp_path, lags, {n: "src" for n in lags})
+
+    def finish(name, refreshed):        # side by side, two at a time, in name order
+        return 3.0 * (sorted(refreshed).index(name) // 2 + 1)
+
+    def own(name, refreshed):
+        return 3.0
+
+    one = simulate_watch(project, 900, finish, work=own, threads=2)
+    short = simulate_watch(project, 900, finish, work=own, threads=2, short_pass=True)
+    assert max(one.peak(n, skip=2) for n in lags) > 60
+    assert max(short.peak(n, skip=2) for n in lags) <= 60
+    assert max(len(refreshed) for _, refreshed in short.passes[2:]) <= 8
+    # the same work gets done: every DT refreshed about as often
+    assert min(len(short.lags[n]) for n in lags) >= min(len(one.lags[n]) for n in lags)
+
+
+def test_a_watch_pass_plans_the_oldest_due_dts_and_the_next_pass_takes_the_rest(tmp_path):
+    """On a warehouse written without Spark: six due DTs whose refreshes took 12 s of work each;
+    a watch's pass (4 threads, the default) plans the four with the oldest data (one 12 s round
+    of the threads), a plain `dt run` all six."""
+    from dtcli import api
+    from dtcli.state import ledger
+    from tests.sched_helpers import fake_dt, write_source
+
+    lags = {f"q{i}": "1 minute" for i in range(6)}
+    project = chain_project(tmp_path, lags, {n: "src" for n in lags}, extra_yml={})
+    assert project.threads == 4
+    write_source(project, [1, 2, 3])
+    for i, name in enumerate(lags):
+        fake_dt(project, name, T0 - timedelta(seconds=60 + i))
+    write_source(project, [4])              # every DT has a change to refresh
+    ledger.append(project.warehouse, [
+        _record(name, T0 - timedelta(seconds=60 + i)) for i, name in enumerate(lags)])
+    checked = api.check(project, now=T0 + timedelta(seconds=1))
+    whole = api.plan_scheduled(checked)
+    assert {s.name for s in whole.plan.steps} == set(lags)
+    short = api.plan_scheduled(api.check(project, now=T0 + timedelta(seconds=1)), short_pass=True)
+    assert {s.name for s in short.plan.steps} == {"q5", "q4", "q3", "q2"}
+    assert set(short.decision.skipped) == {"q0", "q1"} and set(short.decision.not_due) == {"q0", "q1"}
+
+
+def _record(name, stamp):
+    from dtcli.model import INCREMENTAL, SUCCEEDED, RefreshRecord
+
+    end = stamp + timedelta(seconds=13)
+    return RefreshRecord(name, SUCCEEDED, INCREMENTAL, SCHEDULED, stamp.isoformat(),
+                         (end - timedelta(seconds=12)).isoformat(), end.isoformat(), "r")
