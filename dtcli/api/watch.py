@@ -85,8 +85,11 @@ def watch(check: Callable[[datetime], Checked], names: list[str] | None = None, 
     try:
         while True:
             checked = check(clock.now())
+            # a pass that starts the application takes all that is due: it pays the JVM's start
+            # and cold code once for all of them (its times say little about the passes after it)
+            short = engine is None or engine.running
             result = run(checked, names, wait=wait, on_event=on_event, launcher=launch, locker=locker,
-                         short_pass=True)
+                         short_pass=short)
             passes += 1
             wake = next_wake(checked, result, clock.now())
             on_pass(passes, result, wake)
