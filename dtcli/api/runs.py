@@ -244,7 +244,8 @@ def run(checked: Checked, names: list[str] | None = None, *, full_refresh: bool 
 def behind(checked: Checked, timings: dict[str, refresh_times.Timing], names: set[str]) -> dict[str, str]:
     """The DTs among `names` whose measured refresh time keeps them from their target lag, with
     why (refresh_times.cannot_meet)."""
-    seconds = refresh_times.to_commit(timings, checked.graph.upstream)
+    seconds = refresh_times.reaches(timings, checked.graph.upstream, checked.effective_lags,
+                                    checked.project.threads)
     out = {}
     for name in checked.graph.ordered(names & set(checked.project.tables)):
         if on_demand.is_on_demand(checked.project.tables[name]):

@@ -48,6 +48,7 @@ def show_tables(checked: Checked, like: str | None = None, *,
     timings = refresh_times.measured(rows_history)
     periods = scheduler.periods(checked, timings)
     to_commit = refresh_times.to_commit(timings, checked.graph.upstream)
+    reach = refresh_times.reaches(timings, checked.graph.upstream, checked.effective_lags, project.threads)
     lags = lag_stats.lags(rows_history, {n: stamps.get(n) for n in checked.graph.order},
                           checked.effective_lags, now)
     rows = []
@@ -60,7 +61,7 @@ def show_tables(checked: Checked, like: str | None = None, *,
                                     stop, now, periods)
         stamp = stamps.get(name)
         manual = on_demand.is_on_demand(table)
-        behind = None if manual else refresh_times.cannot_meet(name, effective, to_commit.get(name))
+        behind = None if manual else refresh_times.cannot_meet(name, effective, reach.get(name))
         rows.append({
             **_row(project, name, table, info, last.get(name)),
             # an on-demand DT has no target lag (Snowflake shows none with SCHEDULER = DISABLE)

@@ -56,7 +56,8 @@ def explain(checked: Checked, name: str, history: list[RefreshRecord] = ()) -> E
     lag = parse_target_lag(table.target_lag)
     effective = checked.effective_lags.get(key)
     timings = refresh_times.measured(history)
-    measured = refresh_times.to_commit(timings, graph.upstream).get(key)
+    measured = refresh_times.reaches(timings, graph.upstream, checked.effective_lags,
+                                     checked.project.threads).get(key)
     behind = None if is_on_demand(table) else refresh_times.cannot_meet(key, effective, measured)
     if behind:
         warnings.append(behind)
@@ -80,7 +81,7 @@ def explain(checked: Checked, name: str, history: list[RefreshRecord] = ()) -> E
         target_lag=None if manual else str(lag), effective_lag=effective,
         scheduler=scheduler_value(table),
         period_seconds=scheduler.periods(checked, timings).get(key) if effective else None,
-        refresh_seconds=None if measured is None else round(measured, 1),
+        refresh_seconds=None if measured is None else round(measured.to_commit, 1),
         adaptive=_adaptive(checked, key, history) if mode.mode == ADAPTIVE else None,
         custom=custom_section,
         top_n=_top_n(checked, key),

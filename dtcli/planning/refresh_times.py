@@ -116,16 +116,54 @@ def to_commit(timings: Mapping[str, Timing], upstream: Mapping[str, Iterable[str
     return out
 
 
-def cannot_meet(name: str, lag_seconds: int | None, seconds: float | None) -> str | None:
-    """Why `name` cannot keep its lag under target, or None. Refreshes of a DT follow one
-    another (a pass starts when the previous one ended), so even refreshed back to back its lag
-    reaches the time between two snapshots plus the time to commit: about twice the latter."""
-    if lag_seconds is None or seconds is None or 2 * seconds <= lag_seconds:
+@dataclass(frozen=True)
+class Reach:
+    """How far a DT's lag reaches at its peak, from measured times: the time between two of its
+    snapshots plus `to_commit`. Refreshed back to back, its snapshots are at least its own time
+    to commit apart (a pass starts when the previous one ended) and at least one `round` apart:
+    the work of the DTs of its lag or shorter, spread over the run's threads, which must all be
+    refreshed between two of its refreshes once the scheduler cannot keep up (a `--watch` then
+    refreshes them in turn in short passes, planning/pass_budget.py)."""
+
+    to_commit: float
+    round: float = 0.0
+    threads: int = 1
+
+    @property
+    def seconds(self) -> float:
+        return self.to_commit + max(self.to_commit, self.round)
+
+
+def reaches(timings: Mapping[str, Timing], upstream: Mapping[str, Iterable[str]],
+            lags: Mapping[str, int | None], threads: int) -> dict[str, Reach]:
+    """Each measured DT's Reach (see to_commit for its time to commit)."""
+    work = {name: timing.work for name, timing in timings.items()}
+    out = {}
+    for name, seconds in to_commit(timings, upstream).items():
+        lag = lags.get(name)
+        share = 0.0 if lag is None else sum(w for n, w in work.items() if (lags.get(n) or lag + 1) <= lag)
+        out[name] = Reach(seconds, share / max(1, threads), threads)
+    return out
+
+
+def cannot_meet(name: str, lag_seconds: int | None, reach: Reach | float | None) -> str | None:
+    """Why `name` cannot keep its lag under target, or None (`reach`: its Reach, or only its
+    time to commit)."""
+    if isinstance(reach, (int, float)):
+        reach = Reach(float(reach))
+    if lag_seconds is None or reach is None or reach.seconds <= lag_seconds:
         return None
+    at_least = lag_text(_minutes_up(reach.seconds))
+    if reach.round > reach.to_commit:
+        return (f"{name} cannot meet its target lag of {lag_text(int(lag_seconds))}: one round of the "
+                f"DTs of its lag or shorter takes {reach.round:.0f} s of work on {reach.threads} threads "
+                f"and its refreshes {reach.to_commit:.0f} s from snapshot to commit (measured over their "
+                f"recent refreshes), so its lag reaches about {reach.seconds:.0f} s; make the refreshes "
+                f"cheaper, or raise target_lag to at least {at_least}")
     return (f"{name} cannot meet its target lag of {lag_text(int(lag_seconds))}: its refreshes take "
-            f"{seconds:.0f} s from snapshot to commit (measured over its recent refreshes), so even "
-            f"refreshed back to back its lag reaches about {2 * seconds:.0f} s; make the refresh "
-            f"cheaper or raise target_lag to at least {lag_text(_minutes_up(2 * seconds))}")
+            f"{reach.to_commit:.0f} s from snapshot to commit (measured over their recent refreshes), so even "
+            f"refreshed back to back its lag reaches about {reach.seconds:.0f} s; make the refresh "
+            f"cheaper or raise target_lag to at least {at_least}")
 
 
 def _minutes_up(seconds: float) -> int:

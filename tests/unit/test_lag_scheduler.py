@@ -75,6 +75,28 @@ def test_cannot_meet_says_so_with_the_measured_time():
     assert "about 83 s" in why and "at least 2 minutes" in why
 
 
+def test_cannot_meet_counts_a_round_of_the_work_of_the_dts_of_its_lag_or_shorter():
+    """22 one-minute DTs whose refreshes each take 10 s of work on 4 threads: each commits 12 s
+    after its snapshot, but a round of all of them takes 55 s, so no short pass brings any
+    back within the minute; an hourly DT's work is not in their round."""
+    def timing(work, to_commit):
+        return refresh_times.Timing((refresh_times.Sample(to_commit, work),))
+    timings = {f"q{i:02d}": timing(10.0, 12.0) for i in range(22)}
+    timings["hourly"] = timing(300.0, 300.0)
+    lags = {**{name: 60 for name in timings}, "hourly": 3600}
+    reach = refresh_times.reaches(timings, {}, lags, 4)
+    assert reach["q00"].round == 55.0 and reach["q00"].seconds == 67.0
+    why = refresh_times.cannot_meet("q00", 60, reach["q00"])
+    assert why.startswith("q00 cannot meet its target lag of 1 minute: one round of the DTs of its lag or "
+                          "shorter takes 55 s of work on 4 threads and its refreshes 12 s")
+    assert "at least 2 minutes" in why
+    assert reach["hourly"].round == (22 * 10 + 300) / 4
+    assert refresh_times.cannot_meet("hourly", 3600, reach["hourly"]) is None
+    # 8 s each: a round of 44 s and 12 s to commit stay within the minute
+    fewer = refresh_times.reaches({n: timing(8.0, 12.0) for n in lags}, {}, lags, 4)
+    assert refresh_times.cannot_meet("q00", 60, fewer["q00"]) is None
+
+
 def test_a_one_minute_dt_taking_20_s_stays_within_its_lag(tmp_path):
     project = chain_project(tmp_path, {"a": "1 minute"}, {"a": "src"})
     log = simulate_watch(project, 600, lambda name, refreshed: 20)
