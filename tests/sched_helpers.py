@@ -136,7 +136,8 @@ def simulate_watch(project: Project, seconds: float, to_commit, start: datetime 
     log = WatchLog()
     now = start
     while now < start + timedelta(seconds=seconds):
-        decision = scheduler.decide(checked, stamps, {}, set(project.tables), now=now, timings=timings)
+        decision = scheduler.decide(checked, stamps, {}, set(project.tables), now=now, timings=timings,
+                                    short_passes=short_pass)
         if short_pass:
             planned = graph.upstream_closure(decision.refresh)
             steps = [RefreshStep(name=n, path="", action=INCREMENTAL, trigger=SCHEDULED, sql="", inputs=[],
@@ -161,7 +162,7 @@ def simulate_watch(project: Project, seconds: float, to_commit, start: datetime 
         for name in refreshed:
             stamps[name] = now
         timings = refresh_times.measured(records, timings)
-        wake = scheduler.next_wake(checked, stamps, {}, ended, chosen=scheduler.periods(checked, timings),
+        wake = scheduler.next_wake(checked, stamps, {}, ended, chosen=scheduler.periods(checked, timings, short_pass),
                                    ready=refreshed | set(decision.not_due))
         now = max(wake, ended)
     return log

@@ -61,7 +61,7 @@ def plan_scheduled(checked: Checked, names: list[str] | None = None, *, all_tabl
     timings = refresh_times.measured(past)
     decision = scheduler.decide(checked, stamps, states, candidates,
                                 all_tables=all_tables or full_refresh, asked=names is not None,
-                                timings=timings)
+                                timings=timings, short_passes=short_pass)
     events = catalog_state.recorded(project)
     plan = build_plan(checked, decision.refresh, SCHEDULED, full_refresh=full_refresh, history=past,
                       catalog_events=events)

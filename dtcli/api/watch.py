@@ -29,11 +29,12 @@ from dtcli.state.lock import WarehouseLock
 OnPass = Callable[[int, RunResult, "datetime | None"], None]
 
 
-def next_wake(checked: Checked, result: RunResult, now: datetime) -> datetime | None:
+def next_wake(checked: Checked, result: RunResult, now: datetime, short_passes: bool = True) -> datetime | None:
     """When the next pass should run (None: no DT is scheduled at all), from the pass's own
     snapshot, the data timestamps its refreshes just committed and the refresh times they
     measured: a DT whose period ran out while the pass ran, or that was not due when it began,
-    is refreshed at once by the next pass."""
+    is refreshed at once by the next pass. `short_passes`: whether the next pass is a short one
+    (its DTs' periods then leave room for the pass they may wait for, scheduler.periods)."""
     decision = result.decision
     decided = decision.stamps if decision else {}
     stamps = {**scheduler.data_timestamps(checked.snapshot, []), **decided}
@@ -45,7 +46,7 @@ def next_wake(checked: Checked, result: RunResult, now: datetime) -> datetime | 
     timings = refresh_times.measured(result.records, decision.timings if decision else None)
     ready = created | set(decision.not_due if decision else ())
     return scheduler.next_wake(checked, stamps, scheduling.current(checked.project.warehouse), now,
-                               created, scheduler.periods(checked, timings), ready)
+                               created, scheduler.periods(checked, timings, short_passes), ready)
 
 
 class BehindWarnings:
@@ -91,7 +92,7 @@ def watch(check: Callable[[datetime], Checked], names: list[str] | None = None, 
             result = run(checked, names, wait=wait, on_event=on_event, launcher=launch, locker=locker,
                          short_pass=short)
             passes += 1
-            wake = next_wake(checked, result, clock.now())
+            wake = next_wake(checked, result, clock.now(), engine is None or engine.running)
             on_pass(passes, result, wake)
             if result.interrupted:      # its results are reported: now stop as Ctrl-C stops dt
                 raise KeyboardInterrupt

@@ -25,13 +25,12 @@ from datetime import datetime
 
 from dtcli.model import NO_DATA, RefreshStep
 from dtcli.planning.checked import Checked
-from dtcli.planning.schedule import EPOCH
+from dtcli.planning.schedule import EPOCH, PASS_SHARE
 from dtcli.planning.scheduler import Decision
 
-# A pass takes work estimated at this share of the shortest target lag among its due DTs (10 s
-# for one minute). Shorter passes cut the lag further but each costs a check of the project, a
-# plan and a history append, and leaves a thread idle at its end when its last refresh runs alone.
-PASS_SHARE = 1 / 6
+# PASS_SHARE (planning/schedule.py): shorter passes would cut the lag further, but each costs a
+# check of the project, a plan and a history append, and leaves a thread idle at its end when its
+# last refresh runs alone.
 
 
 def groups(steps: list[RefreshStep]) -> list[list[RefreshStep]]:

@@ -37,6 +37,11 @@ def period_seconds(effective_lag_seconds: int) -> int:
     return period
 
 
+# A `--watch` pass takes on due work of this share of the shortest target lag among its DTs (10 s
+# for one minute; planning/pass_budget.py), so a DT that falls due while a pass runs waits up to
+# about this long before its own pass takes its snapshot: its period leaves room for that too.
+PASS_SHARE = 1 / 6
+
 # The share of the lag kept free beyond the measured refresh time: refresh times move from pass
 # to pass (load, the size of the change), and a pass starts a moment after its tick.
 LAG_MARGIN = 0.05

@@ -24,7 +24,7 @@ from dtcli.planning.checked import Checked
 from dtcli.planning.graph import Graph
 from dtcli.planning.kinds.registry import kind_of
 from dtcli.planning.refresh_times import Timing, to_commit
-from dtcli.planning.schedule import is_due, lag_period, next_due, next_tick, period_seconds
+from dtcli.planning.schedule import PASS_SHARE, is_due, lag_period, next_due, next_tick, period_seconds
 from dtcli.planning.snapshot import Snapshot
 from dtcli.state.scheduling import SUSPENDED, Event, TableState
 
@@ -69,12 +69,20 @@ def blocked(graph: Graph, states: Mapping[str, TableState]) -> dict[str, str]:
     return out
 
 
-def periods(checked: Checked, timings: Mapping[str, Timing]) -> dict[str, int]:
+def periods(checked: Checked, timings: Mapping[str, Timing], short_passes: bool = False) -> dict[str, int]:
     """Each scheduled DT's period: the aligned period of its effective lag, shortened to leave
-    room for the time its refreshes take from snapshot to commit (at least its upstreams')."""
+    room for the time its refreshes take from snapshot to commit (at least its upstreams') and,
+    with `short_passes` (a watcher's), for the short pass it may wait for once due."""
     seconds = to_commit(timings, checked.graph.upstream)
-    return {name: lag_period(lag, seconds.get(name))
-            for name, lag in checked.effective_lags.items() if lag is not None}
+    out = {}
+    for name, lag in checked.effective_lags.items():
+        if lag is None:
+            continue
+        measured = seconds.get(name)
+        if measured is not None and short_passes:
+            measured += lag * PASS_SHARE
+        out[name] = lag_period(lag, measured)
+    return out
 
 
 def _period(name: str, lag: int, chosen: Mapping[str, int] | None) -> int:
@@ -93,15 +101,17 @@ class Decision:
 
 def decide(checked: Checked, stamps: Mapping[str, datetime | None], states: Mapping[str, TableState],
            candidates: set[str], *, all_tables: bool = False, now: datetime | None = None,
-           asked: bool = False, timings: Mapping[str, Timing] | None = None) -> Decision:
+           asked: bool = False, timings: Mapping[str, Timing] | None = None,
+           short_passes: bool = False) -> Decision:
     """Reconcile (create, reinitialize) and pick the due DTs among `candidates` at `now` (by
     default the moment of the checked snapshot). `asked`: the candidates are a user's
     selection, so `all_tables` refreshes the on-demand (`scheduler: disable`) DTs among them.
-    `timings`: the DTs' measured refresh times, which shorten their periods (see `periods`)."""
+    `timings`: the DTs' measured refresh times, which shorten their periods (see `periods`, as
+    `short_passes`)."""
     project, graph, snapshot = checked.project, checked.graph, checked.snapshot
     now = now or checked.now
     effective = checked.effective_lags
-    chosen = periods(checked, timings or {})
+    chosen = periods(checked, timings or {}, short_passes)
     out = Decision(stamps=dict(stamps), timings=dict(timings or {}))
     stop = blocked(graph, states)
     manual_only = on_demand.on_demand(project)
