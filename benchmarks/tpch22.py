@@ -17,7 +17,9 @@ tpch_data.working_copy):
    `--full-refresh` of the same DT at the same versions, timed; their ratio; the two results
    compared (row count and sum of row hashes; a top-N with ties at its n-th row may differ);
 2. the whole `dt run` after the change (every DT, one plan) against the whole `dt run
-   --full-refresh`.
+   --full-refresh`;
+3. per DT, the action ADAPTIVE (`refresh_mode: auto`) would choose after the change, planned
+   without a JVM from the same state and history, and whether it is the faster of the two.
 
 Both in one SparkSession driving the engine in-process (dtcli.api + execute_plan, as run.py),
 timing execute_plan. Then, for the scale factors of `--peer-sf` (after that session stopped): `dt
@@ -105,6 +107,7 @@ def measure_scale(spark, sf: float, queries: list[str] | None = None, say=log) -
                            "creation_seconds": time.perf_counter() - started,
                            "rows": {n: r["inserted"] for n, r in creation.items()}}
     out["change"] = change(sources)
+    chosen = adaptive_choices(built.project_dir)
     before = root / "warehouse.before"
     tpch_data.working_copy(built.warehouse, before)
     out["dts"] = {}
@@ -118,7 +121,8 @@ def measure_scale(spark, sf: float, queries: list[str] | None = None, say=log) -
         out["dts"][name] = {"action": after["action"], "strategy": after["strategy"], "mode": after["mode"],
                             "reason": after["mode_reason"] or after["message"], "seconds": after["seconds"],
                             "full_seconds": full["seconds"], "equal": mine == truth,
-                            "inserted": after["inserted"], "deleted": after["deleted"]}
+                            "inserted": after["inserted"], "deleted": after["deleted"],
+                            "adaptive": chosen.get(name)}
         d = out["dts"][name]
         say(f"  {name}: {d['action']} [{d['strategy']}] {d['seconds']:.2f}s vs FULL {d['full_seconds']:.2f}s "
             f"({ratio(d['full_seconds'], d['seconds'])}){'' if d['equal'] else ', results DIFFER'}")
@@ -200,6 +204,35 @@ def peer_scale(sf: float, queries: list[str] | None = None) -> dict[str, Any]:
 
 # -- report ----------------------------------------------------------------------------------
 
+def adaptive_choices(project_dir: Path) -> dict[str, dict[str, str]]:
+    """What ADAPTIVE (`refresh_mode: auto`) would choose for each DT now, from the size of the
+    change, the inputs' sizes and the DT's history (the creation's FULL): planned without a JVM,
+    as a scheduled run plans it (planning/adaptive.py)."""
+    from dtcli import api
+    from dtcli.planning import adaptive
+    from dtcli.state import history
+
+    checked = api.check(project_dir, with_stats=True)
+    plan = api.plan_run(checked, None)
+    past = history.recent(checked.project.warehouse)
+    out = {}
+    for step in plan.steps:
+        size = step.options.estimate
+        guess = adaptive.estimate(size.change_rows or 0, size.input_rows or 0,
+                                  adaptive.learn([r for r in past if r.name == step.name]))
+        out[step.name] = {"action": guess.action, "reason": guess.reason}
+    return out
+
+
+def faster_chosen(d: dict[str, Any]) -> bool | None:
+    """Whether ADAPTIVE's choice is the faster of the two measured actions (None: not known)."""
+    choice = (d.get("adaptive") or {}).get("action")
+    if choice is None or d["action"] != "INCREMENTAL":
+        return None
+    faster = "INCREMENTAL" if d["seconds"] <= d["full_seconds"] else "FULL"
+    return choice == faster
+
+
 def ratio(full: float, incremental: float) -> str:
     return f"{full / incremental:.1f}×" if incremental > 0 else "—"
 
@@ -217,19 +250,25 @@ def markdown(results: list[dict[str, Any]], peer_results: list[dict[str, Any]], 
            "customers, parts, partsupp rows, suppliers)."]
     for r in results:
         inc = [d for d in r["dts"].values() if d["action"] == "INCREMENTAL"]
+        right = [x for x in (faster_chosen(d) for d in r["dts"].values()) if x is not None]
         g = geomean([d["full_seconds"] / d["seconds"] for d in inc if d["seconds"]])
         out += ["", f"**SF{r['sf']:g}**: {len(inc)} of {len(r['dts'])} DTs refreshed INCREMENTAL"
                 + (f", geometric mean of FULL ÷ INCREMENTAL {g:.1f}×" if g else "")
                 + f"; whole `dt run` after the change {r['run']['seconds']:.1f}s against `dt run --full-refresh` "
                 f"{r['run_full']['seconds']:.1f}s ({ratio(r['run_full']['seconds'], r['run']['seconds'])})"
                 + (f"; refused at validation: {', '.join(f'{n} ({why})' for n, why in r['refused'].items())}"
-                   if r["refused"] else "") + ".", "",
-                "| DT | action | strategy | INCREMENTAL (s) | FULL (s) | FULL ÷ INCREMENTAL | same rows |",
-                "|---|---|---|---:|---:|---:|---|"]
+                   if r["refused"] else "")
+                + (f"; under `auto`, ADAPTIVE would choose the faster action for {sum(1 for x in right if x)} "
+                   f"of {len(right)}" if right else "") + ".", "",
+                "| DT | action | strategy | INCREMENTAL (s) | FULL (s) | FULL ÷ INCREMENTAL | same rows | ADAPTIVE |",
+                "|---|---|---|---:|---:|---:|---|---|"]
         for name, d in r["dts"].items():
             action = d["action"] if d["action"] == "INCREMENTAL" else f"{d['action']}: {d['reason'] or ''}"[:90]
+            pick = (d.get("adaptive") or {}).get("action") or ""
+            verdict = {True: " (faster)", False: " (**slower**)", None: ""}[faster_chosen(d)]
             out.append(f"| {name} | {action} | {d['strategy'] or ''} | {d['seconds']:.2f} | {d['full_seconds']:.2f} | "
-                       f"{ratio(d['full_seconds'], d['seconds'])} | {'yes' if d['equal'] else '**no**'} |")
+                       f"{ratio(d['full_seconds'], d['seconds'])} | {'yes' if d['equal'] else '**no**'} | "
+                       f"{pick}{verdict} |")
     if peer_results:
         out += ["", "`dt run --all` against `spark-pipelines run` of the same queries (each a process, start "
                 "to exit):", "",
