@@ -190,11 +190,10 @@ class DeltaCompiler:
             rows = self.single_rows.change(item) if how in (PLUS, MINUS, BOTH) else False
             if rows:
                 return self.single_rows.relation(item, rows, how)
-            if how == BOTH:
-                plus, minus = self.delta(item.this, PLUS), self.delta(item.this, MINUS)
-                body = union_all([q for q in (plus, minus) if q is not None])
-            else:
-                body = self.delta(item.this, how)
+            # BOTH too goes through delta(): its terms read each changed input's plus and minus
+            # rows in one view, so a join of n changed inputs is n terms, not 2n (the same
+            # multiset: the other items are at the same versions in a term's plus and minus)
+            body = self.delta(item.this, how)
             if body is None:
                 body = exp.select("*").from_(exp.Subquery(
                     this=self.version(item.this, NEW),
