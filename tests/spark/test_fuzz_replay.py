@@ -12,7 +12,9 @@ each step. A long run prints its summary line after each batch of BATCH cases.
 `DT_FUZZ_SPARK` cases (default 2 in `make test`; the long mode uses 200), picked evenly from the
 DT_FUZZ_CASES seeds the DuckDB loop runs among those dt accepts (refused ones are skipped, so the
 sample is of cases that run), and in the long mode (50 or more) the queries it once reported
-(oracle.FOUND); `DT_FUZZ_SPARK_SEEDS=1,2,3` replays chosen seeds. A top-N DT is checked
+(oracle.FOUND); `DT_FUZZ_SPARK_SEEDS=1,2,911f` replays chosen seeds (`<seed>f`: the query
+oracle.FOUND keeps under that seed), so a long run stopped part way can be finished batch by
+batch. A top-N DT is checked
 top-N-aware (tests/top_n.py): with ties at the n-th row, several answers are right.
 The summary line counts cases, mismatches, failed refreshes and fallbacks to FULL (by reason:
 both are findings) and the apply paths taken.
@@ -49,12 +51,13 @@ DOWNSTREAM = "\n  -- downstream DT over it as d: "
 CASTS = {"int": "INT", "str": "STRING", "arr": "ARRAY<INT>"}
 
 
-def _seeds() -> list[int]:
-    """The generated cases to replay: SAMPLE seeds spread over the DT_FUZZ_CASES range, each
-    moved on to the next seed dt accepts (judging a query costs milliseconds, no data)."""
+def _seeds() -> list[str]:
+    """The labels of the cases to replay: SAMPLE seeds spread over the DT_FUZZ_CASES range, each
+    moved on to the next seed dt accepts (judging a query costs milliseconds, no data), and in
+    the long mode (50 or more) the queries oracle.FOUND keeps (`<seed>f`); or the chosen ones."""
     chosen = os.environ.get("DT_FUZZ_SPARK_SEEDS")
     if chosen:
-        return [int(s) for s in chosen.split(",")]
+        return [s.strip() for s in chosen.split(",")]
     step = max(1, SPREAD // max(SAMPLE, 1))
     seeds: list[int] = []
     for start in range(0, step * SAMPLE, step):
@@ -62,16 +65,21 @@ def _seeds() -> list[int]:
         while seed in seeds or judge(generator.query(seed).sql)[1]:
             seed += 1
         seeds.append(seed)
-    return seeds
+    found = [f"{s}f" for s in sorted(FOUND)] if SAMPLE >= 50 else []
+    return [str(s) for s in seeds] + found
 
 
-def _cases(seeds: list[int]):
-    """The outcomes of the chosen seeds on DuckDB (what to replay), and in the long mode those
-    of the queries the DuckDB loop once reported (named `<seed>f`)."""
+def _cases(labels: list[str]):
+    """The outcomes on DuckDB (what to replay) of the cases `labels` name: a seed's generated
+    case, or (`<seed>f`) the query oracle.FOUND keeps under that seed."""
     con = duckdb.connect()
-    cases = [(str(s), run_case(s, con=con)) for s in seeds]
-    if SAMPLE >= 50 and not os.environ.get("DT_FUZZ_SPARK_SEEDS"):
-        cases += [(f"{s}f", run_sql(sql, s, con=con)) for s, (sql, _) in sorted(FOUND.items())]
+
+    def case(label: str):
+        if label.endswith("f"):
+            seed = int(label[:-1])
+            return run_sql(FOUND[seed][0], seed, con=con)
+        return run_case(int(label), con=con)
+    cases = [(label, case(label)) for label in labels]
     return [(label, c) for label, c in cases if not c.refused]
 
 
