@@ -84,16 +84,19 @@ INCREMENTAL: dict[str, tuple[str, ...]] = {
         ("SELECT a.id FROM a WHERE a.v > 5 OR EXISTS (SELECT 1 FROM b WHERE b.id = a.id AND b.v <> a.v)",),
     "Uncorrelated `EXISTS` / `NOT EXISTS` outside a `WHERE` conjunct":
         ("SELECT a.id FROM a WHERE a.v > 5 OR EXISTS (SELECT 1 FROM b WHERE b.v > 3)",),
-    "`IN (SELECT …)` as a `WHERE` conjunct, over one or several columns, nested (TPC-H Q20)":
-        ("SELECT a.id FROM a WHERE a.id IN (SELECT b.id FROM b GROUP BY b.id HAVING SUM(b.v) > 3)",
+    "`IN (SELECT …)` as a `WHERE` conjunct (also spelled `= ANY (SELECT …)`), over one or several columns, nested "
+    "(TPC-H Q20)":
+        ("SELECT a.id FROM a WHERE a.v = ANY (SELECT b.v FROM b)",
+         "SELECT a.id FROM a WHERE a.id IN (SELECT b.id FROM b GROUP BY b.id HAVING SUM(b.v) > 3)",
          "SELECT a.id FROM a WHERE (a.id, a.v) IN (SELECT b.id, b.v FROM b)",
          "SELECT a.id FROM a WHERE a.id IN (SELECT b.id FROM b WHERE b.v IN (SELECT c.v FROM c WHERE c.id = b.id))"),
     "`IN (SELECT …)` over one column under `OR` or in the `SELECT` list":
         ("SELECT a.id FROM a WHERE a.v > 5 OR a.id IN (SELECT b.id FROM b)",
          "SELECT a.id, a.id IN (SELECT b.id FROM b) AS in_b FROM a"),
-    "`NOT IN (SELECT …)` over one column, uncorrelated or correlated by equalities (a NULL `x`, or a NULL in a "
-    "non-empty set, keeps no row)":
-        ("SELECT a.id FROM a WHERE a.id NOT IN (SELECT b.id FROM b)",
+    "`NOT IN (SELECT …)` over one column (also spelled `<> ALL (SELECT …)` as a `WHERE` conjunct), uncorrelated or "
+    "correlated by equalities (a NULL `x`, or a NULL in a non-empty set, keeps no row)":
+        ("SELECT a.id FROM a WHERE a.v <> ALL (SELECT b.v FROM b)",
+         "SELECT a.id FROM a WHERE a.id NOT IN (SELECT b.id FROM b)",
          "SELECT a.id FROM a WHERE a.id NOT IN (SELECT b.id FROM b WHERE b.v = a.v)"),
     "Uncorrelated scalar subquery of one aggregate (TPC-H Q11, Q15, Q22)":
         ("SELECT a.id FROM a WHERE a.v > (SELECT AVG(b.v) FROM b)",),
@@ -171,8 +174,9 @@ FULL: dict[str, tuple] = {
     "Subqueries dt does not turn into joins: correlated outside the subquery's `WHERE` or to a query two levels "
     "out; an `EXISTS` / `IN` over a correlated subquery that aggregates without `GROUP BY`; a correlated `NOT IN` "
     "or scalar subquery whose correlation is not equalities; a correlated scalar subquery with `DISTINCT`; `NOT "
-    "IN` over several columns; `IN` over several columns under `OR` or in the `SELECT` list; an "
-    "ordering comparison with `ALL (SELECT …)`; a subquery in a list of `IN` values":
+    "IN` over several columns; `IN` over several columns under `OR` or in the `SELECT` list; a comparison with "
+    "`ANY` or `ALL (SELECT …)` other than a `WHERE` conjunct `x = ANY (…)` or `x <> ALL (…)` (which are `IN` and "
+    "`NOT IN`); a subquery in a list of `IN` values":
         ("SELECT a.id FROM a WHERE EXISTS (SELECT a.v FROM b WHERE b.id = 1 GROUP BY a.v)",
          "SELECT a.id FROM a WHERE EXISTS (SELECT 1 FROM b WHERE EXISTS "
          "(SELECT 1 FROM c WHERE c.id = a.id AND c.v = b.v))",
@@ -183,6 +187,8 @@ FULL: dict[str, tuple] = {
          "SELECT a.id FROM a WHERE (a.id, a.v) NOT IN (SELECT b.id, b.v FROM b)",
          "SELECT a.id FROM a WHERE a.v > 5 OR (a.id, a.v) IN (SELECT b.id, b.v FROM b)",
          "SELECT a.id FROM a WHERE a.v > ALL (SELECT b.v FROM b)",
+         "SELECT a.id FROM a WHERE a.v > ANY (SELECT b.v FROM b)",
+         "SELECT a.id FROM a WHERE a.id > 3 OR a.v = ANY (SELECT b.v FROM b)",
          "SELECT a.id FROM a WHERE a.id IN (1, (SELECT MAX(b.id) FROM b))"),
 }
 

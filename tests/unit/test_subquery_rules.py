@@ -38,6 +38,11 @@ def test_a_rewritten_subquery_is_a_row_at_its_line_saying_how_it_refreshes():
     ("SELECT a.k FROM a WHERE EXISTS (SELECT 1 FROM b WHERE b.k = a.k AND EXISTS "
      "(SELECT 1 FROM b AS c WHERE c.g = a.g))",
      "a column of a query further out"),
+    # a quantified comparison (Snowflake's; Spark has none) is no scalar value: it was once
+    # rewritten as one (its set's one value, more than one row an error), a different query
+    ("SELECT a.k FROM a WHERE a.v > ANY (SELECT b.w FROM b)", "a comparison with ANY (SELECT ...)"),
+    ("SELECT a.k FROM a WHERE a.v > 1 OR a.k = ANY (SELECT b.k FROM b)", "a comparison with ANY"),
+    ("SELECT a.k FROM a WHERE a.v > ALL (SELECT b.w FROM b WHERE b.k = a.k)", "a comparison with ALL"),
 ])
 def test_a_subquery_left_as_written_is_full_with_the_rules_reason(sql, reason):
     analysis, resolved = explain(sql)

@@ -39,6 +39,11 @@ def candidates(node: exp.Expression) -> list[exp.Expression]:
             continue
         if isinstance(parent, exp.Exists):
             out.append(parent)
+        elif isinstance(parent, (exp.Any, exp.All)):
+            # `x > ANY (SELECT ...)` compares x with every row of the set: not a scalar value (a
+            # WHERE conjunct `x = ANY` / `x <> ALL` is IN / NOT IN, rewritten before this)
+            leave_value(q, f"a comparison with {parent.key.upper()} (SELECT ...) is not rewritten "
+                           "unless it is a WHERE conjunct x = ANY or x <> ALL")
         elif isinstance(q, exp.Subquery):
             out.append(q)
         else:
