@@ -317,3 +317,21 @@ def test_a_one_row_item_over_an_unchanged_one_row_item_makes_no_term():
     compiler = DeltaCompiler(Bindings.for_inputs(["t", "u", "w"], {"w"}), materialize)
     assert compiler.compile(sql) == (None, None)
     assert len(asked) == 2      # the inner flag's rows and whether they differ; nothing for the outer
+
+
+def test_a_change_is_pushed_into_the_scans_the_engine_names_worth_it():
+    """The pushdown asks, per joined input, whether to narrow its scan (the engine declines a
+    small input: read whole, it is one scan shared by every term) and the term says so."""
+    asked = []
+
+    def narrow(name, column, scanned):
+        asked.append((name, column, scanned))
+        if scanned == "small":
+            return None
+        return lambda e: exp.In(this=e, expressions=[exp.Literal.number(7)])
+    compiler = DeltaCompiler(Bindings.for_inputs(["t", "big", "small"], {"t"}), narrow=narrow)
+    plus, _ = compiler.compile("SELECT t.a, big.b, small.c FROM t JOIN big ON big.k = t.k "
+                               "JOIN small ON small.j = t.j")
+    assert ("t", "k", "big") in asked and ("t", "j", "small") in asked
+    sql = plus.sql(dialect="spark")
+    assert "(big.k IN (7))" in sql and "small.j IN" not in sql

@@ -17,9 +17,10 @@ from sqlglot import exp
 
 from dtcli.sql.incremental_rewrite.relations import alias_of, block_items, conjuncts, is_table_ref
 
-# narrow(input name, its column) -> (expression -> predicate restricting it to the change's
-# values of that column), or None when they are not known
-Narrow = Callable[[str, str], Callable[[exp.Expression], exp.Expression | None] | None]
+# narrow(input name, its column, the input whose scan would take the predicate (None: a FROM item
+# that is not an input table)) -> (expression -> predicate restricting it to the change's values
+# of that column), or None when they are not known or not worth pushing into that scan
+Narrow = Callable[[str, str, "str | None"], Callable[[exp.Expression], exp.Expression | None] | None]
 
 
 def equalities(sel: exp.Select) -> list[tuple[exp.Column, exp.Column]]:
@@ -43,7 +44,7 @@ def pushed_keys(sel: exp.Select, index: int, narrow: Narrow) -> list[exp.Express
     if not (isinstance(item, exp.Table) and is_table_ref(item)) or sel.args.get("laterals"):
         return []
     mine = (alias_of(item) or "").lower()
-    others = {(alias_of(i) or "").lower() for k, i in enumerate(items) if k != index}
+    others = {(alias_of(i) or "").lower(): i for k, i in enumerate(items) if k != index}
     if not mine or mine in others:
         return []
     out: list[exp.Expression] = []
@@ -51,7 +52,9 @@ def pushed_keys(sel: exp.Select, index: int, narrow: Narrow) -> list[exp.Express
         for own, other in ((left, right), (right, left)):
             if own.table.lower() != mine or other.table.lower() not in others:
                 continue
-            restrict = narrow(item.name.lower(), own.name)
+            target = others[other.table.lower()]
+            scanned = target.name.lower() if isinstance(target, exp.Table) and is_table_ref(target) else None
+            restrict = narrow(item.name.lower(), own.name, scanned)
             cond = restrict(other.copy()) if restrict is not None else None
             if cond is not None:
                 out.append(exp.Paren(this=cond))

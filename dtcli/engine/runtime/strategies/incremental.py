@@ -46,6 +46,7 @@ from dtcli.sql.incremental_rewrite import (
 )
 from dtcli.sql.incremental_rewrite.own_rows import AggregateUpkeep
 from dtcli.sql.types import map_reason
+from dtcli.state.delta_log import table_info
 
 _views = itertools.count()
 # How the change was applied, as the history's `refresh_strategy` records it (with
@@ -53,6 +54,10 @@ _views = itertools.count()
 OWN_ROWS_AGGREGATE, OWN_ROWS_WINDOW = "own_rows_aggregate", "own_rows_window"
 KEYS_RECOMPUTED, NO_ROW_CHANGED = "keys_recomputed", "no_row_changed"
 _VIEW_NAME = re.compile(r"__dt_i\d+_(?:new|old|plus|minus|both|weighted)\b")
+# An input this small is joined unfiltered rather than narrowed to a change's values (_small_input):
+# at TPC-H SF0.1 that is every table but lineitem (35 MiB); reading 16 MiB costs about what
+# planning one more Delta scan does (a Spark job) on 2 cores.
+SMALL_INPUT_BYTES = 16 << 20
 
 
 def incremental_refresh(ctx: RefreshContext) -> RefreshResult:
@@ -84,6 +89,7 @@ class ChangeRefresh:
         self.cached: list = []
         self.changes: dict[str, ChangeSet] = {}
         self.lazy: dict[str, object] = {}        # view name -> function making its DataFrame
+        self._input_bytes: dict[str, int | None] = {}   # input -> its size on disk (_small_input)
 
     def run(self) -> RefreshResult:
         prefetch = Prefetch(self.spark, self._scanned_later(), self.ctx.pinned)
@@ -298,9 +304,12 @@ class ChangeRefresh:
         df.createOrReplaceTempView(name)
         self.views.append(name)
 
-    def _narrow(self, name: str, column: str):
+    def _narrow(self, name: str, column: str, scanned: str | None = None):
         """For the compiler's pushdown: a function restricting an expression to the values
-        `column` takes in input `name`'s change (None: not known, or too many)."""
+        `column` takes in input `name`'s change (None: not known, too many, or the scan that
+        would take it, of input `scanned`, is read whole for less: `_small_input`)."""
+        if scanned is not None and self._small_input(scanned):
+            return None
         cs = self.changes.get(name)
         found = cs.values(column) if cs is not None else None
         if found is None:
@@ -313,6 +322,19 @@ class ChangeRefresh:
             sql = key_predicates.among(expr.sql(dialect="spark"), values, data_type)
             return exp.Var(this=sql) if sql is not None else exp.false()
         return restrict
+
+    def _small_input(self, name: str) -> bool:
+        """Whether input `name` is at most SMALL_INPUT_BYTES on disk (its log says, no JVM).
+        A literal predicate pushed into its scan skips little of it, and makes that scan one of
+        its own: Delta plans every distinct (table, filter) scan of a query with a Spark job, and
+        a join of n changed inputs has a term per input, each narrowing the others differently.
+        Read unfiltered, the table is one scan (and one broadcast) shared by every term."""
+        if name not in self._input_bytes:
+            path = next((i.path for i in self.step.inputs if i.name.lower() == name.lower()), None)
+            info = table_info(path) if path is not None else None
+            self._input_bytes[name] = info.bytes if info is not None else None
+        size = self._input_bytes[name]
+        return size is not None and size <= SMALL_INPUT_BYTES
 
     def _materialize(self, query: exp.Query) -> KeySet:
         name = f"__dt_k{next(_views)}"
