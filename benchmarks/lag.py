@@ -153,7 +153,11 @@ def run_one(label: str, sf: float, args) -> Run:
                                    "--every", str(args.every), "--count", "0", "--log", str(writer_log)],
                                   stdout=subprocess.DEVNULL, stderr=writer_err)
         run.watch_started = datetime.now(timezone.utc)
-        watch = subprocess.Popen([DT, "run", "--watch", "-p", str(project)], stdout=out, stderr=err)
+        # Ctrl-C's default action restored in the watcher: a shell that starts this benchmark in
+        # the background (`cmd &`, nohup) hands its children SIGINT ignored, and then the SIGINT
+        # below would not stop the watch (it ran on until the kill 180 s later)
+        watch = subprocess.Popen([DT, "run", "--watch", "-p", str(project)], stdout=out, stderr=err,
+                                 preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         try:
             time.sleep(args.minutes * 60)
         finally:
