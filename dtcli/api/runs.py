@@ -11,6 +11,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from functools import partial
 from typing import TypedDict
 
 from dtcli.api.lineage_transport import destination as lineage_destination
@@ -48,24 +49,31 @@ class ScheduledPlan:
 
 
 def plan_scheduled(checked: Checked, names: list[str] | None = None, *, all_tables: bool = False,
-                   full_refresh: bool = False, short_pass: bool = False) -> ScheduledPlan:
+                   full_refresh: bool = False, short_pass: bool = False, cold: bool = False) -> ScheduledPlan:
     """Reconcile + one scheduling pass: new and redefined DTs, plus the selected DTs whose own
     schedule is due (all selected ones with `all_tables`), with the upstream DTs they need.
     `short_pass` (a watch's pass): only as many of them as keep the pass short, the oldest data
-    first (planning/pass_budget.py); the rest are due at once, in the next pass."""
+    first (planning/pass_budget.py); the rest are due at once, in the next pass. `cold` (a
+    watch's pass with no Spark application running): when the pass needs Spark, every scheduled
+    DT is refreshed, due or not, so that the application's cold start and every DT's first
+    refresh in it are paid in this one pass rather than spread over the passes after it."""
     project = checked.project
     candidates = selectors.select(project, checked.graph, names)
     states = scheduling.current(project.warehouse)
     past = history.recent(project.warehouse)
     stamps = scheduler.data_timestamps(checked.snapshot, past)
     timings = refresh_times.measured(past)
-    decision = scheduler.decide(checked, stamps, states, candidates,
-                                all_tables=all_tables or full_refresh, asked=names is not None,
-                                timings=timings, short_passes=short_pass)
+    decide = partial(scheduler.decide, checked, stamps, states, candidates,
+                     all_tables=all_tables or full_refresh, asked=names is not None, timings=timings,
+                     short_passes=short_pass)
+    decision = decide()
     events = catalog_state.recorded(project)
     plan = build_plan(checked, decision.refresh, SCHEDULED, full_refresh=full_refresh, history=past,
                       catalog_events=events)
-    if short_pass and not all_tables and not full_refresh \
+    if cold and plan.needs_spark and not all_tables and not full_refresh:
+        decision = decide(catch_up=True)
+        plan = build_plan(checked, decision.refresh, SCHEDULED, history=past, catalog_events=events)
+    elif short_pass and not all_tables and not full_refresh \
             and pass_budget.defer(checked, decision, plan.steps, plan.threads):
         plan = build_plan(checked, decision.refresh, SCHEDULED, history=past, catalog_events=events)
     return ScheduledPlan(plan, decision)
@@ -200,11 +208,12 @@ def run(checked: Checked, names: list[str] | None = None, *, full_refresh: bool 
         trigger: str = SCHEDULED, on_event: Events = lambda e: None, all_tables: bool = False,
         wait: float = 0.0, launcher: Launcher = spark_submit,
         on_plan: Callable[[Plan], None] = lambda plan: None, locker: WarehouseLock | None = None,
-        short_pass: bool = False) -> RunResult:
+        short_pass: bool = False, cold: bool = False) -> RunResult:
     """One `dt run` pass under the warehouse lock (`all_tables=False`: the lag-aware pass),
     taken by `locker` (a watch keeps one across its passes: see WarehouseLock) and handed to
     the launcher. `short_pass`: a watch's pass, which leaves what does not fit a short pass to
-    the next one (plan_scheduled).
+    the next one; `cold`: a watch's pass that would start its Spark application, which then
+    refreshes every scheduled DT (plan_scheduled).
 
     The project was checked before the lock is taken, so a project that does not validate
     writes nothing, not even the lock file; under the lock the snapshot is brought up to date,
@@ -221,7 +230,7 @@ def run(checked: Checked, names: list[str] | None = None, *, full_refresh: bool 
             plan, decision = plan_run(checked, names, trigger=trigger, full_refresh=full_refresh), None
         else:
             scheduled = plan_scheduled(checked, names, all_tables=all_tables, full_refresh=full_refresh,
-                                       short_pass=short_pass)
+                                       short_pass=short_pass, cold=cold)
             plan, decision = scheduled.plan, scheduled.decision
             scheduling.register(project.warehouse, decision.register, plan.data_timestamp)
         on_plan(plan)

@@ -86,11 +86,12 @@ def watch(check: Callable[[datetime], Checked], names: list[str] | None = None, 
     try:
         while True:
             checked = check(clock.now())
-            # a pass that starts the application takes all that is due: it pays the JVM's start
-            # and cold code once for all of them (its times say little about the passes after it)
-            short = engine is None or engine.running
+            # a pass that starts the application refreshes every scheduled DT, due or not: it
+            # pays the JVM's start and each DT's cold first refresh in it once, instead of
+            # spreading them over the passes after it (their times say little of later passes)
+            cold = engine is not None and not engine.running
             result = run(checked, names, wait=wait, on_event=on_event, launcher=launch, locker=locker,
-                         short_pass=short)
+                         short_pass=not cold, cold=cold)
             passes += 1
             wake = next_wake(checked, result, clock.now(), engine is None or engine.running)
             on_pass(passes, result, wake)

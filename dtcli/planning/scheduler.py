@@ -102,12 +102,13 @@ class Decision:
 def decide(checked: Checked, stamps: Mapping[str, datetime | None], states: Mapping[str, TableState],
            candidates: set[str], *, all_tables: bool = False, now: datetime | None = None,
            asked: bool = False, timings: Mapping[str, Timing] | None = None,
-           short_passes: bool = False) -> Decision:
+           short_passes: bool = False, catch_up: bool = False) -> Decision:
     """Reconcile (create, reinitialize) and pick the due DTs among `candidates` at `now` (by
     default the moment of the checked snapshot). `asked`: the candidates are a user's
     selection, so `all_tables` refreshes the on-demand (`scheduler: disable`) DTs among them.
     `timings`: the DTs' measured refresh times, which shorten their periods (see `periods`, as
-    `short_passes`)."""
+    `short_passes`). `catch_up`: every DT the schedule refreshes is refreshed now, due or not
+    (the pass of a watcher that starts its Spark application)."""
     project, graph, snapshot = checked.project, checked.graph, checked.snapshot
     now = now or checked.now
     effective = checked.effective_lags
@@ -146,7 +147,7 @@ def decide(checked: Checked, stamps: Mapping[str, datetime | None], states: Mapp
             out.refresh.add(name)
         elif lag is None:
             out.skipped[name] = "target_lag downstream and no time-lagged consumer: not scheduled"
-        elif is_due(now, _period(name, lag, chosen), stamps.get(name)):
+        elif catch_up or is_due(now, _period(name, lag, chosen), stamps.get(name)):
             out.refresh.add(name)
         else:
             due = next_due(now, _period(name, lag, chosen), stamps.get(name))

@@ -111,3 +111,27 @@ def _record(name, stamp):
     end = stamp + timedelta(seconds=13)
     return RefreshRecord(name, SUCCEEDED, INCREMENTAL, SCHEDULED, stamp.isoformat(),
                          (end - timedelta(seconds=12)).isoformat(), end.isoformat(), "r")
+
+
+def test_the_pass_that_starts_the_application_refreshes_every_scheduled_dt(tmp_path):
+    """A watcher's pass with no Spark application running (`cold`): when it needs Spark, every
+    scheduled DT is refreshed, due or not, so the cold start is paid once; when it needs no
+    Spark, it stays the lag-aware pass."""
+    from dtcli import api
+    from tests.sched_helpers import fake_dt, write_source
+
+    project = chain_project(tmp_path, {"due": "1 minute", "early": "1 hour", "manual": "1 hour"},
+                            {"due": "src", "early": "src", "manual": "src"},
+                            extra_yml={"manual": "scheduler: disable\n"})
+    write_source(project, [1, 2, 3])
+    fake_dt(project, "due", T0 - timedelta(seconds=120))
+    fake_dt(project, "early", T0)
+    fake_dt(project, "manual", T0)
+    now = T0 + timedelta(seconds=1)
+    quiet = api.plan_scheduled(api.check(project, now=now), cold=True)
+    assert {s.name for s in quiet.plan.steps} == {"due"} and not quiet.plan.needs_spark
+    write_source(project, [4])
+    plain = api.plan_scheduled(api.check(project, now=now), short_pass=True)
+    assert {s.name for s in plain.plan.steps} == {"due"}
+    cold = api.plan_scheduled(api.check(project, now=now), cold=True)
+    assert {s.name for s in cold.plan.steps} == {"due", "early"}      # never an on-demand DT
