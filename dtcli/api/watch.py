@@ -13,6 +13,7 @@ half-written remains either way).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from datetime import datetime
 
@@ -52,16 +53,18 @@ def next_wake(checked: Checked, result: RunResult, now: datetime, short_passes: 
 class BehindWarnings:
     """Which DTs a watcher warns about after a pass, among those that cannot meet their lag
     (RunResult.behind): each once, and again after it caught up and fell behind anew; none
-    until a second pass ran Spark, since the first one to run it started the application and
-    its times say little about the passes after it."""
+    until every DT the watcher's application refreshed was refreshed by it twice, since a DT's
+    first refresh in a new application costs several times its later ones and the estimates
+    (its own time, and the round of all of them) would still count it."""
 
     def __init__(self) -> None:
         self.warned: set[str] = set()
-        self.launched = 0
+        self.refreshed: Counter[str] = Counter()     # refreshes per DT since the application started
 
     def after(self, result: RunResult) -> list[str]:
-        self.launched += bool(result.launched)
-        if self.launched < 2:
+        if result.launched or self.refreshed:
+            self.refreshed.update(r.name for r in result.records if r.state == SUCCEEDED)
+        if not self.refreshed or min(self.refreshed.values()) < 2:
             return []
         new = [name for name in result.behind if name not in self.warned]
         self.warned.difference_update({r.name for r in result.records} - set(result.behind))

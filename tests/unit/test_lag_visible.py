@@ -117,7 +117,7 @@ def test_dt_run_warns_about_a_dt_that_cannot_meet_its_lag_and_watch_says_it_once
     assert gaps == {12.0}         # a 12 s period: 12 + 40 s within 95 % of the minute
 
 
-def test_a_watcher_warns_once_per_dt_from_its_second_pass_that_runs_spark():
+def test_a_watcher_warns_once_per_dt_once_its_application_refreshed_every_dt_twice():
     from dtcli.api.runs import RunResult
     from dtcli.api.watch import BehindWarnings
     from dtcli.model import Plan
@@ -133,3 +133,10 @@ def test_a_watcher_warns_once_per_dt_from_its_second_pass_that_runs_spark():
     assert warnings.after(result(True, {"b", "c"}, {"b", "c"})) == []         # said once
     assert warnings.after(result(True, {"c"}, {"b", "c"})) == []              # b caught up
     assert warnings.after(result(False, {"b", "c"}, {"b", "c"})) == ["b"]     # and fell behind anew
+    # short passes: the pass that started the application refreshed b, c and d; until d too was
+    # refreshed again, the estimates still hold its first, cold refresh: nothing is said
+    short = BehindWarnings()
+    assert short.after(result(True, {"b"}, {"b", "c", "d"})) == []
+    assert short.after(result(True, {"b"}, {"b", "c"})) == []
+    assert short.after(result(True, {"b"}, {"b"})) == []
+    assert short.after(result(True, {"b"}, {"d"})) == ["b"]
