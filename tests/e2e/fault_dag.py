@@ -1,7 +1,9 @@
 """The fault test's project: eleven DTs over three seeded sources (joins, outer join, aggregates
 with MIN/MAX and COUNT DISTINCT, windows, a scalar aggregate, a chain four deep, a top-N that
 keeps an internal table), and random
-change batches committed to the sources with deltalake (no JVM: the kills are what is tested)."""
+change batches committed to the sources with deltalake (no JVM: the kills are what is tested).
+The top-N's singular test sleeps while its rows hold the sku `nap` (`Changes.nap_lines` adds
+it): a kill can then be aimed between its internal table's commit and its own."""
 
 from __future__ import annotations
 
@@ -38,6 +40,14 @@ TABLES = {
 TESTS = {"paid_lines": "columns:\n  - name: order_id\n    data_tests: [not_null]\n"
                        "data_tests:\n  - expression_is_true: {expression: 'qty >= 0'}\n",
          "region_totals": "columns:\n  - name: n\n    data_tests: [not_null]\n"}
+# a singular test on `top_skus` that finds no failing row (reflect returns the text of what the
+# method returned: never 'awake'); it sleeps 4 s per row of the sku `nap` and reads no other row's
+# clock (CASE evaluates its branch only when the condition holds). A refresh of top_skus checks it
+# after its internal table committed and before the DT's own commit: the window the kill aims at.
+NAP = "nap"
+SINGULAR = {"top_skus_napping": "SELECT * FROM {{ ref('top_skus') }}\n"
+                                f"WHERE CASE WHEN sku = '{NAP}' THEN reflect('java.lang.Thread', 'sleep', "
+                                "CAST(4000 AS BIGINT)) = 'awake' ELSE false END\n"}
 SEEDS = {
     "orders": "order_id,customer_id,status,amount\n" + "\n".join(
         f"{i},{i % 7 if i % 11 else ''},{'paid' if i % 3 else 'open'},{i * 1.5:.2f}" for i in range(1, 60)),
@@ -52,6 +62,9 @@ def make_project(root: Path) -> Path:
     root = write_project(root, TABLES, seeds=SEEDS, config="defaults: {refresh_mode: incremental}\n",
                          table_yml=TESTS)
     (root / "seeds" / "orders.yml").write_text("columns:\n  amount: decimal(10,2)\n  customer_id: int\n")
+    (root / "tests").mkdir()
+    for name, sql in SINGULAR.items():
+        (root / "tests" / f"{name}.sql").write_text(sql)
     assert dt_process("seed", "-p", str(root)).returncode == 0
     return root
 
@@ -111,6 +124,11 @@ class Changes:
                                "sku": [self.rng.choice(["sku1", "sku2", "sku7", None]) for _ in range(n)],
                                "qty": [self.rng.randint(0, 5) for _ in range(n)]})
         return f"lines +{n}"
+
+    def nap_lines(self) -> str:
+        """Lines of the sku `nap`, enough to rank it first in top_skus (whose test then sleeps)."""
+        self._append("lines", {"order_id": [self.rng.randint(1, 62)], "sku": [NAP], "qty": [500]})
+        return f"lines +1 ({NAP})"
 
     def requantify(self) -> str:
         key = self.rng.randint(1, 60)

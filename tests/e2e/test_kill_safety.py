@@ -10,7 +10,10 @@ The random-moments fault test kills runs of an eleven-DT DAG (tests/e2e/fault_da
 an internal table, which commits before its DT in each refresh) at random
 moments — dt alone, its process group, its spark-submit JVM, or everything it started — between
 random change batches, runs again with --wait, and checks every DT against its recompute, the
-history against the commit logs, and that no process of a killed run is left. Long mode:
+history against the commit logs, and that no process of a killed run is left. Its last point is
+aimed rather than random: everything the run started is killed after the top-N's internal table
+committed and before the top-N did (its slow singular test holds the refresh there), and the
+DT must be found behind its internal table, then brought up INCREMENTAL and right. Long mode:
 `DT_FAULT_KILLS=50 .venv/bin/python -m pytest -s tests/e2e/test_kill_safety.py -k random`
 (`DT_FAULT_SEED` replays a schedule; `DT_FAULT_CHECK_EVERY=N` compares with the recompute
 every N points only).
@@ -41,8 +44,9 @@ from tests.helpers import DT_BIN, assert_matches_recompute, dt_process, write_pr
 pytestmark = [pytest.mark.e2e, pytest.mark.spark]
 
 # The random-moments fault test: how many kill points, from which seed, checking every DT
-# against its recompute every N points (and after the last). `make test` runs two (the kill
-# modes taken in turn from a random one); the long mode is e.g. DT_FAULT_KILLS=50.
+# against its recompute every N points (and after the last). `make test` runs two: one at a
+# random moment (the kill modes taken in turn from a random one) and the aimed last one; the long
+# mode is e.g. DT_FAULT_KILLS=50.
 KILLS = int(os.environ.get("DT_FAULT_KILLS", "2"))
 SEED = int(os.environ.get("DT_FAULT_SEED", str(random.randrange(1 << 30))))
 CHECK_EVERY = max(1, int(os.environ.get("DT_FAULT_CHECK_EVERY", "1")))
@@ -173,6 +177,41 @@ def kill_run(root: Path, mode: str, delay: float, log: Path) -> tuple[bool, list
     return True, tree
 
 
+def _version(table: str) -> int | None:
+    """The newest version in a local Delta table's log (None: no table yet)."""
+    log = Path(table) / "_delta_log"
+    versions = [int(f.name.split(".")[0]) for f in log.glob("*.json")] if log.is_dir() else []
+    return max(versions, default=None)
+
+
+def kill_between_commits(root: Path, project, log: Path) -> list[int]:
+    """Start `dt run --all` and kill everything it started as soon as top_skus's internal table
+    has committed: its singular test sleeps on the `nap` row before the DT's commit, so the kill
+    lands in between. Returns the processes the run had (every one of them must end)."""
+    from dtcli.state import internal
+
+    state = internal.path(project.warehouse, "top_skus", "top_n_rows")
+    state_before, dt_before = _version(state), _version(project.table_path("top_skus"))
+    with open(log, "a") as out:
+        proc = subprocess.Popen([str(DT_BIN), "run", "--all", "-p", str(root)], stdout=out, stderr=out,
+                                env=dict(os.environ, COLUMNS="200"), start_new_session=True)
+    while _version(state) == state_before:
+        assert proc.poll() is None, "the run ended before top_skus's internal table committed"
+        time.sleep(0.02)
+    tree = descendants(proc.pid)
+    os.killpg(proc.pid, signal.SIGKILL)
+    for pid in tree:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    proc.wait(timeout=600)
+    # the kill landed in the window: the DT is where it was, its internal table one commit ahead
+    assert _version(project.table_path("top_skus")) == dt_before, "top_skus committed before the kill"
+    assert _version(state) == state_before + 1
+    return tree
+
+
 def _cmdline(pid: int) -> str:
     try:
         return Path(f"/proc/{pid}/cmdline").read_bytes().decode(errors="replace")
@@ -228,8 +267,13 @@ def test_random_kills_never_leave_a_writer_behind(tmp_path, spark):
     first = rng.randrange(len(KILL_MODES))   # modes in turn: a few points still cover several
     for point in range(1, KILLS + 1):
         batch = changes.batch()
-        mode, delay = KILL_MODES[(first + point) % len(KILL_MODES)], rng.uniform(0.0, took * 1.1)
-        hit, tree = kill_run(root, mode, delay, tmp_path / "killed.log")
+        if point == KILLS:      # aimed: between the top-N's internal table's commit and its own
+            batch.append(changes.nap_lines())
+            mode, delay, hit = "between top_skus's commits", 0.0, True
+            tree = kill_between_commits(root, project, tmp_path / "killed.log")
+        else:
+            mode, delay = KILL_MODES[(first + point) % len(KILL_MODES)], rng.uniform(0.0, took * 1.1)
+            hit, tree = kill_run(root, mode, delay, tmp_path / "killed.log")
         interrupted[mode if hit else "finished first"] += 1
         if rng.random() < 0.5:
             batch += changes.batch()          # sources move on while the orphan finishes
