@@ -47,7 +47,6 @@ def show_tables(checked: Checked, like: str | None = None, *,
     suspended_on = _last_suspended(checked, events, states, stop)
     timings = refresh_times.measured(rows_history)
     periods = scheduler.periods(checked, timings)
-    to_commit = refresh_times.to_commit(timings, checked.graph.upstream)
     reach = refresh_times.reaches(timings, checked.graph.upstream, checked.effective_lags, project.threads)
     lags = lag_stats.lags(rows_history, {n: stamps.get(n) for n in checked.graph.order},
                           checked.effective_lags, now)
@@ -75,8 +74,8 @@ def show_tables(checked: Checked, like: str | None = None, *,
             "next_due": due.isoformat() if due else None,
             "data_timestamp": stamp.isoformat() if stamp else None,
             **lags[name].to_dict(),
-            "refresh_seconds": _round(to_commit.get(name)),
-            "can_meet_target_lag": None if manual or effective is None or name not in to_commit else behind is None,
+            "refresh_seconds": _round(reach[name].to_commit if name in reach else None),
+            "can_meet_target_lag": None if manual or effective is None or name not in reach else behind is None,
             "columns": [c.to_dict() for c in checked.schemas.get(name, ())],
             "warnings": checked.warnings.get(name, []) + ([f"suspended: {stop[name]}"] if name in stop else [])
             + ([behind] if behind else []),

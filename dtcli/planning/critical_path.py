@@ -16,17 +16,23 @@ from collections.abc import Mapping
 from dtcli.model import NO_DATA, RefreshStep
 
 
+def own_work(steps: list[RefreshStep], work: Mapping[str, float]) -> dict[str, float]:
+    """Each step's own measured work: an unmeasured refresh counts as the mean of the measured
+    ones, NO_DATA as nothing."""
+    known = [work[s.name] for s in steps if s.name in work and s.action != NO_DATA]
+    default = sum(known) / len(known) if known else 0.0
+    return {s.name: 0.0 if s.action == NO_DATA else work.get(s.name, default) for s in steps}
+
+
 def chain_seconds(steps: list[RefreshStep], work: Mapping[str, float]) -> dict[str, float]:
     """Per step, its own measured work plus the longest chain of work downstream of it in the
     plan. An unmeasured refresh counts as the mean of the measured ones; NO_DATA as nothing."""
-    known = [work[s.name] for s in steps if s.name in work and s.action != NO_DATA]
-    default = sum(known) / len(known) if known else 0.0
     downstream: dict[str, list[str]] = {s.name: [] for s in steps}
     for step in steps:
         for up in step.upstream:
             if up in downstream:
                 downstream[up].append(step.name)
-    own = {s.name: 0.0 if s.action == NO_DATA else work.get(s.name, default) for s in steps}
+    own = own_work(steps, work)
     chain: dict[str, float] = {}
     for step in reversed(steps):        # steps are in DAG order: downstream ones come later
         chain[step.name] = own[step.name] + max((chain[d] for d in downstream[step.name]), default=0.0)

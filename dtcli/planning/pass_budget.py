@@ -23,8 +23,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import datetime
 
-from dtcli.model import NO_DATA, RefreshStep
+from dtcli.model import RefreshStep
 from dtcli.planning.checked import Checked
+from dtcli.planning.critical_path import own_work
 from dtcli.planning.schedule import EPOCH, PASS_SHARE
 from dtcli.planning.scheduler import Decision
 
@@ -64,13 +65,9 @@ def take(steps: list[RefreshStep], due: set[str], stamps: Mapping[str, datetime 
     """The DTs of `due` this pass refreshes: whole groups of `steps` (the plan of all of `due`),
     the group holding the oldest data first (never refreshed counts as oldest), for as long as
     the pass's estimated length stays within `budget` seconds (or within the first group's own
-    length, when that is longer: the other threads take what fits beside it). NO_DATA
-    steps cost nothing; an unmeasured refresh counts as the mean of the measured ones."""
-    known = [work[s.name] for s in steps if s.name in work and s.action != NO_DATA]
-    default = sum(known) / len(known) if known else 0.0
-
-    def cost(step: RefreshStep) -> float:
-        return 0.0 if step.action == NO_DATA else work.get(step.name, default)
+    length, when that is longer: the other threads take what fits beside it); a step costs its
+    `critical_path.own_work`."""
+    own = own_work(steps, work)
 
     def oldest_first(group: list[RefreshStep]) -> tuple[int, datetime]:
         dates = [stamps.get(s.name) for s in group if s.name in due]
@@ -85,8 +82,8 @@ def take(steps: list[RefreshStep], due: set[str], stamps: Mapping[str, datetime 
     total = longest = 0.0
     limit = budget
     for group in ordered:
-        group_work = sum(cost(s) for s in group)
-        group_longest = max((cost(s) for s in group), default=0.0)
+        group_work = sum(own[s.name] for s in group)
+        group_longest = max((own[s.name] for s in group), default=0.0)
         seconds = pass_seconds(total + group_work, max(longest, group_longest), threads)
         if not taken:
             limit = max(budget, seconds)    # a group longer than the budget: fill the other threads

@@ -141,16 +141,14 @@ def reaches(timings: Mapping[str, Timing], upstream: Mapping[str, Iterable[str]]
     out = {}
     for name, seconds in to_commit(timings, upstream).items():
         lag = lags.get(name)
-        share = 0.0 if lag is None else sum(w for n, w in work.items() if (lags.get(n) or lag + 1) <= lag)
+        share = 0.0 if lag is None else sum(w for n, w in work.items()
+                                            if lags.get(n) is not None and lags[n] <= lag)
         out[name] = Reach(seconds, share / max(1, threads), threads)
     return out
 
 
-def cannot_meet(name: str, lag_seconds: int | None, reach: Reach | float | None) -> str | None:
-    """Why `name` cannot keep its lag under target, or None (`reach`: its Reach, or only its
-    time to commit)."""
-    if isinstance(reach, (int, float)):
-        reach = Reach(float(reach))
+def cannot_meet(name: str, lag_seconds: int | None, reach: Reach | None) -> str | None:
+    """Why `name` cannot keep its lag under target, or None (`reach`: its Reach, see `reaches`)."""
     if lag_seconds is None or reach is None or reach.seconds <= lag_seconds:
         return None
     at_least = lag_text(_minutes_up(reach.seconds))

@@ -167,14 +167,19 @@ def kill_run(root: Path, mode: str, delay: float, log: Path) -> tuple[bool, list
         for pid in jvms:
             os.kill(pid, signal.SIGKILL)
     else:
-        os.killpg(proc.pid, signal.SIGKILL)
-        for pid in tree:
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
+        _kill_all(proc, tree)
     proc.wait(timeout=600)
     return True, tree
+
+
+def _kill_all(proc, tree: list[int]) -> None:
+    """SIGKILL the run's process group and every process it started (`tree`)."""
+    os.killpg(proc.pid, signal.SIGKILL)
+    for pid in tree:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
 
 
 def _version(table: str) -> int | None:
@@ -199,12 +204,7 @@ def kill_between_commits(root: Path, project, log: Path) -> list[int]:
         assert proc.poll() is None, "the run ended before top_skus's internal table committed"
         time.sleep(0.02)
     tree = descendants(proc.pid)
-    os.killpg(proc.pid, signal.SIGKILL)
-    for pid in tree:
-        try:
-            os.kill(pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
+    _kill_all(proc, tree)
     proc.wait(timeout=600)
     # the kill landed in the window: the DT is where it was, its internal table one commit ahead
     assert _version(project.table_path("top_skus")) == dt_before, "top_skus committed before the kill"

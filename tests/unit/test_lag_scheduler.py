@@ -69,8 +69,8 @@ def test_a_dt_commits_after_its_upstreams_so_it_inherits_their_time():
 
 
 def test_cannot_meet_says_so_with_the_measured_time():
-    assert refresh_times.cannot_meet("q09", 60, 30) is None
-    why = refresh_times.cannot_meet("q09", 60, 41.4)
+    assert refresh_times.cannot_meet("q09", 60, refresh_times.Reach(30)) is None
+    why = refresh_times.cannot_meet("q09", 60, refresh_times.Reach(41.4))
     assert why.startswith("q09 cannot meet its target lag of 1 minute: its refreshes take 41 s")
     assert "about 83 s" in why and "at least 2 minutes" in why
 
