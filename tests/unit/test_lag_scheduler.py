@@ -8,18 +8,18 @@ from datetime import timedelta
 
 import pytest
 
-from dtcli.model import FULL, INCREMENTAL, NO_DATA, SCHEDULED, SUCCEEDED, RefreshRecord, RefreshStep
+from dtcli.model import CREATION, FULL, INCREMENTAL, NO_DATA, SCHEDULED, SUCCEEDED, RefreshRecord, RefreshStep
 from dtcli.planning import refresh_times, scheduler
 from dtcli.planning.critical_path import critical_path_first
 from dtcli.planning.schedule import lag_period, period_seconds
 from tests.sched_helpers import T0, chain_project, checked_at, info, simulate_watch
 
 
-def _record(name, start, to_commit, work=None, action=INCREMENTAL, state=SUCCEEDED, app=None):
+def _record(name, start, to_commit, work=None, action=INCREMENTAL, state=SUCCEEDED, app=None, trigger=SCHEDULED):
     stamp = T0 + timedelta(seconds=start)
     end = stamp + timedelta(seconds=to_commit)
     began = end - timedelta(seconds=work if work is not None else to_commit)
-    return RefreshRecord(name, state, action, SCHEDULED, stamp.isoformat(), began.isoformat(), end.isoformat(), "r",
+    return RefreshRecord(name, state, action, trigger, stamp.isoformat(), began.isoformat(), end.isoformat(), "r",
                          query_id=f"{app}/r{start}" if app else None)
 
 
@@ -59,6 +59,18 @@ def test_a_watchers_first_pass_and_the_runs_before_it_do_not_count_once_it_has_m
     # dt run from cron: an application per run, every one of them counts
     cron = [_record("a", 60 * k, 30 + k, app=f"local-{k}") for k in range(5, 0, -1)]
     assert refresh_times.measured(cron)["a"].to_commit == 34
+
+
+def test_a_creation_counts_only_until_a_later_refresh_is_measured():
+    """Creating 22 DTs side by side took 132-152 s each to commit; their first refreshes a tenth."""
+    creation = _record("a", 0, 140, action=FULL, app="local-1", trigger=CREATION)
+    first, second = _record("a", 300, 12, app="local-2"), _record("a", 400, 14, app="local-3")
+    assert refresh_times.measured([creation])["a"].to_commit == 140          # all there is
+    assert refresh_times.measured([first, creation])["a"].to_commit == 12
+    assert refresh_times.measured([second, first, creation])["a"].to_commit == 14
+    why = refresh_times.cannot_meet("a", 60, refresh_times.reaches(
+        refresh_times.measured([first, creation]), {}, {"a": 60}, 4)["a"])
+    assert why is None
 
 
 def test_a_dt_commits_after_its_upstreams_so_it_inherits_their_time():
