@@ -111,3 +111,22 @@ def test_a_run_reads_a_table_once_per_version_for_every_session(spark, tmp_path)
     assert again < alone, f"a shared read ran {again} jobs, a read of its own {alone}"
     two.catalog.dropTempView("pinned_in")
     assert one.table("pinned_in").count() == 40     # the other session's view is untouched
+
+
+def test_a_run_builds_a_pinned_tables_state_once_for_all_its_refreshes(spark, tmp_path):
+    """The 22 TPC-H DTs read lineitem at one version in 17 refreshes of a run: the first
+    refresh's prefetch builds its state, the others' run no job for it (their own scans find
+    it built), and a new run (a new PinnedReads) loads it again."""
+    from dtcli.engine.runtime.pinned import PinnedReads
+    from dtcli.engine.runtime.table_state import Prefetch
+
+    path = str(tmp_path / "shared")
+    spark.range(300).selectExpr("id AS k").repartition(3).write.format("delta").save(path)
+    spark.range(300, 310).selectExpr("id AS k").write.format("delta").mode("append").save(path)
+    _cold(spark)
+    run = PinnedReads()
+    first = _jobs_in(spark, "shared-first", lambda: Prefetch(spark, [(path, 1)], run).join())
+    again = _jobs_in(spark, "shared-again", lambda: Prefetch(spark, [(path, 1)], run).join())
+    assert first > 0 and again == 0, f"the second refresh's prefetch ran {again} jobs, the first {first}"
+    run.clear()
+    assert _jobs_in(spark, "shared-next-run", lambda: Prefetch(spark, [(path, 1)], run).join()) > 0

@@ -27,6 +27,18 @@ class PinnedReads:
     def __init__(self) -> None:
         self._lock = Lock()
         self._frames: dict[tuple[str, int], object] = {}
+        self._loaded: set[tuple[str, int]] = set()
+
+    def first_load(self, path: str, version: int) -> bool:
+        """Whether this is the run's first request to build (path, version)'s state (and, from
+        now on, it is not): the state lives with the shared DataFrame, so one build serves
+        every refresh of the run (engine/runtime/table_state.py)."""
+        key = (path, int(version))
+        with self._lock:
+            if key in self._loaded:
+                return False
+            self._loaded.add(key)
+            return True
 
     def at(self, spark, path: str, version: int):
         """`path` at `version`, as a DataFrame of `spark`'s session."""
@@ -42,6 +54,7 @@ class PinnedReads:
     def clear(self) -> None:
         with self._lock:
             self._frames.clear()
+            self._loaded.clear()
 
 
 def in_session(df, spark):
