@@ -20,6 +20,11 @@ level, and the default's cost per row alone (1 / 2,000,000 s) priced a changed r
 1.5 M-row DT at 0.05 ms where it cost 0.6 ms (TPC-H SF1, `order_rank`, 1 % of the orders).
 A small table's recompute is all fixed cost, so that price is capped at the dearest changed row
 measured in that sweep: a few changed rows of a 500-row table must not look like seconds.
+
+A DT that ADAPTIVE keeps refreshing FULL never measures its incremental cost again, so after
+REMEASURE_AFTER recomputes in a row it refreshes INCREMENTAL once, for a change no larger than
+one it has measured: at most one slower refresh in eleven, and a choice that follows the engine
+and the data instead of a measurement taken once.
 """
 
 from __future__ import annotations
@@ -44,6 +49,12 @@ SAMPLES = 8                          # recent refreshes of each kind the model l
 # tables both estimates are the fixed cost and differ by milliseconds.
 MIN_SAVING_SECONDS = 1.0
 MIN_SAVING_SHARE = 0.1               # of the FULL estimate
+# After this many recomputes in a row since its newest INCREMENTAL refresh, a DT's incremental
+# cost is measured again (one INCREMENTAL refresh of a change no larger than one it has measured):
+# the measurement behind every FULL since may be stale (a faster engine, a table grown or
+# reorganised, a busier machine when it was taken), and a DT refreshed FULL never measures it
+# again by itself (the 22 TPC-H DTs under --watch at SF0.1, issue 39: FULL on every pass).
+REMEASURE_AFTER = 10
 
 
 @dataclass(frozen=True)
@@ -80,6 +91,8 @@ class CostModel:
     incremental: Line      # by changed input rows
     full: Line             # by input rows
     basis: str             # where the figures come from, for the reason text
+    # recomputes since the newest INCREMENTAL refresh (None: it never refreshed INCREMENTAL)
+    recomputes_since: int | None = None
 
 
 def learn(history: list[RefreshRecord]) -> CostModel:
@@ -99,7 +112,18 @@ def learn(history: list[RefreshRecord]) -> CostModel:
         inc = Line(inc.fixed, inc.per_row, max(n for n, _ in incremental), guess.per_row)
     basis = (f"measured: {len(incremental)} incremental and {len(recomputes)} full refreshes"
              if incremental or recomputes else "no refresh measured yet: default costs")
-    return CostModel(inc, full, basis)
+    return CostModel(inc, full, basis, _recomputes_since_incremental(done))
+
+
+def _recomputes_since_incremental(done: list[RefreshRecord]) -> int | None:
+    """Recomputes among `done` (newest first) before its first INCREMENTAL; None without one."""
+    count = 0
+    for r in done:
+        if r.refresh_action == INCREMENTAL:
+            return count
+        if r.refresh_action in (FULL, REINITIALIZE):
+            count += 1
+    return None
 
 
 def _changed_row_guess(full: Line, recompute_sizes: list[int]) -> float:
@@ -155,9 +179,12 @@ class Estimate:
     full_seconds: float
     threshold_rows: int | None     # changed rows from which FULL is chosen
     basis: str
+    remeasure: bool = False        # INCREMENTAL whatever the figures: its cost is measured again
 
     @property
     def action(self) -> str:
+        if self.remeasure:
+            return INCREMENTAL
         return FULL if self.incremental_seconds > self.full_seconds + saving(self.full_seconds) else INCREMENTAL
 
     @property
@@ -166,6 +193,9 @@ class Estimate:
             if self.input_rows else ""
         limit = f"; FULL is chosen from {self.threshold_rows:,} changed rows" \
             if self.threshold_rows is not None else ""
+        if self.remeasure:
+            limit += (f"; INCREMENTAL to measure it again after {REMEASURE_AFTER} or more recomputes "
+                      f"since its last incremental refresh")
         return (f"adaptive: {self.change_rows:,} changed input rows{share}; expected INCREMENTAL "
                 f"{self.incremental_seconds:.1f} s, FULL {self.full_seconds:.1f} s{limit} ({self.basis})")
 
@@ -173,7 +203,8 @@ class Estimate:
         return {"action": self.action, "change_rows": self.change_rows, "input_rows": self.input_rows,
                 "expected_incremental_seconds": round(self.incremental_seconds, 3),
                 "expected_full_seconds": round(self.full_seconds, 3),
-                "threshold_rows": self.threshold_rows, "basis": self.basis, "reason": self.reason}
+                "threshold_rows": self.threshold_rows, "basis": self.basis, "remeasure": self.remeasure,
+                "reason": self.reason}
 
 
 def saving(full_seconds: float) -> float:
@@ -185,4 +216,8 @@ def estimate(change_rows: int, input_rows: int, model: CostModel) -> Estimate:
     inc, full = model.incremental, model.full
     cost_full = full.at(input_rows)
     threshold = inc.rows_at(cost_full + saving(cost_full))
-    return Estimate(change_rows, input_rows, inc.at(change_rows), cost_full, threshold, model.basis)
+    # only a change of a size already measured: re-measuring must not try a change far larger
+    remeasure = (model.recomputes_since is not None and model.recomputes_since >= REMEASURE_AFTER
+                 and inc.known_up_to is not None and change_rows <= inc.known_up_to)
+    return Estimate(change_rows, input_rows, inc.at(change_rows), cost_full, threshold, model.basis,
+                    remeasure)

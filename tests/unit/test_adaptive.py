@@ -114,3 +114,25 @@ def test_a_small_tables_fixed_cost_does_not_price_its_changed_rows_as_seconds():
     model = adaptive.learn(history)
     assert adaptive.estimate(20, 500, model).action == INCREMENTAL
     assert adaptive.estimate(20, 500, model).incremental_seconds < model.full.at(500) + 0.1
+
+
+def test_after_ten_recomputes_in_a_row_the_incremental_cost_is_measured_again():
+    """An INCREMENTAL measured at 20 s against FULL's 3 s (issue 39, Q6 at SF0.1) made every later
+    refresh FULL, so the figure was never measured again. After REMEASURE_AFTER recomputes in a
+    row, one INCREMENTAL refresh of a change no larger than one measured; then FULL again until
+    another ten, unless the new measurement says otherwise."""
+    n = adaptive.REMEASURE_AFTER
+    history = [record(FULL, 3.0, trigger=CREATION), record(INCREMENTAL, 20.0, change=100, minute=1)]
+    history += [record(FULL, 3.0, minute=2 + k) for k in range(n - 1)]
+    assert choose(80, history).action == FULL                 # nine recomputes: not yet
+    history.append(record(FULL, 3.0, minute=2 + n))
+    again = choose(80, history)
+    assert again.action == INCREMENTAL and again.remeasure and "measure it again" in again.reason
+    assert choose(5_000, history).action == FULL              # a larger change than any measured
+    # measured again, still slow: FULL for the next ten
+    slow = [*history, record(INCREMENTAL, 20.0, change=80, minute=3 + n)]
+    assert choose(80, slow).action == FULL
+    # measured again, now fast: INCREMENTAL from now on (two cheap samples outweigh the old one)
+    fast = [*history, record(INCREMENTAL, 1.0, change=80, minute=3 + n),
+            record(INCREMENTAL, 1.0, change=90, minute=4 + n)]
+    assert choose(80, fast).action == INCREMENTAL and not choose(80, fast).remeasure
