@@ -192,6 +192,8 @@ def test_key_predicates_are_null_safe_and_refuse_what_they_cannot_say():
 
     assert match_keys(["k"], [LongType()], [(1,), (None,)]) == "(`k` IS NULL OR `k` = 1L)"
     assert match_keys(["k"], [LongType()], [(None,)]) == "`k` IS NULL"
+    # a key that cannot be rendered beside a NULL one: not the NULL's rows alone
+    assert match_keys(["k"], [DoubleType()], [(1.5,), (None,)]) is None
     # a composite key of integers and strings compares as one string per row, strings with
     # their length in front; with a decimal, as a struct whose field names and types match exactly
     assert match_keys(["a", "b"], [LongType(), StringType()], [(1, "x'y")]) == \

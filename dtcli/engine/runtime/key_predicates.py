@@ -167,8 +167,8 @@ def match_keys(columns: list[str], data_types: list, keys: list[tuple]) -> str |
         values = [k[0] for k in keys]
         has_null = any(v is None for v in values)
         body = among(col, values, data_type)
-        if body is None and not has_null:
-            return None
+        if body is None and any(v is not None for v in values):
+            return None         # a value that cannot be rendered (a timestamp): not only the NULLs
         if not has_null:
             return body
         return f"{col} IS NULL" if body is None else f"({col} IS NULL OR {body})"
