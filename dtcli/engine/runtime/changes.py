@@ -8,6 +8,7 @@ row changed and changed back inside the range, cancels out, and duplicates and N
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Protocol
 
 from dtcli.engine.runtime.checkpoints import release
 from dtcli.engine.runtime.materialize import LOCAL_ROWS, kept
@@ -15,6 +16,14 @@ from dtcli.engine.runtime.spark_errors import SPARK_ERRORS, is_unavailable
 
 WEIGHT = "__dt_w"
 CDF_COLUMNS = ("_change_type", "_commit_version", "_commit_timestamp")
+
+
+class SharedChanges(Protocol):
+    """The run's changes read once (engine/runtime/change_cache.py's ChangeCache, which reads
+    them with this module's functions)."""
+
+    def projected(self, spark, path: str, start: int, end: int, columns: list[str] | None,
+                  small: bool) -> tuple[object, list] | None: ...
 
 
 class ChangesUnavailable(Exception):
@@ -70,31 +79,29 @@ def _expand(df, positive: bool):
 
 
 def read_changes(spark, name: str, path: str, start: int, end: int,
-                 columns: list[str] | None = None, small: bool = True) -> ChangeSet:
+                 columns: list[str] | None = None, small: bool = True,
+                 cache: SharedChanges | None = None) -> ChangeSet:
     """Changes committed in versions start+1..end (both pinned), consolidated and cached.
 
     `columns`: the input's columns the DT reads (None: all). Only those are read and compared:
     a column added to the input, or a change to a column the DT does not read, leaves the
     change readable (and a row changed only in such a column cancels out); a change to a
     column it reads makes the change unavailable (the DT is reinitialized).
-    `small`: whether the planner expects the change to be small (materialize.kept)."""
-    from pyspark.sql import functions as F
-
+    `small`: whether the planner expects the change to be small (materialize.kept).
+    `cache`: the run's changes read once per (input, versions) (engine/runtime/change_cache.py)."""
     try:
-        wanted = _read_columns(name, path, start, end, columns)
-        feed = (spark.read.format("delta").option("readChangeFeed", "true")
-                .option("startingVersion", start + 1).option("endingVersion", end).load(path))
+        wanted, same_schema = _read_columns(name, path, start, end, columns)
+        if cache is not None and same_schema:
+            found = cache.projected(spark, path, start, end, wanted, small)
+            if found is not None:
+                weighted, local = found
+                return ChangeSet(name, weighted, len(local), local)
+        feed = read_feed(spark, path, start, end)
         data = [c for c in feed.columns if c not in CDF_COLUMNS]
         if wanted is not None:
             lower = {c.lower(): c for c in data}
             data = [lower[c.lower()] for c in wanted]
-        weight = F.when(F.col("_change_type").isin("insert", "update_postimage"), F.lit(1)) \
-            .otherwise(F.lit(-1))
-        weighted = (feed.select(*[F.col(quote(c)) for c in data], weight.alias(WEIGHT))
-                    .groupBy(*[F.col(quote(c)) for c in data])
-                    .agg(F.sum(WEIGHT).cast("long").alias(WEIGHT))
-                    .filter(F.col(WEIGHT) != 0))
-        weighted, local = kept(weighted, LOCAL_ROWS, small)
+        weighted, local = kept(netted(feed, data), LOCAL_ROWS, small)
         rows = len(local) if local is not None else weighted.count()
     except SPARK_ERRORS as exc:
         if is_unavailable(exc):
@@ -105,17 +112,35 @@ def read_changes(spark, name: str, path: str, start: int, end: int,
     return ChangeSet(name, weighted, rows, local)
 
 
+def read_feed(spark, path: str, start: int, end: int):
+    """The change data feed of versions start+1..end: data columns and CDF_COLUMNS."""
+    return (spark.read.format("delta").option("readChangeFeed", "true")
+            .option("startingVersion", start + 1).option("endingVersion", end).load(path))
+
+
+def netted(feed, data: list[str]):
+    """The feed's rows over the columns `data`, weighted and summed per row, zeros dropped."""
+    from pyspark.sql import functions as F
+
+    weight = F.when(F.col("_change_type").isin("insert", "update_postimage"), F.lit(1)) \
+        .otherwise(F.lit(-1))
+    return (feed.select(*[F.col(quote(c)) for c in data], weight.alias(WEIGHT))
+            .groupBy(*[F.col(quote(c)) for c in data])
+            .agg(F.sum(WEIGHT).cast("long").alias(WEIGHT))
+            .filter(F.col(WEIGHT) != 0))
+
+
 def _read_columns(name: str, path: str, start: int, end: int,
-                  columns: list[str] | None) -> list[str] | None:
+                  columns: list[str] | None) -> tuple[list[str] | None, bool]:
     """The columns to read, after checking (in the input's log) that each is as it was at
-    `start`: same name, same type."""
+    `start`: same name, same type; and whether the input's schema is the same at both ends."""
     from dtcli.state.delta_log import column_types
 
     before, after = column_types(path, start), column_types(path, end)
     if before is None or after is None:
         raise ChangesUnavailable(f"input {name} cannot be read at versions {start} and {end}")
     if before == after:
-        return columns
+        return columns, True
     if columns is None:
         raise ChangesUnavailable(f"the schema of input {name} changed between versions "
                                  f"{start} and {end}")
@@ -124,4 +149,4 @@ def _read_columns(name: str, path: str, start: int, end: int,
         if key not in before or key not in after or before[key] != after[key]:
             raise ChangesUnavailable(f"column {column} of input {name}, which the table reads, "
                                      f"changed between versions {start} and {end}")
-    return columns
+    return columns, False

@@ -10,6 +10,7 @@ from dtcli.model import Frontier, Plan, RefreshStep
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+    from dtcli.engine.runtime.change_cache import ChangeCache
     from dtcli.engine.runtime.pinned import PinnedReads
 
 
@@ -21,6 +22,7 @@ class RefreshContext:
     input_versions: dict[str, int]     # version each input is read at in this refresh
     frontier: Frontier                 # what the DT will reflect once this refresh commits
     pinned: PinnedReads | None = None  # the run's tables read at pinned versions (engine/runtime/pinned.py)
+    changes: ChangeCache | None = None  # the run's input changes, read once (engine/runtime/change_cache.py)
 
 
 @dataclass

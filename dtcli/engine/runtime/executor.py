@@ -12,6 +12,7 @@ from collections.abc import Callable
 
 from dtcli import events
 from dtcli.engine.runtime import audit, commit, deletion_vectors
+from dtcli.engine.runtime.change_cache import ChangeCache
 from dtcli.engine.runtime.context import RefreshContext, RefreshResult
 from dtcli.engine.runtime.pinned import PinnedReads, read_at
 from dtcli.engine.runtime.progress import job_group
@@ -150,6 +151,7 @@ def execute_plan(spark, plan: Plan, emit: events.Events = lambda event: None,
                 free.append(session_of.pop(future))
                 finish(running.pop(future), future.result())
     run.pinned.clear()      # the snapshots the run's reads held go with it
+    run.changes.clear()     # and the changes it kept on the driver
     records = [run.records[s.name] for s in steps]
     if plan.registrations or plan.unregistrations:
         from dtcli.engine.runtime.catalog import publish
@@ -188,6 +190,7 @@ class _Run:
         self.lock = Lock()
         self.unavailable: str | None = None     # why no refresh can start (the metastore is down)
         self.pinned = PinnedReads()     # inputs read once per (table, version) for every step
+        self.changes = ChangeCache()    # and their changes once per (table, versions)
 
     def not_run(self, step: RefreshStep, stopping: bool | str) -> RefreshRecord | None:
         """The record of a refresh that does not start (the run stops, an upstream failed)."""
@@ -221,7 +224,7 @@ class _Run:
                                 step.action, step.refresh_mode, step.options.regions.where,
                                 step.options.backfill.spec,
                                 source_ids=step.options.source_ids)
-            ctx = RefreshContext(spark, plan, step, versions, frontier, self.pinned)
+            ctx = RefreshContext(spark, plan, step, versions, frontier, self.pinned, self.changes)
             # the strategy's kind (engine/strategies kind_of); its commit is audited by the DT's
             # data tests and expectations first (engine/runtime/audit.py)
             with audit.auditing(ctx) as auditor:

@@ -79,4 +79,4 @@ def _context(ctx: RefreshContext, table: InternalTable, action: str, previous: F
                                               input_rows=step.options.estimate.input_rows)))
     own = Frontier(dict(ctx.input_versions), step.definition_hash, frontier.data_timestamp,
                    frontier.run_id, action, step.refresh_mode)
-    return RefreshContext(ctx.spark, ctx.plan, sub, ctx.input_versions, own, ctx.pinned)
+    return RefreshContext(ctx.spark, ctx.plan, sub, ctx.input_versions, own, ctx.pinned, ctx.changes)

@@ -36,19 +36,36 @@ def kept(df, limit: int, small: bool) -> tuple[object, list | None]:
 def collected(df, limit: int) -> tuple[object, list | None]:
     """(DataFrame, rows): with at most `limit` rows, the rows collected by one job and the
     DataFrame made from them; with more, `df` checkpointed and None."""
-    from pyspark.sql import DataFrame
-
-    spark = df.sparkSession
-    with static_plan(spark):
-        found = df._jdf.limit(limit + 1).collectAsList()
-    if found.size() > limit:
+    found = _collect(df, limit)
+    if found is None:
         return checkpointed(df), None
     try:
-        local = DataFrame(spark._jsparkSession.createDataFrame(found, df._jdf.schema()), spark)
+        local = _local(df, found)
     except SPARK_ERRORS:    # a type a local relation cannot hold: checkpointed as before
         df = checkpointed(df)
         return df, df.collect()
     return local, local.collect()      # a local relation's rows are read without a job
+
+
+def local_rows(df, limit: int) -> list | None:
+    """`df`'s rows, collected by one job, when there are at most `limit`; else None (nothing
+    kept). For columns of types a local relation holds (engine/runtime/change_cache.py)."""
+    found = _collect(df, limit)
+    return None if found is None else _local(df, found).collect()
+
+
+def _collect(df, limit: int):
+    """At most `limit` rows of `df` as a Java list, in one job; None when there are more."""
+    with static_plan(df.sparkSession):
+        found = df._jdf.limit(limit + 1).collectAsList()
+    return None if found.size() > limit else found
+
+
+def _local(df, found):
+    from pyspark.sql import DataFrame
+
+    spark = df.sparkSession
+    return DataFrame(spark._jsparkSession.createDataFrame(found, df._jdf.schema()), spark)
 
 
 # A small collect in one Spark job: without adaptive execution (which runs each shuffle of a

@@ -171,7 +171,8 @@ class ChangeRefresh:
             versions[inp.name] = (int(before), int(now))
             if before < now:
                 cs = read_changes(spark, inp.name, inp.path, int(before), int(now),
-                                  read_columns.get(inp.name), small=self._small())
+                                  read_columns.get(inp.name), small=self._small(),
+                                  cache=self.ctx.changes)
                 self.changes[inp.name] = cs
                 if cs.rows:
                     changed.add(inp.name)

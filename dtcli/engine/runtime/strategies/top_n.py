@@ -131,7 +131,7 @@ class _TopN(ChangeRefresh):
             return self._nothing()
         try:
             cs = read_changes(self.spark, internal_state.name_of(self.ctx, spec.state), spec.state.path,
-                              recorded, done.version, small=self._small())
+                              recorded, done.version, small=self._small(), cache=self.ctx.changes)
         except ChangesUnavailable:        # its history is gone: the top n from the table itself
             return self._write(recompute(), TOP_N_FROM_STATE)
         self.changes[role] = cs
