@@ -94,6 +94,12 @@ class TableConfig:
     # it changes what the DT's change feed and history show its readers, and no wall time gain
     # has been measured yet (fewer Spark jobs: (a) 17 -> 10 at TPC-H SF0.01, 2026-11-26).
     small_table_rows: int = 0
+    # An aggregate whose outputs are COUNT / SUM / AVG over its keys keeps its running totals per
+    # group as an internal table (sql/rules/aggregate_totals.py), so a change costs its own rows,
+    # not a recompute of every group it touches; false: no second copy of the groups (storage,
+    # one more commit per refresh), the groups recomputed as before. A layout-like choice: the
+    # DT's rows are the same either way (not hashed).
+    aggregate_totals: bool = True
     data_tests: tuple[DataTest, ...] = ()   # run by `dt test` and each refresh's audit; alias `tests`
     expectations: tuple[Expectation, ...] = ()
     unit_tests: tuple[UnitTest, ...] = ()

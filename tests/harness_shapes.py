@@ -38,6 +38,12 @@ SHAPES = {
         FROM e JOIN b ON e.ek = b.k""",
     "exploded": "SELECT a.k, e.x FROM a LATERAL VIEW explode(a.arr) e AS x",
     "chained": "SELECT w, SUM(v) AS s, COUNT(*) AS n FROM inner_join GROUP BY w",
+    # COUNT / SUM / AVG over NULLs, with HAVING and without GROUP BY: running totals kept as an
+    # internal table (sql/rules/aggregate_totals.py)
+    "averaged": """
+        SELECT g, AVG(v) AS av, SUM(v) AS s, COUNT(*) AS n FROM a
+        GROUP BY g HAVING COUNT(v) > 0""",
+    "scalar_totals": "SELECT COUNT(*) AS n, SUM(v) * 2 AS s2, AVG(v) AS av FROM a",
     # TPC-H Q13's shape, columns unqualified: sqlglot binds them to their inputs before analysis
     "q13": """
         SELECT c_count, COUNT(*) AS custdist
@@ -53,9 +59,10 @@ IN_PLACE = ("filtered", "unioned", "inner_join", "left_join", "full_join", "grou
             "summed", "scalar_in_place")
 # shapes whose one row is recomputed from the inputs at their new versions
 ONE_ROW = ("scalar", "scalar_in_place")
-# shapes maintained from the DT's own rows, and how
+# shapes maintained from the DT's own rows or from running totals, and how
 FROM_OWN_ROWS = {"summed": "own_rows_aggregate", "summed_join": "own_rows_aggregate",
-                 "ranked_join": "own_rows_window", "windowed": "own_rows_window"}
+                 "ranked_join": "own_rows_window", "windowed": "own_rows_window",
+                 "averaged": "aggregate_totals", "scalar_totals": "aggregate_totals"}
 # The same shape as a Snowflake user writes it, in a project with `dialect: snowflake`.
 SNOWFLAKE_SHAPES = {
     "q13_snowflake": """

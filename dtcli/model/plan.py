@@ -12,7 +12,7 @@ from dtcli.data_tests import AuditSpec
 from dtcli.json_types import JsonObject
 from dtcli.model.frontier import Frontier
 from dtcli.model.refresh_terms import NO_DATA
-from dtcli.model.strategy_specs import CustomSpec, TopNSpec
+from dtcli.model.strategy_specs import CustomSpec, TopNSpec, TotalsSpec
 from dtcli.plan_parts import (
     Backfill,
     BackfillCopy,
@@ -61,6 +61,10 @@ class StepOptions:
     # it starts after their refreshes finish, reading what they commit, without depending on them
     after: list[str] | None = None
     top_n: TopNSpec | None = None             # an incremental top-N (strategies/top_n.py)
+    # an aggregate over running totals (strategies/aggregate_totals.py)
+    totals: TotalsSpec | None = None
+    # an internal table of running totals: maintained from its own rows, GROUP BY or not
+    running_totals: bool = False
 
     @classmethod
     def from_dict(cls, raw: JsonObject | None) -> StepOptions:
@@ -75,6 +79,7 @@ class StepOptions:
         values["custom"] = CustomSpec.from_dict(values.get("custom"))
         values["audit"] = AuditSpec.from_dict(values.get("audit"))
         values["top_n"] = TopNSpec.from_dict(values.get("top_n"))
+        values["totals"] = TotalsSpec.from_dict(values.get("totals"))
         return cls(**values)
 
 

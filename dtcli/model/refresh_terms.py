@@ -9,6 +9,8 @@ TEST = "TEST"
 ADAPTIVE = "ADAPTIVE"
 # The strategy kind every refresh of an incremental top-N runs (engine/runtime/strategies/top_n.py).
 TOP_N = "TOP_N"
+# ... and of an aggregate over running totals (engine/runtime/strategies/aggregate_totals.py).
+AGGREGATE_TOTALS = "AGGREGATE_TOTALS"
 # The refresh mode of a REFRESH USING table: its own statement applies the changes.
 CUSTOM_INCREMENTAL = "CUSTOM_INCREMENTAL"
 CREATION, SCHEDULED, MANUAL = "CREATION", "SCHEDULED", "MANUAL"

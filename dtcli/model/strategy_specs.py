@@ -51,6 +51,9 @@ class InternalTable:
     role: str                     # what it holds, e.g. top_n_rows
     path: str
     sql: str                      # Spark SQL over the DT's inputs (logical names): its rows
+    # an aggregate's running totals: maintained from their own rows, also without GROUP BY (one
+    # row, kept at COUNT(*) 0), never recomputed per key (sql/rules/aggregate_totals.py)
+    running_totals: bool = False
 
 
 @dataclass
@@ -84,3 +87,19 @@ class TopNSpec:
         values["order"] = [SortKey(**k) for k in raw.get("order") or []]
         values["state"] = InternalTable(**raw["state"]) if raw.get("state") else None
         return cls(**values)
+
+
+@dataclass
+class TotalsSpec:
+    """An aggregate DT refreshed over running totals kept as an internal table: the DT's query
+    as qualified, which the engine splits again (sql/rules/aggregate_totals.py) once it knows
+    the types of the summed arguments, and the totals table."""
+
+    sql: str                      # Spark SQL: the DT's outermost aggregate over its inputs
+    state: InternalTable
+
+    @classmethod
+    def from_dict(cls, raw: JsonObject | None) -> TotalsSpec | None:
+        if raw is None:
+            return None
+        return cls(raw["sql"], InternalTable(**raw["state"]))

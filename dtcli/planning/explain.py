@@ -74,7 +74,7 @@ def explain(checked: Checked, name: str, history: list[RefreshRecord] = ()) -> E
         refresh_mode=mode.mode, refresh_mode_reason=mode.reason, configured_refresh_mode=table.refresh_mode,
         columns=_columns(checked.schemas.get(key, ())),
         operators=[Operator(o.operator, o.strategy, list(o.considerations), o.line, o.incremental)
-                   for o in analysis.operators] + _shape_row(mode),
+                   for o in analysis.operators] + _shape_row(mode) + _totals_row(checked, key),
         rewritten_sql=rewritten_sql, rewrites=rewrites,
         inputs=inputs,
         column_lineage=_column_lineage(checked, key),
@@ -169,6 +169,23 @@ def _shape_row(mode) -> list[Operator]:
         return []
     return [Operator(operator="(the query as a whole)", strategy="recompute in full",
                      considerations=[mode.shape_reason], line=None, incremental=False)]
+
+
+def _totals_row(checked: Checked, name: str) -> list[Operator]:
+    """The outermost aggregate refreshed over running totals kept as an internal table
+    (sql/rules/aggregate_totals.py): how, as a row of its own."""
+    spec = internal.totals_spec(checked, name)
+    if spec is None:
+        return []
+    return [Operator(operator="COUNT / SUM / AVG of the outermost SELECT",
+                     strategy="running totals per group (internal table aggregate_totals), adjusted by "
+                              "the change's own rows; the table's rows of the groups that moved computed "
+                              "from them",
+                     considerations=["exact for integer and decimal arguments: with a FLOAT or DOUBLE "
+                                     "argument the refresh recomputes the groups a change touches instead",
+                                     "the totals are a second copy of the groups (one more commit per "
+                                     "refresh); `aggregate_totals: false` keeps none"],
+                     line=None, incremental=True)]
 
 
 def _frozen(checked: Checked, name: str) -> Frozen | None:

@@ -1,19 +1,21 @@
 """Which internal tables a DT keeps, and what each holds (pure: from the checked project).
 
 An internal table is kept where maintaining a query is cheap only with an intermediate result
-at hand (state/internal.py says where they live and how they commit). Today: the rows under an
-incremental top-N whose inner query is more than a filter of one input (sql/rules/top_n.py).
-A DT that refreshes FULL keeps none.
+at hand (state/internal.py says where they live and how they commit): the rows under an
+incremental top-N whose inner query is more than a filter of one input (sql/rules/top_n.py), and
+the running totals of an aggregate of COUNT / SUM / AVG (sql/rules/aggregate_totals.py; table
+config `aggregate_totals`, on by default). A DT that refreshes FULL keeps none.
 """
 
 from __future__ import annotations
 
-from dtcli.model import InternalTable, TopNSpec
+from dtcli.model import InternalTable, TopNSpec, TotalsSpec
 from dtcli.planning.checked_project import Checked
-from dtcli.sql.rules import top_n
+from dtcli.sql.rules import aggregate_totals, top_n
 from dtcli.state import internal
 
 TOP_N_ROWS = "top_n_rows"      # the rows of the query under a top-N, with its hidden sort columns
+AGGREGATE_TOTALS = "aggregate_totals"   # per group: COUNT(*), and COUNT and SUM of each argument
 
 
 def top_n_spec(checked: Checked, name: str) -> TopNSpec | None:
@@ -28,14 +30,37 @@ def top_n_spec(checked: Checked, name: str) -> TopNSpec | None:
     return split.to_spec(rows)
 
 
+def totals_spec(checked: Checked, name: str) -> TotalsSpec | None:
+    """How an incremental aggregate DT is refreshed over running totals (None: it is no such
+    aggregate, refreshes FULL, has a frozen region, or its config says `aggregate_totals: false`)."""
+    table = checked.project.tables[name]
+    if not checked.modes[name].incremental or not checked.qualified.bound(name):
+        return None
+    if not table.config.aggregate_totals or table.config.frozen_where:
+        return None
+    query = checked.qualified[name]
+    split = aggregate_totals.split(query)
+    if split is None:
+        return None
+    state = InternalTable(AGGREGATE_TOTALS, internal.path(checked.project.warehouse, name, AGGREGATE_TOTALS),
+                          split.totals.sql(dialect="spark"), running_totals=True)
+    return TotalsSpec(query.sql(dialect="spark"), state)
+
+
 def tables(checked: Checked, name: str) -> list[InternalTable]:
     """The internal tables the DT keeps, as its refreshes maintain them."""
     spec = top_n_spec(checked, name)
-    return [spec.state] if spec is not None and spec.state is not None else []
+    if spec is not None and spec.state is not None:
+        return [spec.state]
+    totals = totals_spec(checked, name)
+    return [totals.state] if totals is not None else []
 
 
 HOLDS = {TOP_N_ROWS: "the rows of the query under its ORDER BY … LIMIT (its sort keys too): the top "
-                     "rows are recomputed from them when a change removes one"}
+                     "rows are recomputed from them when a change removes one",
+         AGGREGATE_TOTALS: "per group of its aggregate: the keys, COUNT(*), and the COUNT and SUM of "
+                           "each aggregated expression, which a change adjusts by its own rows; the "
+                           "table's rows are computed from the groups that changed"}
 
 
 def listed(checked: Checked, name: str) -> list[dict]:

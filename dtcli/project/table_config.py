@@ -153,6 +153,9 @@ def _checked(config: YamlMapping, origin: dict[str, Located], file: str,
     if "deletion_vectors" in out and not isinstance(out["deletion_vectors"], bool):
         raise ConfigError(f"deletion_vectors must be true or false, not {out['deletion_vectors']!r}",
                           **where("deletion_vectors"))
+    if "aggregate_totals" in out and not isinstance(out["aggregate_totals"], bool):
+        raise ConfigError(f"aggregate_totals must be true or false, not {out['aggregate_totals']!r}",
+                          **where("aggregate_totals"))
     if "sort_by_key" in out and not isinstance(out["sort_by_key"], bool):
         raise ConfigError(f"sort_by_key must be true or false, not {out['sort_by_key']!r}",
                           **where("sort_by_key"))

@@ -20,7 +20,7 @@ DEFAULTS = {
     "scheduler": "enable", "tags": (), "comment": None, "frozen_where": None, "backfill": None,
     "start_at": None, "columns": None, "constraints": (), "partition_by": None, "cluster_by": None,
     "deletion_vectors": True, "sort_by_key": False, "max_rows_per_file": 1_000_000,
-    "small_table_rows": 0, "data_tests": (), "expectations": (), "unit_tests": (),
+    "small_table_rows": 0, "aggregate_totals": True, "data_tests": (), "expectations": (), "unit_tests": (),
 }
 
 

@@ -50,8 +50,17 @@ INCREMENTAL: dict[str, tuple[str, ...]] = {
     "`GROUP BY` with its keys selected":
         ("SELECT id, COUNT(*) AS n, SUM(v) AS s FROM a GROUP BY id",
          "SELECT id, MIN(v) AS lo, COUNT(DISTINCT v) AS d FROM a GROUP BY id HAVING COUNT(*) > 1"),
-    "`GROUP BY` a key that is not selected": ("SELECT SUM(v) AS s FROM a GROUP BY id",),
-    "Aggregate without `GROUP BY` (one row)": ("SELECT COUNT(*) AS n, SUM(v) AS s FROM a",),
+    "`GROUP BY` a key that is not selected": ("SELECT MAX(v) AS m FROM a GROUP BY id",),
+    "Aggregate without `GROUP BY` (one row)": ("SELECT MAX(v) AS m, COUNT(*) AS n FROM a",
+                                               ("SELECT COUNT(*) AS n, SUM(v) AS s FROM a",
+                                                "aggregate_totals: false\n")),
+    "Outermost `GROUP BY`, or aggregate without `GROUP BY`, whose aggregates are `COUNT(*)`, `COUNT`, `SUM` and "
+    "`AVG` (outputs any expression over them and the keys, keys selected or not, `HAVING`; TPC-H Q1, Q5-Q9, Q12, "
+    "Q14, Q17, Q19), unless its outputs are its keys, `COUNT(*)`, `COUNT` and `SUM` (own rows)":
+        ("SELECT id, SUM(v) AS s FROM a GROUP BY id", "SELECT SUM(v) AS s FROM a GROUP BY id",
+         "SELECT id, AVG(v) AS m, COUNT(*) AS n FROM a GROUP BY id HAVING SUM(v) > 1",
+         "SELECT COUNT(*) AS n, SUM(v) AS s FROM a",
+         "SELECT 100.0 * SUM(CASE WHEN id > 1 THEN v ELSE 0 END) / SUM(v) AS r FROM a"),
     "`SELECT DISTINCT`": ("SELECT DISTINCT v FROM a",),
     "Window function with `PARTITION BY`": ("SELECT id, v, RANK() OVER (PARTITION BY id ORDER BY v) AS r FROM a",),
     "Window function without `PARTITION BY`":
@@ -277,7 +286,8 @@ def test_an_incremental_row_refreshes_as_it_says(explained, row):
     for sql, doc in _by_row(explained, construct):
         said = f"{construct}: {sql}\n  {doc['refresh_mode']} {doc['refresh_mode_reason']}"
         assert doc["refresh_mode"] != "FULL", said
-        rules = {w["rule"] for w in doc["rewrites"]} | ({"top_n"} if doc["top_n"] else set())
+        rules = {w["rule"] for w in doc["rewrites"]} | ({"top_n"} if doc["top_n"] else set()) | \
+            {t["role"] for t in doc["internal_tables"] if t["role"] == "aggregate_totals"}
         if rule == NONE:
             assert not rules, (said, rules)
         else:
@@ -298,7 +308,8 @@ def test_every_rule_of_the_rules_package_has_a_row():
     import dtcli.sql.rules as rules
 
     modules = {m.name for m in pkgutil.iter_modules(rules.__path__) if not m.name.startswith("_")}
-    assert {r.__module__.rsplit(".", 1)[1] for r in rules.RULES} == modules
+    assert {r.__module__.rsplit(".", 1)[1] for r in rules.RULES} | \
+        {m.__name__.rsplit(".", 1)[1] for m in rules.SPLITS} == modules
     named = {r[3].strip("`") for r in _rows()[0]} - {NONE}
     assert named == modules
 

@@ -29,13 +29,16 @@ QUERIES = {
     "union_distinct": "SELECT id FROM a UNION SELECT id FROM b",
     "rollup": "SELECT id, SUM(v) AS s FROM a GROUP BY ROLLUP (id)",
     "hidden_key": "SELECT SUM(v) AS s FROM a GROUP BY id",
+    "averages": "SELECT id, AVG(v) AS m, SUM(v) AS s FROM a GROUP BY id HAVING COUNT(*) > 1",
+    "averages_off": "SELECT id, AVG(v) AS m, SUM(v) AS s FROM a GROUP BY id HAVING COUNT(*) > 1",
 }
 
 
 @pytest.fixture(scope="module")
 def project(tmp_path_factory):
     root = write_project(tmp_path_factory.mktemp("agree") / "p", QUERIES,
-                         seeds={s: "id,v\n1,2\n" for s in ("a", "b", "c")})
+                         seeds={s: "id,v\n1,2\n" for s in ("a", "b", "c")},
+                         table_yml={"averages_off": "aggregate_totals: false\n"})
     assert dt("seed", "-p", str(root)).code == 0
     return root
 
@@ -73,3 +76,20 @@ def test_explain_shows_how_a_top_n_is_split(project):
     assert top["recomputed_from"] == "its input" and doc["rewritten_sql"] is None
     printed = dt("explain", "top_grouped", "-p", str(project))
     assert printed.code == 0 and "top-N: the rows 1..2" in printed.out and "internal tables" in printed.out
+
+
+def test_explain_lists_the_running_totals_of_an_aggregate_and_how_it_refreshes(project):
+    """An aggregate of COUNT / SUM / AVG keeps its running totals (sql/rules/aggregate_totals.py)
+    and says so in a row of its own; with `aggregate_totals: false`, or when its outputs are its
+    keys, COUNT(*) and SUMs (its own rows are its totals), it keeps none."""
+    doc = json.loads(dt("explain", "averages", "-p", str(project), "--format", "json").out)
+    (table,) = doc["internal_tables"]
+    assert table["role"] == "aggregate_totals" and table["maintained"] and "COUNT(*)" in table["holds"]
+    (row,) = [op for op in doc["operators"] if "aggregate_totals" in op["strategy"]]
+    assert row["incremental"] and "running totals" in row["strategy"]
+    for name in ("averages_off", "agg"):
+        doc = json.loads(dt("explain", name, "-p", str(project), "--format", "json").out)
+        assert doc["internal_tables"] == [], name
+        assert not [op for op in doc["operators"] if "aggregate_totals" in op["strategy"]], name
+    printed = dt("explain", "averages", "-p", str(project))
+    assert printed.code == 0 and "aggregate_totals" in printed.out

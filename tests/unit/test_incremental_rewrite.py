@@ -254,6 +254,21 @@ def test_windows_without_partition_by_are_one_partition():
         assert upkeep.keys == [] and upkeep.order is None, whole
 
 
+def test_a_sum_beside_the_count_of_its_argument_needs_no_never_null_proof():
+    """own_rows pairs each SUM with the COUNT of the same argument: the SUM is NULL exactly when
+    that count is 0, so no probe of the argument's nullability is needed for it; a global block
+    (a totals table without GROUP BY) is kept too."""
+    compiler, _ = compiler_(["t"])
+    upkeep = compiler.own_rows("SELECT g, COUNT(*) AS n, COUNT(v) AS c, SUM(v) AS s, SUM(w) AS sw FROM t GROUP BY g")
+    sums = {m.position: m.count for m in upkeep.measures if m.kind == "sum"}
+    assert sums == {3: 2, 4: None}
+    assert "__dt_p0" in upkeep.probe.sql() and "w" in upkeep.probe.sql() and " v " not in upkeep.probe.sql()
+    upkeep = compiler_(["t"])[0].own_rows("SELECT COUNT(*) AS n, COUNT(v) AS c, SUM(v) AS s FROM t")
+    assert upkeep.keys == [] and "GROUP BY" not in upkeep.deltas.sql()
+    upkeep = compiler_(["t"])[0].own_rows("SELECT COUNT(*) AS n FROM t")
+    assert upkeep.keys == [] and "__dt_one" in upkeep.rows.sql()
+
+
 def test_order_by_without_limit_is_left_out_of_the_change_queries():
     """FUZZ-FINDINGS seed 437: the outermost ORDER BY was copied into each UNION ALL branch of
     the change query (`… ORDER BY c0 UNION ALL …`), which Spark does not parse."""

@@ -82,9 +82,10 @@ def _prune_internal(plan: Plan, step: RefreshStep) -> None:
     this one does not are deleted (nothing reads them any more). Never fails the refresh."""
     from dtcli.state import internal
 
-    spec = step.options.top_n
+    spec, totals = step.options.top_n, step.options.totals
+    keep = ({spec.state.role} if spec and spec.state else set()) | ({totals.state.role} if totals else set())
     try:
-        internal.prune(plan.warehouse, step.name, {spec.state.role} if spec and spec.state else set())
+        internal.prune(plan.warehouse, step.name, keep)
     except OSError:
         pass
 

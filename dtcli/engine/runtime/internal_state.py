@@ -24,6 +24,7 @@ from dtcli.state.delta_log import table_info
 class Refreshed:
     version: int          # the internal table's version the DT's rows are now computed from
     replaced: bool        # rebuilt in this refresh: its change feed across that is not read
+    strategy: str | None = None     # how its incremental refresh applied the change
 
 
 def name_of(ctx: RefreshContext, table: InternalTable) -> str:
@@ -59,7 +60,7 @@ def bring_up(ctx: RefreshContext, table: InternalTable, recorded: int | None) ->
     sub = _context(ctx, table, INCREMENTAL, previous=info.frontier)
     with audit.suspended():
         result = incremental_refresh(sub)
-    return Refreshed(result.table_version, result.fallback_action is not None)
+    return Refreshed(result.table_version, result.fallback_action is not None, result.strategy)
 
 
 def _context(ctx: RefreshContext, table: InternalTable, action: str, previous: Frontier | None
@@ -76,7 +77,8 @@ def _context(ctx: RefreshContext, table: InternalTable, action: str, previous: F
                             # holds them only with column mapping, as it does the DT's
                             layout=Layout(column_mapping=step.options.layout.column_mapping),
                             estimate=Estimate(change_rows=step.options.estimate.change_rows,
-                                              input_rows=step.options.estimate.input_rows)))
+                                              input_rows=step.options.estimate.input_rows),
+                            running_totals=table.running_totals))
     own = Frontier(dict(ctx.input_versions), step.definition_hash, frontier.data_timestamp,
                    frontier.run_id, action, step.refresh_mode)
     return RefreshContext(ctx.spark, ctx.plan, sub, ctx.input_versions, own, ctx.pinned, ctx.changes)

@@ -51,18 +51,22 @@ def _key_predicate(df, rows: list | None, positions: list[int], columns: list[st
 
 
 def _never_null(spark, sql, upkeep: AggregateUpkeep) -> bool:
-    """Whether every summed value is an exact number that is never NULL: an integer or decimal
-    made by + - * from columns Spark knows are never NULL (in ANSI mode, where arithmetic
-    raises on overflow instead of returning NULL; Spark itself marks decimal arithmetic as
-    nullable whatever the mode)."""
-    if not any(m.kind == SUM for m in upkeep.measures):
+    """Whether every summed value is an exact number (an integer or decimal) and, unless the
+    block counts it too (its SUM is then NULL exactly when that count is 0), never NULL: made
+    by + - * from columns Spark knows are never NULL (in ANSI mode, where arithmetic raises on
+    overflow instead of returning NULL; Spark itself marks decimal arithmetic as nullable
+    whatever the mode)."""
+    sums = [m for m in upkeep.measures if m.kind == SUM]
+    if not sums:
         return True
-    if upkeep.probe is None or str(spark.conf.get("spark.sql.ansi.enabled", "true")).lower() != "true":
+    uncounted = any(m.count is None for m in sums)
+    if uncounted and (upkeep.probe is None or
+                      str(spark.conf.get("spark.sql.ansi.enabled", "true")).lower() != "true"):
         return False
-    fields = sql(upkeep.probe.sql(dialect="spark")).schema.fields
     totals = sql(upkeep.rows.sql(dialect="spark")).schema
-    sums = [totals[output_column(m.position)].dataType for m in upkeep.measures if m.kind == SUM]
-    return not any(f.nullable for f in fields) and all(_exact_sum_type(t) for t in sums)
+    if not all(_exact_sum_type(totals[output_column(m.position)].dataType) for m in sums):
+        return False
+    return not uncounted or not any(f.nullable for f in sql(upkeep.probe.sql(dialect="spark")).schema.fields)
 
 
 def aggregate(spark, sql, path: str, target, upkeep: AggregateUpkeep, frontier: Frontier,
@@ -78,19 +82,25 @@ def aggregate(spark, sql, path: str, target, upkeep: AggregateUpkeep, frontier: 
     # collected up to the change budget (more keys than literals: refused below, computed once)
     deltas, rows = kept(sql(upkeep.deltas.sql(dialect="spark")), LOCAL_ROWS, small)
     held.append(deltas)
-    predicate = _key_predicate(deltas, rows, upkeep.keys, columns, types)
+    # without GROUP BY the one row is rewritten
+    predicate = _key_predicate(deltas, rows, upkeep.keys, columns, types) if upkeep.keys else "true"
     if predicate is None:
         return None
     old = target.filter(predicate).select(
         *[F.col(quote(c)).alias(output_column(k)) for k, c in enumerate(columns)])
     on = reduce(lambda a, b: a & b, [F.col(f"o.{output_column(k)}").eqNullSafe(F.col(f"d.{output_column(k)}"))
-                                     for k in upkeep.keys])
+                                     for k in upkeep.keys], F.lit(True))
     joined = old.alias("o").join(deltas.alias("d"), on, "full_outer")
     out = {k: F.coalesce(F.col(f"o.{output_column(k)}"), F.col(f"d.{output_column(k)}")).cast(types[k])
            for k in upkeep.keys}
-    for m in upkeep.measures:
-        now = F.coalesce(F.col(f"o.{output_column(m.position)}"), F.lit(0)) + \
+
+    def total(m):
+        return F.coalesce(F.col(f"o.{output_column(m.position)}"), F.lit(0)) + \
             F.coalesce(F.col(f"d.{delta_column(m.position)}"), F.lit(0))
+    for m in upkeep.measures:
+        now = total(m)
+        if m.count is not None:     # a SUM over no value is NULL: its argument's count says when
+            now = F.when(total(next(c for c in upkeep.measures if c.position == m.count)) > 0, now)
         out[m.position] = now.cast(types[m.position])
     counts = [m.position for m in upkeep.measures if m.kind != SUM]
     count_all = next(m.position for m in upkeep.measures if m.kind == COUNT_ALL)
@@ -98,9 +108,10 @@ def aggregate(spark, sql, path: str, target, upkeep: AggregateUpkeep, frontier: 
     # a negative count means the change empties groups the DT does not hold: the write fails
     lowest = F.least(*[F.col(output_column(k)) for k in counts]) if len(counts) > 1 else \
         F.col(output_column(counts[0]))
-    new_rows = groups.filter(checked(lowest, "the change empties groups the dynamic table does not hold")
-                             .isNotNull() & (F.col(output_column(count_all)) > 0)) \
-        .select(*[F.col(output_column(k)).alias(c) for k, c in enumerate(columns)])
+    kept_rows = checked(lowest, "the change empties groups the dynamic table does not hold").isNotNull()
+    if upkeep.keys:         # without GROUP BY the one row stays, COUNT(*) 0 included
+        kept_rows = kept_rows & (F.col(output_column(count_all)) > 0)
+    new_rows = groups.filter(kept_rows).select(*[F.col(output_column(k)).alias(c) for k, c in enumerate(columns)])
     return (replace_whole if whole else replace)(spark, path, predicate, new_rows, frontier)
 
 

@@ -9,7 +9,10 @@ own rows hold what the recompute needs, the change is applied to them instead:
   the change's rows (+1 for rows the block's input gains, -1 for rows it loses). `COUNT(*)`
   says when a group is emptied. Exact for integers and decimals; the engine checks the types,
   and that every summed value is never NULL (a SUM over only NULLs is NULL, which a running
-  total cannot tell).
+  total cannot tell) unless the block also counts that value: a SUM beside the COUNT of its
+  own argument is NULL exactly when that count is 0. Without GROUP BY (one row) only for an
+  aggregate_totals internal table (sql/rules/aggregate_totals.py): its one row is kept when
+  COUNT(*) falls to 0; other one-row DTs are recomputed (engine/runtime/query_shape.py).
 * **Windows** (`PARTITION BY` keys selected as they are, every column a window function reads
   also an output column): the DT's rows of an affected partition, without their window
   columns, are that partition's input rows; the change of those rows is added to them and the
@@ -58,16 +61,18 @@ def delta_column(position: int) -> str:
 class Measure:
     position: int          # its output column
     kind: str              # COUNT_ALL | COUNT | SUM
+    count: int | None = None   # a SUM's: the output position of the COUNT of the same argument
 
 
 @dataclass
 class AggregateUpkeep:
-    keys: list[int]             # output positions of the GROUP BY keys
+    keys: list[int]             # output positions of the GROUP BY keys ([]: one row)
     measures: list[Measure]
     rows: exp.Query             # the change of the block's input: __dt_o<key>, __dt_o<measure>, WEIGHT
     deltas: exp.Query           # per affected group: __dt_o<key>, __dt_d<measure> (summed change)
-    # the columns every SUM is made of, read from the block's input (their nullability says
-    # whether a sum can be NULL); None when a SUM is more than + - * over columns and numbers
+    # the columns every SUM without a COUNT of its argument is made of, read from the block's
+    # input (their nullability says whether a sum can be NULL); None when such a SUM is more
+    # than + - * over columns and numbers
     probe: exp.Query | None
 
 
@@ -161,8 +166,7 @@ def aggregate_upkeep(compiler, query: exp.Expression) -> AggregateUpkeep | None:
     sel = _outermost(query)
     if sel is None or not compiler.changed(sel):
         return None
-    group = sel.args.get("group")
-    if group is None or any(sel.args.get(a) for a in ("having", "qualify", "distinct", "windows")):
+    if any(sel.args.get(a) for a in ("having", "qualify", "distinct", "windows")):
         return None
     if any(isinstance(n, exp.Window) for n in scope_nodes(sel, ("expressions",))):
         return None
@@ -170,7 +174,9 @@ def aggregate_upkeep(compiler, query: exp.Expression) -> AggregateUpkeep | None:
         shape = shapes.shape(sel)
     except Unsupported:     # the compiler refuses the block for its own reason: no fast path
         return None
-    if shape is None or shape.join is not None or not shape.keys:
+    if shape is None or shape.join is not None or shape.keys is None:
+        return None
+    if sel.args.get("group") is None and shape.keys:
         return None
     outputs = [e.unalias() for e in sel.expressions]
     keys = _positions(outputs, shape.keys)
@@ -189,16 +195,21 @@ def aggregate_upkeep(compiler, query: exp.Expression) -> AggregateUpkeep | None:
             args[k] = arg
     if not any(m.kind == COUNT_ALL for m in measures):
         return None
+    for m in measures:
+        if m.kind == SUM:
+            m.count = next((c.position for c in measures if c.kind == COUNT and args[c.position] == args[m.position]),
+                           None)
     block = sel.copy()
     for arg in ("group", "order", "sort", "cluster", "distribute"):
         block.set(arg, None)
     block.set("expressions", [exp.alias_(outputs[k].copy(), output_column(k)) for k in keys] +
               [exp.alias_(args[m.position].copy(), output_column(m.position))
-               for m in measures if m.position in args])
+               for m in measures if m.position in args]
+              or [exp.alias_(exp.Literal.number(1), "__dt_one")])    # COUNT(*) alone, one row
     rows = _weighted(compiler, block)
     if rows is None:
         return None
-    probe = _probe(compiler, block, [args[m.position] for m in measures if m.kind == SUM])
+    probe = _probe(compiler, block, [args[m.position] for m in measures if m.kind == SUM and m.count is None])
     w = exp.column(WEIGHT)
     summed = []
     for m in measures:
@@ -213,8 +224,9 @@ def aggregate_upkeep(compiler, query: exp.Expression) -> AggregateUpkeep | None:
         summed.append(exp.alias_(exp.Sum(this=term), delta_column(m.position)))
     key_cols = [exp.column(output_column(k)) for k in keys]
     deltas = (exp.select(*key_cols, *summed)
-              .from_(exp.Subquery(this=rows.copy(), alias=exp.TableAlias(this=exp.to_identifier("__dt_rows"))))
-              .group_by(*[c.copy() for c in key_cols]))
+              .from_(exp.Subquery(this=rows.copy(), alias=exp.TableAlias(this=exp.to_identifier("__dt_rows")))))
+    if key_cols:
+        deltas = deltas.group_by(*[c.copy() for c in key_cols])
     return AggregateUpkeep(keys, measures, rows, deltas, probe)
 
 

@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from dtcli.engine.runtime.context import RefreshContext, RefreshResult
 from dtcli.model import CUSTOM_INCREMENTAL, RefreshStep
-from dtcli.model.refresh_terms import TOP_N
+from dtcli.model.refresh_terms import AGGREGATE_TOTALS, TOP_N
 
 Strategy = Callable[[RefreshContext], RefreshResult]
 
@@ -21,14 +21,16 @@ def kind_of(step: RefreshStep) -> str:
         return CUSTOM_INCREMENTAL
     if step.options.top_n is not None:
         return TOP_N
+    if step.options.totals is not None:
+        return AGGREGATE_TOTALS
     return step.action
 
 
 def strategy_for(kind: str) -> Strategy:
-    from dtcli.engine.runtime.strategies import custom, full, incremental, top_n
+    from dtcli.engine.runtime.strategies import aggregate_totals, custom, full, incremental, top_n
 
     table: dict[str, Strategy] = {**full.STRATEGIES, **incremental.STRATEGIES, **custom.STRATEGIES,
-                                  **top_n.STRATEGIES}
+                                  **top_n.STRATEGIES, **aggregate_totals.STRATEGIES}
     try:
         return table[kind]
     except KeyError:

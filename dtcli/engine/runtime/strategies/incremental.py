@@ -106,7 +106,9 @@ class ChangeRefresh:
 
     def _run(self) -> RefreshResult:
         step, spark = self.step, self.spark
-        if not self.active and holds_one_row(step.options.delta_sql or step.sql):
+        # one row recomputed, but running totals, which follow the change (own_rows.py)
+        one_row = not self.active and holds_one_row(step.options.delta_sql or step.sql)
+        if one_row and not step.options.running_totals:
             return self._one_row()
         bindings = self._bind()
         if not bindings.changed:
@@ -123,6 +125,8 @@ class ChangeRefresh:
             done = self._from_own_rows(compiler, query, target)
             if done is not None:
                 return done
+        if one_row:
+            return self._one_row()
         keyed = compiler.keyed(query)
         if keyed is not None and keyed.keys.rows is not None:     # a literal-sized key set
             if not keyed.keys.rows:       # the change touches no key: the table stays as is
@@ -288,6 +292,25 @@ class ChangeRefresh:
         done = write(self.spark, self.step.path, predicate, rows, self.ctx.frontier)
         return RefreshResult(inserted=done.inserted, deleted=done.deleted,
                              table_version=done.version, strategy=KEYS_RECOMPUTED)
+
+    def _write_difference(self, rows, target, how: str) -> RefreshResult:
+        """Write the difference between `rows` (the DT's new rows, in its columns' order) and
+        `target` (its current rows) in one commit: a change of the size of what moved."""
+        from pyspark.sql import functions as F
+
+        columns = target.columns
+        cols = [F.col(quote(c)) for c in columns]
+        diff = (rows.toDF(*columns).select(*cols, F.lit(1).cast("long").alias(WEIGHT))
+                .unionByName(target.select(*cols, F.lit(-1).cast("long").alias(WEIGHT)))
+                .groupBy(*cols).agg(F.sum(WEIGHT).cast("long").alias(WEIGHT))
+                .filter(F.col(WEIGHT) != 0))
+        net, local = kept(diff, LOCAL_ROWS, True)
+        self.cached.append(net)
+        if local is not None and not local:
+            return self._nothing()
+        done = applier.apply_row_changes(self.spark, self.step.path, net, self.ctx.frontier, local=local)
+        return RefreshResult(inserted=done.inserted, deleted=done.deleted, copied=done.copied,
+                             table_version=done.version, strategy=how)
 
     # -- helpers ----------------------------------------------------------------------------
 

@@ -23,7 +23,6 @@ frontier.
 
 from __future__ import annotations
 
-from dtcli.engine.runtime import apply as applier
 from dtcli.engine.runtime import audit, internal_state
 from dtcli.engine.runtime.changes import WEIGHT, ChangesUnavailable, quote, read_changes
 from dtcli.engine.runtime.context import RefreshContext, RefreshResult
@@ -206,21 +205,7 @@ class _TopN(ChangeRefresh):
 
     def _write(self, rows, how: str) -> RefreshResult:
         """Write the difference between the new top rows and the DT's in one commit."""
-        from pyspark.sql import functions as F
-
-        columns = self.target.columns
-        cols = [F.col(quote(c)) for c in columns]
-        diff = (rows.toDF(*columns).select(*cols, F.lit(1).cast("long").alias(WEIGHT))
-                .unionByName(self.target.select(*cols, F.lit(-1).cast("long").alias(WEIGHT)))
-                .groupBy(*cols).agg(F.sum(WEIGHT).cast("long").alias(WEIGHT))
-                .filter(F.col(WEIGHT) != 0))
-        net, local = kept(diff, LOCAL_ROWS, True)
-        self.cached.append(net)
-        if local is not None and not local:
-            return self._nothing()
-        done = applier.apply_row_changes(self.spark, self.step.path, net, self.ctx.frontier, local=local)
-        return RefreshResult(inserted=done.inserted, deleted=done.deleted, copied=done.copied,
-                             table_version=done.version, strategy=how)
+        return self._write_difference(rows, self.target, how)
 
 
 STRATEGIES = {TOP_N: top_n_refresh}   # refresh kinds this module does

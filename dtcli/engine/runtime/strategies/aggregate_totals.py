@@ -1,0 +1,166 @@
+"""An aggregate over running totals (split by sql/rules/aggregate_totals.py): the totals kept as
+an internal table, the DT's rows computed from the totals' groups a change moved.
+
+Every refresh first brings the totals up to the run's versions (engine/runtime/internal_state.py:
+the incremental strategy over the totals query, which maintains them from their own rows,
+own_rows.py, at the cost of the change), then:
+
+* no group moved: only the frontier is committed;
+* the totals' change data feed between the version the DT recorded and the new one holds each
+  moved group before (weight -1) and after (+1): the DT's outputs over those rows, HAVING as a
+  filter, are the DT's change, netted and applied (`aggregate_totals`). A global aggregate's one
+  row is one such group;
+* the totals rebuilt, their change feed unreadable, or a `drop` expectation (the rows it keeps
+  out are no change to subtract): the DT's rows are computed from the whole totals table, whose
+  size is the DT's, and only the difference is written.
+
+The DT's values are Spark's own: COUNT is the count, SUM the sum when the count of its argument
+is not 0, AVG Spark's quotient of the two (the rule's `over`). That holds for integer and
+decimal arguments only: the types are read when the query is analysed, and a DT summing another
+type refreshes as if it kept no totals (its groups recomputed; creation keeps none). Creation,
+FULL and REINITIALIZE rebuild the totals and compute the DT from them; the DT's commit records
+the totals' version in its frontier (`state_versions`), so a refresh killed between the two
+commits loses and doubles nothing.
+"""
+
+from __future__ import annotations
+
+from dtcli.engine.runtime import internal_state
+from dtcli.engine.runtime.audit import has_drops
+from dtcli.engine.runtime.changes import WEIGHT, ChangesUnavailable, quote, read_changes
+from dtcli.engine.runtime.context import RefreshContext, RefreshResult
+from dtcli.engine.runtime.fallback import guarded
+from dtcli.engine.runtime.materialize import LOCAL_ROWS, kept
+from dtcli.engine.runtime.strategies.full import full_refresh, shaped
+from dtcli.engine.runtime.strategies.incremental import ChangeRefresh, check_types
+from dtcli.model import INCREMENTAL, REINITIALIZE, TotalsSpec
+from dtcli.model.refresh_terms import AGGREGATE_TOTALS
+from dtcli.sql.incremental_rewrite.relations import parse
+from dtcli.sql.rules import aggregate_totals as rule
+
+# How the change was applied (the history's `refresh_strategy`)
+FROM_TOTALS = "aggregate_totals"
+
+
+def totals_refresh(ctx: RefreshContext) -> RefreshResult:
+    if ctx.step.action != INCREMENTAL:
+        return _recompute(ctx)
+    return guarded(ctx, _Totals(ctx).run, _fallback)
+
+
+def _fallback(ctx: RefreshContext, action: str, reason: str) -> RefreshResult:
+    ctx.frontier.refresh_action = action
+    result = _recompute(ctx)
+    result.fallback_action, result.message = action, reason
+    if action == REINITIALIZE:
+        result.reinit_reason = reason
+    return result
+
+
+def _split(ctx: RefreshContext) -> tuple[rule.Totals, dict[int, object]] | None:
+    """The split and the type of each summed argument (rule.INTEGRAL or (precision, scale)), or
+    None when one is not an integer or a decimal (analysed, not run)."""
+    spec: TotalsSpec = ctx.step.options.totals
+    split = rule.split(parse(spec.sql))
+    if split is None:
+        return None
+    fields = ctx.spark.sql(split.probe().sql(dialect="spark")).schema.fields
+    types: dict[int, object] = {}
+    for j, field in zip(sorted(split.summed), fields):
+        kind = type(field.dataType).__name__
+        if kind in ("ByteType", "ShortType", "IntegerType", "LongType"):
+            types[j] = rule.INTEGRAL
+        elif kind == "DecimalType":
+            types[j] = (field.dataType.precision, field.dataType.scale)
+        else:
+            return None
+    return split, types
+
+
+def _recompute(ctx: RefreshContext) -> RefreshResult:
+    """Creation, FULL, REINITIALIZE: the totals rebuilt from the inputs, the DT's rows computed
+    from them (the query as written when an argument is not exact: no totals then)."""
+    found = _split(ctx)
+    if found is None:
+        return full_refresh(ctx)
+    split, types = found
+    state = ctx.step.options.totals.state
+    done = internal_state.recompute(ctx, state)
+    ctx.frontier.state_versions = {state.role: done.version}
+    schema = shaped(ctx.spark.sql(ctx.step.sql), ctx.step.options.columns).schema
+    return full_refresh(ctx, rows=_typed(_over(_totals_at(ctx, done.version), split, types), schema))
+
+
+def _totals_at(ctx: RefreshContext, version: int):
+    return ctx.spark.read.format("delta").option("versionAsOf", version).load(ctx.step.options.totals.state.path)
+
+
+def _over(totals, split: rule.Totals, types: dict[int, object], carry: tuple[str, ...] = ()):
+    """The DT's outputs over `totals` (a DataFrame of the totals' columns, and `carry`)."""
+    over = split.over(types, carry=carry)
+    where = over.args.get("where")
+    rows = totals.filter(where.this.sql(dialect="spark")) if where is not None else totals
+    return rows.selectExpr(*[e.sql(dialect="spark") for e in over.expressions])
+
+
+def _typed(df, schema, carry: tuple[str, ...] = ()):
+    """`df`'s columns, by position, named and typed as `schema`'s (then `carry` as they are)."""
+    from pyspark.sql import functions as F
+
+    named = [F.col(quote(c)).cast(f.dataType).alias(f.name) for c, f in zip(df.columns, schema.fields)]
+    return df.select(*named, *[F.col(quote(c)) for c in carry])
+
+
+class _Totals(ChangeRefresh):
+    def _run(self) -> RefreshResult:
+        found = _split(self.ctx)
+        if found is None:           # a summed argument of an inexact type: as if no totals were kept
+            return super()._run()
+        split, types = found
+        spec: TotalsSpec = self.step.options.totals
+        role = spec.state.role
+        target = self.spark.read.format("delta").load(self.step.path)
+        check_types(target.schema)
+        recorded = (self.step.previous.state_versions or {}).get(role) if self.step.previous else None
+        done = internal_state.bring_up(self.ctx, spec.state, recorded)
+        self.ctx.frontier.state_versions = {role: done.version}
+
+        def whole() -> RefreshResult:
+            rows = _typed(_over(_totals_at(self.ctx, done.version), split, types), target.schema)
+            return self._write_difference(rows, target, FROM_TOTALS)
+        if done.replaced or has_drops():
+            return whole()
+        if done.version == recorded:
+            return self._nothing()
+        try:
+            cs = read_changes(self.spark, internal_state.name_of(self.ctx, spec.state), spec.state.path,
+                              recorded, done.version, small=self._small())
+        except ChangesUnavailable:        # its history is gone: from the whole table
+            return whole()
+        self.changes[role] = cs
+        if cs.rows == 0:
+            return self._nothing()
+        return self._apply(_typed(_over(cs.weighted, split, types, carry=(WEIGHT,)), target.schema, (WEIGHT,)),
+                           target.columns)
+
+    def _apply(self, change, columns: list[str]) -> RefreshResult:
+        """The DT's rows before (-) and after (+) each moved group, netted and applied."""
+        from pyspark.sql import functions as F
+
+        from dtcli.engine.runtime import apply as applier
+        from dtcli.engine.runtime import rewrite
+
+        net, local = kept(change.groupBy(*[F.col(quote(c)) for c in columns])
+                          .agg(F.sum(WEIGHT).cast("long").alias(WEIGHT))
+                          .filter(F.col(WEIGHT) != 0), LOCAL_ROWS, self._small())
+        self.cached.append(net)
+        if local is not None and not local:
+            return self._nothing()
+        applied = applier.apply_row_changes(self.spark, self.step.path, net, self.ctx.frontier, local=local,
+                                            prefer=(self.step.options.layout.sort_by or [None])[0],
+                                            whole=rewrite.changes_whole if self.whole else None)
+        return RefreshResult(inserted=applied.inserted, deleted=applied.deleted, copied=applied.copied,
+                             table_version=applied.version, strategy=FROM_TOTALS)
+
+
+STRATEGIES = {AGGREGATE_TOTALS: totals_refresh}   # refresh kinds this module does
