@@ -178,9 +178,9 @@ def _totals_row(checked: Checked, name: str) -> list[Operator]:
     if spec is None:
         return []
     return [Operator(operator="COUNT / SUM / AVG of the outermost SELECT",
-                     strategy="running totals per group (internal table aggregate_totals), adjusted by "
-                              "the change's own rows; the table's rows of the groups that moved computed "
-                              "from them",
+                     strategy="instead of recomputing its groups: running totals per group (internal "
+                              "table aggregate_totals) adjusted by the change's own rows, the table's rows "
+                              "of the groups that moved computed from them (HAVING filtering them)",
                      considerations=["exact for integer and decimal arguments: with a FLOAT or DOUBLE "
                                      "argument the refresh recomputes the groups a change touches instead",
                                      "the totals are a second copy of the groups (one more commit per "

@@ -32,11 +32,13 @@ def top_n_spec(checked: Checked, name: str) -> TopNSpec | None:
 
 def totals_spec(checked: Checked, name: str) -> TotalsSpec | None:
     """How an incremental aggregate DT is refreshed over running totals (None: it is no such
-    aggregate, refreshes FULL, has a frozen region, or its config says `aggregate_totals: false`)."""
+    aggregate, refreshes FULL, has a frozen region, is created by a backfill copy, which leaves
+    no totals to start from, or its config says `aggregate_totals: false`)."""
     table = checked.project.tables[name]
     if not checked.modes[name].incremental or not checked.qualified.bound(name):
         return None
-    if not table.config.aggregate_totals or table.config.frozen_where:
+    config = table.config
+    if not config.aggregate_totals or config.frozen_where or config.backfill is not None:
         return None
     query = checked.qualified[name]
     split = aggregate_totals.split(query)
