@@ -6,6 +6,8 @@ the incremental strategy over the totals query, which maintains them from their 
 own_rows.py, at the cost of the change), then:
 
 * no group moved: only the frontier is committed;
+* a global aggregate: its one row (none under a HAVING it fails) computed from the totals' one
+  row and written over the DT's, as a one-row DT's recompute is (query_shape.py);
 * the totals' change data feed between the version the DT recorded and the new one holds each
   moved group before (weight -1) and after (+1): the DT's outputs over those rows, HAVING as a
   filter, are the DT's change, netted and applied (`aggregate_totals`). A global aggregate's one
@@ -128,10 +130,13 @@ class _Totals(ChangeRefresh):
         def whole() -> RefreshResult:
             rows = _typed(_over(_totals_at(self.ctx, done.version), split, types), target.schema)
             return self._write_difference(rows, target, FROM_TOTALS)
+        if done.version == recorded and not done.replaced:
+            return self._nothing()
+        if not split.keys:         # one row: written over the DT's, as query_shape.py's is
+            return self._one_row_from(_typed(_over(_totals_at(self.ctx, done.version), split, types),
+                                             target.schema))
         if done.replaced or has_drops():
             return whole()
-        if done.version == recorded:
-            return self._nothing()
         try:
             cs = read_changes(self.spark, internal_state.name_of(self.ctx, spec.state), spec.state.path,
                               recorded, done.version, small=self._small())
@@ -142,6 +147,19 @@ class _Totals(ChangeRefresh):
             return self._nothing()
         return self._apply(_typed(_over(cs.weighted, split, types, carry=(WEIGHT,)), target.schema, (WEIGHT,)),
                            target.columns)
+
+    def _one_row_from(self, rows) -> RefreshResult:
+        """A global aggregate's row (or none, under HAVING) over the DT's: no change feed read."""
+        from dtcli.engine.runtime import apply as applier
+        from dtcli.engine.runtime import rewrite
+
+        if self.whole:
+            done = rewrite.overwrite_all(self.spark, self.step.path, rows, self.ctx.frontier,
+                                         self.step.options.previous_rows or 0)
+        else:
+            done = applier.replace(self.spark, self.step.path, "true", rows, self.ctx.frontier)
+        return RefreshResult(inserted=done.inserted, deleted=done.deleted, table_version=done.version,
+                             strategy=FROM_TOTALS)
 
     def _apply(self, change, columns: list[str]) -> RefreshResult:
         """The DT's rows before (-) and after (+) each moved group, netted and applied."""
