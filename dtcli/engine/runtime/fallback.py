@@ -2,7 +2,7 @@
 recorded: its changes cannot be read (vacuumed, feed off, schema changed): REINITIALIZE; the
 change cannot be applied, or the refresh fails: FULL under ADAPTIVE, or under a forced
 `refresh_mode: incremental` a failure that says why. Shared by the incremental and top-N
-strategies, each with its own fallback."""
+strategies, each with its own recompute."""
 
 from __future__ import annotations
 
@@ -15,13 +15,22 @@ from dtcli.engine.runtime.context import RefreshContext, RefreshResult
 from dtcli.model import FULL, INCREMENTAL, REINITIALIZE
 from dtcli.sql.incremental_rewrite import Unsupported
 
-Fallback = Callable[[RefreshContext, str, str], RefreshResult]
+Recompute = Callable[[RefreshContext], RefreshResult]
 
 
-def guarded(ctx: RefreshContext, run: Callable[[], RefreshResult], fallback: Fallback) -> RefreshResult:
-    """Run an incremental refresh; when its changes cannot be read, `fallback` reinitializes;
+def guarded(ctx: RefreshContext, run: Callable[[], RefreshResult], recompute: Recompute) -> RefreshResult:
+    """Run an incremental refresh; when its changes cannot be read, `recompute(ctx)` reinitializes;
     when the change cannot be applied or the refresh fails, it recomputes FULL (a forced
-    `refresh_mode: incremental` fails instead): `fallback(ctx, action, reason)`."""
+    `refresh_mode: incremental` fails instead). Either way the action and reason are recorded."""
+
+    def fallback(ctx: RefreshContext, action: str, reason: str) -> RefreshResult:
+        ctx.frontier.refresh_action = action
+        result = recompute(ctx)
+        result.fallback_action, result.message = action, reason
+        if action == REINITIALIZE:
+            result.reinit_reason = reason
+        return result
+
     try:
         return run()
     except AuditFailed:         # the change was computed and breaks a test: nothing to recompute

@@ -35,7 +35,7 @@ from dtcli.engine.runtime.fallback import guarded
 from dtcli.engine.runtime.materialize import LOCAL_ROWS, kept
 from dtcli.engine.runtime.strategies.full import full_refresh, shaped
 from dtcli.engine.runtime.strategies.incremental import ChangeRefresh, check_types
-from dtcli.model import INCREMENTAL, REINITIALIZE, TotalsSpec
+from dtcli.model import INCREMENTAL, TotalsSpec
 from dtcli.model.refresh_terms import AGGREGATE_TOTALS
 from dtcli.sql.incremental_rewrite.relations import parse
 from dtcli.sql.rules import aggregate_totals as rule
@@ -47,16 +47,7 @@ FROM_TOTALS = "aggregate_totals"
 def totals_refresh(ctx: RefreshContext) -> RefreshResult:
     if ctx.step.action != INCREMENTAL:
         return _recompute(ctx)
-    return guarded(ctx, _Totals(ctx).run, _fallback)
-
-
-def _fallback(ctx: RefreshContext, action: str, reason: str) -> RefreshResult:
-    ctx.frontier.refresh_action = action
-    result = _recompute(ctx)
-    result.fallback_action, result.message = action, reason
-    if action == REINITIALIZE:
-        result.reinit_reason = reason
-    return result
+    return guarded(ctx, _Totals(ctx).run, _recompute)
 
 
 def _split(ctx: RefreshContext) -> tuple[rule.Totals, dict[int, object]] | None:

@@ -31,7 +31,7 @@ from dtcli.engine.runtime.pinned import read_at
 from dtcli.engine.runtime.query_shape import SINGLE_ROW_RECOMPUTED, holds_one_row
 from dtcli.engine.runtime.spark_errors import SPARK_ERRORS
 from dtcli.engine.runtime.table_state import Prefetch
-from dtcli.model import INCREMENTAL, REINITIALIZE
+from dtcli.model import INCREMENTAL
 from dtcli.sql.incremental_rewrite import (
     BOTH,
     MINUS,
@@ -61,18 +61,9 @@ SMALL_INPUT_BYTES = 16 << 20
 
 
 def incremental_refresh(ctx: RefreshContext) -> RefreshResult:
-    return guarded(ctx, ChangeRefresh(ctx).run, _fallback)
-
-
-def _fallback(ctx: RefreshContext, action: str, reason: str) -> RefreshResult:
     from dtcli.engine.runtime.strategies.full import full_refresh
 
-    ctx.frontier.refresh_action = action
-    result = full_refresh(ctx)
-    result.fallback_action, result.message = action, reason
-    if action == REINITIALIZE:
-        result.reinit_reason = reason
-    return result
+    return guarded(ctx, ChangeRefresh(ctx).run, full_refresh)
 
 
 class ChangeRefresh:

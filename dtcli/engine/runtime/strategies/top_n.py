@@ -30,7 +30,7 @@ from dtcli.engine.runtime.fallback import guarded
 from dtcli.engine.runtime.materialize import LOCAL_ROWS, kept
 from dtcli.engine.runtime.strategies.full import full_refresh, shaped
 from dtcli.engine.runtime.strategies.incremental import ChangeRefresh, check_types
-from dtcli.model import INCREMENTAL, REINITIALIZE, TopNSpec
+from dtcli.model import INCREMENTAL, TopNSpec
 from dtcli.model.refresh_terms import TOP_N
 from dtcli.sql.incremental_rewrite import DeltaCompiler, Unsupported
 
@@ -42,16 +42,7 @@ _HELD = "__dt_held"      # 0 for the DT's rows, 1 for rows gained: ties keep the
 def top_n_refresh(ctx: RefreshContext) -> RefreshResult:
     if ctx.step.action != INCREMENTAL:
         return _recompute(ctx)
-    return guarded(ctx, _TopN(ctx).run, _fallback)
-
-
-def _fallback(ctx: RefreshContext, action: str, reason: str) -> RefreshResult:
-    ctx.frontier.refresh_action = action
-    result = _recompute(ctx)
-    result.fallback_action, result.message = action, reason
-    if action == REINITIALIZE:
-        result.reinit_reason = reason
-    return result
+    return guarded(ctx, _TopN(ctx).run, _recompute)
 
 
 def _recompute(ctx: RefreshContext) -> RefreshResult:
