@@ -42,6 +42,7 @@ class ChangeSet:
     weighted: object          # DataFrame: data columns + WEIGHT, weights != 0
     rows: int
     local: list | None = None     # the weighted rows themselves, when there are few
+    unfiltered: ChangeSet | None = None   # the change `where` filtered (released with it)
 
     def plus(self):
         return _expand(self.weighted, positive=True)
@@ -64,8 +65,24 @@ class ChangeSet:
         index, data_type = found
         return list(dict.fromkeys(row[index] for row in self.local)), data_type
 
+    def where(self, predicate: str) -> ChangeSet:
+        """Only the rows (of either sign) for which `predicate`, over the input's columns, holds
+        (sql/incremental_rewrite/change_filters.py: the others cannot move the query's result).
+        A change kept on the driver is filtered there (a local relation: no Spark job) and
+        counted again; a larger one is filtered lazily and keeps its count as an upper bound.
+        A predicate Spark cannot evaluate on the change leaves it whole."""
+        try:
+            weighted = self.weighted.filter(predicate)
+            local = weighted.collect() if self.local is not None else None
+        except SPARK_ERRORS:
+            return self
+        return ChangeSet(self.name, weighted, len(local) if local is not None else self.rows, local,
+                         unfiltered=self)
+
     def release(self) -> None:
         release(self.weighted)
+        if self.unfiltered is not None:
+            self.unfiltered.release()
 
 
 def _expand(df, positive: bool):

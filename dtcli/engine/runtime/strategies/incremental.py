@@ -44,6 +44,7 @@ from dtcli.sql.incremental_rewrite import (
     KeySet,
     Unsupported,
 )
+from dtcli.sql.incremental_rewrite.change_filters import change_filters
 from dtcli.sql.incremental_rewrite.own_rows import AggregateUpkeep
 from dtcli.sql.types import map_reason
 from dtcli.state.delta_log import table_info
@@ -155,6 +156,9 @@ class ChangeRefresh:
         read_columns = step.options.read_columns or {}
         changed: set[str] = set()
         versions: dict[str, tuple[int, int]] = {}
+        # the rows of a change that can move the result at all (change_filters.py): an input
+        # whose change has none is unchanged for this DT
+        filters = change_filters(step.options.delta_sql or step.sql)
         for inp in step.inputs:
             now = self.ctx.input_versions[inp.name]
             before = previous.get(inp.name)
@@ -168,6 +172,8 @@ class ChangeRefresh:
                 cs = read_changes(spark, inp.name, inp.path, int(before), int(now),
                                   read_columns.get(inp.name), small=self._small(),
                                   cache=self.ctx.changes)
+                if cs.rows and inp.name.lower() in filters:
+                    cs = cs.where(filters[inp.name.lower()])
                 self.changes[inp.name] = cs
                 if cs.rows:
                     changed.add(inp.name)
