@@ -25,6 +25,8 @@ TABLES = {
     "notin": "SELECT a.k FROM a WHERE a.k NOT IN (SELECT b.k FROM b WHERE b.w > 5)",
     # a's two references with conditions of their own: a change row passing either one counts
     "twice": "SELECT x.k, y.k AS yk FROM a AS x JOIN a AS y ON x.k = y.v WHERE x.v > 10 AND y.v < 5",
+    # an OR whose branches each have conditions on a and on b: a's and b's implied ORs
+    "either": "SELECT a.k, b.w FROM a JOIN b ON a.k = b.k WHERE (a.v > 10 AND b.w > 5) OR (a.s = 'x' AND b.w IS NULL)",
     "top": "SELECT a.k, a.v FROM a WHERE a.v > 10 ORDER BY a.v DESC, a.k LIMIT 3",
 }
 A_ROWS = [(1, 20, "x"), (2, 3, "x"), (3, 30, "y"), (4, 4, None), (5, 15, "y"), (None, 50, "z"), (6, 1, "x"),

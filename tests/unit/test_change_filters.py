@@ -50,6 +50,12 @@ def test_the_doctests():
     # through a CTE used twice: each use is a reference
     ("WITH f AS (SELECT a.k FROM a AS a WHERE a.v = 1) SELECT f1.k FROM f AS f1 JOIN f AS f2 ON f1.k = f2.k",
      {"a": "v = 1"}),
+    # an OR: each branch must require something of the table alone
+    ("SELECT a.k FROM a AS a, b AS b WHERE (a.v = 1 AND b.w = 2) OR (a.v = 3 AND a.k = b.k)",
+     {"a": "(v = 1) OR (v = 3)"}),
+    ("SELECT a.k FROM a AS a, b AS b WHERE (a.v = 1 AND b.w = 2) OR (a.k = b.k)", {}),
+    # an OR on the NULL-extended side's WHERE: still no filter of that side
+    ("SELECT a.k FROM a AS a LEFT JOIN b AS b ON a.k = b.k WHERE b.w = 1 OR b.w IS NULL", {}),
     # a UNION ALL branch without the condition: no filter
     ("SELECT a.k FROM a AS a WHERE a.v = 1 UNION ALL SELECT a.k FROM a AS a", {}),
 ])

@@ -53,6 +53,12 @@ def change_filters(sql: str | exp.Query) -> dict[str, str]:
     ...                "WHERE b.v > 2) AS s ON s.k = a.k WHERE a.v = 1")
     {'t': '(v = 1) OR (v > 2)'}
 
+    An OR whose every branch has conditions on a table alone implies their OR for it.
+
+    >>> change_filters("SELECT p.k FROM p AS p, l AS l WHERE (p.k = l.k AND p.b = 1 AND l.q < 5) "
+    ...                "OR (p.k = l.k AND p.b = 2 AND l.q > 9 AND l.m = 'AIR') OR (p.k = l.k AND p.b = 3)")
+    {'p': '(b = 1) OR (b = 2) OR (b = 3)'}
+
     The NULL-extended side of an outer join: a WHERE condition on it does not filter its rows
     (`r.v IS NULL` keeps the left rows that no right row matches), its own ON does.
 
@@ -100,7 +106,7 @@ def _reference_filter(table: exp.Table) -> exp.Expression | None:
         conds += [c for j in joins if _inner(j) for c in conjuncts(j.args.get("on"))]
     elif index >= 1 and _matched_only(joins[index - 1]):
         conds += conjuncts(joins[index - 1].args.get("on"))
-    own = [c for c in conds if _reads_only(c, alias)]
+    own = [found for c in conds if (found := _own_part(c, alias)) is not None]
     if not own:
         return None
     out = None
@@ -146,6 +152,25 @@ def _nullable(joins: list[exp.Join]) -> tuple[set[int], set[int]]:
         elif side or kind not in ("", "INNER", "CROSS"):
             nullable.update(range(len(joins) + 1))
     return nullable, hidden
+
+
+def _own_part(cond: exp.Expression, alias: str) -> exp.Expression | None:
+    """What `cond` requires of the row of `alias` alone: `cond` itself when it reads only that
+    row; for an OR, the OR of what each branch requires (TPC-H Q19's `(p … AND l …) OR (p …
+    AND l …)` requires of l one of its branches' conditions on l), when every branch requires
+    something; else None."""
+    if _reads_only(cond, alias):
+        return cond
+    cond = cond.unnest()
+    if not isinstance(cond, exp.Or):
+        return None
+    branches = []
+    for branch in cond.flatten():
+        own = [c for c in conjuncts(branch) if _reads_only(c, alias)]
+        if not own:
+            return None
+        branches.append(exp.and_(*own) if len(own) > 1 else own[0])
+    return exp.or_(*[exp.Paren(this=b) for b in branches])
 
 
 def _reads_only(cond: exp.Expression, alias: str) -> bool:
