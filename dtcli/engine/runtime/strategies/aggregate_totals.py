@@ -115,6 +115,8 @@ class _Totals(ChangeRefresh):
         target = self.spark.read.format("delta").load(self.step.path)
         check_types(target.schema)
         recorded = (self.step.previous.state_versions or {}).get(role) if self.step.previous else None
+        if self._state_unchanged(role, recorded):
+            return self._nothing()
         done = internal_state.bring_up(self.ctx, spec.state, recorded)
         self.ctx.frontier.state_versions = {role: done.version}
 

@@ -82,6 +82,7 @@ class ChangeRefresh:
         self.changes: dict[str, ChangeSet] = {}
         self.lazy: dict[str, object] = {}        # view name -> function making its DataFrame
         self._input_bytes: dict[str, int | None] = {}   # input -> its size on disk (_small_input)
+        self._bindings: Bindings | None = None
 
     def run(self) -> RefreshResult:
         prefetch = Prefetch(self.spark, self._scanned_later(), self.ctx.pinned)
@@ -150,7 +151,22 @@ class ChangeRefresh:
     def _bind(self) -> Bindings:
         """Read each changed input's change; every version and change of every input becomes
         a view, created when a query first reads it (an old version costs Delta a rebuild of
-        the table's state from its log: most refreshes never read one)."""
+        the table's state from its log: most refreshes never read one). Once per refresh."""
+        if self._bindings is None:
+            self._bindings = self._read_bindings()
+        return self._bindings
+
+    def _state_unchanged(self, role: str, recorded: int | None) -> bool:
+        """For a DT kept over internal state: whether no input's change can move its rows (every
+        change row fails the query's conditions, change_filters.py). Then the state is not
+        brought up (it catches up from its own frontier at the next refresh that needs it) and
+        the DT records the state's version it recorded before."""
+        if recorded is None or self._bind().changed:
+            return False
+        self.ctx.frontier.state_versions = {role: recorded}
+        return True
+
+    def _read_bindings(self) -> Bindings:
         step, spark = self.step, self.spark
         previous = step.previous.source_versions if step.previous else {}
         read_columns = step.options.read_columns or {}

@@ -110,6 +110,8 @@ class _TopN(ChangeRefresh):
         spec, step = self.spec, self.step
         role = spec.state.role
         recorded = (step.previous.state_versions or {}).get(role) if step.previous else None
+        if self._state_unchanged(role, recorded):
+            return self._nothing()
         done = internal_state.bring_up(self.ctx, spec.state, recorded)
         self.ctx.frontier.state_versions = {role: done.version}
 
