@@ -37,11 +37,11 @@ BATCHES = [
     # only rows failing every condition: a.v <= 10, b.w <= 5 or NULL (a NULL key NOT IN ignores)
     ["INSERT INTO {a} VALUES (7, 2, 'x'), (7, 2, 'x'), (8, NULL, 'y')",
      "INSERT INTO {b} VALUES (7, 1), (NULL, 4), (8, NULL)"],
-    # rows crossing the conditions both ways
+    # rows crossing the conditions both ways; deletes of passing and failing rows, a duplicate,
+    # a NULL v
     ["UPDATE {a} SET v = 25 WHERE k = 2", "UPDATE {a} SET v = 5 WHERE k = 3",
-     "UPDATE {b} SET w = 10 WHERE k = 3", "UPDATE {b} SET w = NULL WHERE k = 1"],
-    # deletes of passing and failing rows, a duplicate, a NULL v
-    ["DELETE FROM {a} WHERE k IN (5, 6)", "INSERT INTO {a} VALUES (1, 20, 'x'), (9, NULL, NULL), (4, 40, 'z')",
+     "UPDATE {b} SET w = 10 WHERE k = 3", "UPDATE {b} SET w = NULL WHERE k = 1",
+     "DELETE FROM {a} WHERE k IN (5, 6)", "INSERT INTO {a} VALUES (1, 20, 'x'), (9, NULL, NULL), (4, 40, 'z')",
      "DELETE FROM {b} WHERE k = 6"],
     # a NULL key in NOT IN's set (its row passes w > 5): every row of notin goes
     ["INSERT INTO {b} VALUES (NULL, 6)", "UPDATE {a} SET v = 2 WHERE k = 4"],
