@@ -125,6 +125,7 @@ class Outcome:
     initial: dict = field(default_factory=dict)   # source -> its rows at the first version
     snapshots: list = field(default_factory=list)  # per step, each changed source's rows after it
     features: frozenset = frozenset()              # the generator's constructs (generator.py)
+    downstream_refused: str | None = None          # why dt refused the DT drawn over this one
 
 
 def judge(sql: str, sources=None) -> tuple[str | None, str | None]:
@@ -433,6 +434,7 @@ def _downstream(con, seed: int, cols: list[tuple[str, str]], table: Counter, out
     sources = {"d": tuple(cols)}
     delta_sql, refused = judge(q2.sql, sources)
     if refused:
+        out.downstream_refused = refused
         return None
     case = Case(con, seed, rng, q2.sql, sources)
     case.load("d", [r for r, n in table.items() for _ in range(n)], sources["d"])
@@ -445,12 +447,13 @@ def summary(outcomes: list[Outcome], seconds: float) -> tuple[str, list[str]]:
     """The summary line, and a ready-to-paste report per mismatch."""
     ran = [o for o in outcomes if not o.refused]
     bad = [o for o in ran if o.mismatch]
-    refused = Counter(_reason(o.refused) for o in outcomes if o.refused)
     paths = Counter(p for o in ran for p in o.paths)
     shapes = {o.shape for o in ran}
     line = (f"{len(ran)} cases, {len(bad)} mismatches, {len(shapes)} distinct shapes, "
-            f"{sum(refused.values())} refused ({', '.join(f'{n} {r}' for r, n in refused.most_common()) or 'none'}), "
-            f"refresh paths {dict(paths)}, {seconds:.0f} s\n" + constructs(outcomes))
+            f"{refused_share(outcomes)}, refresh paths {dict(paths)}, {seconds:.0f} s\n" + constructs(outcomes))
+    outside = refused_outside_design(outcomes)
+    if outside:
+        line += "\nrefused outside issue 38 item 7: " + "; ".join(outside)
     failures = []
     for o in bad:
         small = shrink(o.seed)
@@ -458,6 +461,48 @@ def summary(outcomes: list[Outcome], seconds: float) -> tuple[str, list[str]]:
                         f"  replay: DT_FUZZ_SEED={o.seed} DT_FUZZ_CASES=1 pytest -s tests/fuzz\n"
                         f"  shrunk, as a Spark regression test:\n{regression_test(small)}")
     return line, failures
+
+
+OUTSIDE = "outside item 7"
+
+
+def refusal_class(reason: str) -> str:
+    """The class a refusal counts under: one of issue 38 item 7's constructs that stay FULL by
+    design (generator.REFUSED_BY_DESIGN, matched in the analyzer's reason, not in the why after
+    it), `oracle` (DuckDB could not run the query: the oracle's limit, not dt's refusal) or
+    OUTSIDE (anything else: a construct dt should refresh, a finding). Tested in
+    tests/fuzz/test_fuzz.py."""
+    if reason.startswith("duckdb: "):
+        return "oracle"
+    head = reason.split(" — ", 1)[0]
+    return next((c for words, c in generator.REFUSED_BY_DESIGN.items() if words in head), OUTSIDE)
+
+
+def refused_by_class(outcomes: list[Outcome]) -> Counter:
+    """Refused DTs by refusal_class: the generated queries and the DTs drawn over them."""
+    reasons = [r for o in outcomes for r in (o.refused, o.downstream_refused) if r]
+    return Counter(refusal_class(r) for r in reasons)
+
+
+def refused_share(outcomes: list[Outcome]) -> str:
+    """`refused N of M (p %): class n (p %), …` for the summary line."""
+    def pct(n: int) -> str:
+        return f"{100 * n / max(len(outcomes), 1):.1f} %"
+    by = refused_by_class(outcomes)
+    total = sum(by.values())
+    classes = ", ".join(f"{c} {n} ({pct(n)})" for c, n in by.most_common())
+    return f"refused {total} of {len(outcomes)} ({pct(total)}){': ' + classes if classes else ''}"
+
+
+def refused_outside_design(outcomes: list[Outcome]) -> list[str]:
+    """Per reason of a refusal outside item 7's constructs (or the oracle's), its count and first seed."""
+    seen: dict[str, list] = {}
+    for o in outcomes:
+        for r in (o.refused, o.downstream_refused):
+            if r and refusal_class(r) not in generator.REFUSED_BY_DESIGN.values():
+                entry = seen.setdefault(_reason(r), [0, o.seed])
+                entry[0] += 1
+    return [f"{n} {reason} (seed {seed})" for reason, (n, seed) in sorted(seen.items(), key=lambda kv: -kv[1][0])]
 
 
 def constructs(outcomes: list[Outcome]) -> str:

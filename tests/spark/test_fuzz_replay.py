@@ -17,7 +17,8 @@ oracle.FOUND keeps under that seed), so a long run stopped part way can be finis
 batch. A top-N DT is checked
 top-N-aware (tests/top_n.py): with ties at the n-th row, several answers are right.
 The summary line counts cases, mismatches, failed refreshes and fallbacks to FULL (by reason:
-both are findings) and the apply paths taken.
+both are findings), the apply paths taken and the sampled seeds passed over as refused (by the
+DuckDB loop's refusal classes, tests/fuzz/oracle.refusal_class).
 """
 
 from __future__ import annotations
@@ -37,7 +38,7 @@ pytestmark = pytest.mark.spark
 duckdb = pytest.importorskip("duckdb")
 
 from tests.fuzz import generator  # noqa: E402
-from tests.fuzz.oracle import FOUND, _reason, judge, run_case, run_sql  # noqa: E402
+from tests.fuzz.oracle import FOUND, _reason, judge, refusal_class, run_case, run_sql  # noqa: E402
 
 SAMPLE = int(os.environ.get("DT_FUZZ_SPARK", "2"))
 SPREAD = int(os.environ.get("DT_FUZZ_CASES", "300"))
@@ -51,22 +52,26 @@ DOWNSTREAM = "\n  -- downstream DT over it as d: "
 CASTS = {"int": "INT", "str": "STRING", "arr": "ARRAY<INT>"}
 
 
-def _seeds() -> list[str]:
+def _seeds() -> tuple[list[str], Counter]:
     """The labels of the cases to replay: SAMPLE seeds spread over the DT_FUZZ_CASES range, each
     moved on to the next seed dt accepts (judging a query costs milliseconds, no data), and in
-    the long mode (50 or more) the queries oracle.FOUND keeps (`<seed>f`); or the chosen ones."""
+    the long mode (50 or more) the queries oracle.FOUND keeps (`<seed>f`); or the chosen ones.
+    With the seeds passed over as refused, by refusal class (the DuckDB loop's classes)."""
     chosen = os.environ.get("DT_FUZZ_SPARK_SEEDS")
     if chosen:
-        return [s.strip() for s in chosen.split(",")]
+        return [s.strip() for s in chosen.split(",")], Counter()
     step = max(1, SPREAD // max(SAMPLE, 1))
     seeds: list[int] = []
+    skipped: Counter = Counter()
     for start in range(0, step * SAMPLE, step):
         seed = start
-        while seed in seeds or judge(generator.query(seed).sql)[1]:
+        while seed in seeds or (refused := judge(generator.query(seed).sql)[1]):
+            if seed not in seeds:
+                skipped[refusal_class(refused)] += 1
             seed += 1
         seeds.append(seed)
     found = [f"{s}f" for s in sorted(FOUND)] if SAMPLE >= 50 else []
-    return [str(s) for s in seeds] + found
+    return [str(s) for s in seeds] + found, skipped
 
 
 def _cases(labels: list[str]):
@@ -147,12 +152,13 @@ class Findings:
         self.paths[record.refresh_strategy or record.refresh_action] += 1
         return True
 
-    def line(self, cases: int, tables: int, shapes: int, seconds: float) -> str:
+    def line(self, cases: int, tables: int, shapes: int, seconds: float, skipped: Counter | None = None) -> str:
         def by(c: Counter) -> str:
             return f"{sum(c.values())}" + (f" ({', '.join(f'{n} {r}' for r, n in c.most_common())})" if c else "")
         return (f"Spark replay: {cases} cases ({tables} DTs), {len(self.mismatches)} mismatches, "
                 f"{by(self.failed)} failed refreshes, {by(self.fallbacks)} fallbacks to FULL, "
-                f"{shapes} distinct shapes, refresh paths {dict(self.paths)}, {seconds:.0f} s")
+                f"{shapes} distinct shapes, refresh paths {dict(self.paths)}, "
+                f"{by(skipped or Counter())} sampled seeds passed over as refused, {seconds:.0f} s")
 
 
 class Clock:
@@ -239,11 +245,13 @@ def test_a_sample_of_generated_cases_matches_on_spark(spark, tmp_path):
     """The sample in batches of BATCH cases (a project each), a line printed after each so that
     a long run shows where it is."""
     start, clock, found = time.monotonic(), Clock(), Findings()
-    cases, done, line = _cases(_seeds()), [], "no case"
+    labels, skipped = _seeds()
+    cases, done, line = _cases(labels), [], "no case"
+    print(f"\nseeds: {','.join(label for label, _ in cases)}", flush=True)
     for k in range(0, len(cases), BATCH):
         done += replay_batch(spark, tmp_path / f"batch{k}", cases[k:k + BATCH], found, clock)
         line = found.line(len(done), sum(len(r.tables) for r in done), len({r.shape for r in done}),
-                          time.monotonic() - start)
+                          time.monotonic() - start, skipped)
         print(f"\n{line} ({clock})", flush=True)
     problems = found.mismatches + found.examples
     assert not problems, line + "\n\n" + "\n\n".join(problems)
