@@ -72,7 +72,8 @@ def test_random_queries_match_their_recompute():
         if len(outcomes) % PROGRESS == 0 and CASES > PROGRESS:     # the long mode: where it is
             bad = [o.seed for o in outcomes if o.mismatch]
             print(f"\n[{len(outcomes)}/{CASES}] {sum(1 for o in outcomes if not o.refused)} run, "
-                  f"{len(bad)} mismatches {bad[:20]}, {time.monotonic() - start:.0f} s", flush=True)
+                  f"{len(bad)} mismatches {bad[:20]}, {refused_share(outcomes)}, {time.monotonic() - start:.0f} s",
+                  flush=True)
     line, failures = summary(outcomes, time.monotonic() - start)
     print("\n" + line)
     assert not failures, "\n\n".join(failures)
