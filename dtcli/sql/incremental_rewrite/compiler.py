@@ -20,7 +20,6 @@ from dtcli.sql.incremental_rewrite.relations import (
     NEW,
     OLD,
     PLUS,
-    PRIOR,
     WEIGHTED,
     Bindings,
     KeySet,
@@ -204,14 +203,10 @@ class DeltaCompiler:
         raise Unsupported(f"FROM item {item.sql(dialect='spark')} cannot be refreshed "
                           "incrementally")
 
-    def term(self, sel: exp.Select, index: int, how: str, *, items_upto: int | None = None,
-             keys_only: bool = False) -> exp.Select:
+    def term(self, sel: exp.Select, index: int, how: str, *, items_upto: int | None = None
+             ) -> exp.Select:
         """The block with item `index` replaced by its change `how`, earlier items new, later
-        items old; with `items_upto`, only the first items (and their joins) are kept.
-        `keys_only`: the term's rows are wanted for their keys only, in a block of inner joins
-        (more rows only cost a recompute that finds nothing): a later changed input table is
-        read as PRIOR rows, a superset of its old rows read at the new version, so the term
-        shares that version's scans and rebuilds no old version's state."""
+        items old; with `items_upto`, only the first items (and their joins) are kept."""
         out = sel.copy()
         # terms are unioned into a multiset, which an ORDER BY (no LIMIT reaches here) does not
         # change, and a branch of a UNION ALL cannot carry one
@@ -224,8 +219,6 @@ class DeltaCompiler:
                 rel = self.item_relation(item, NEW)
             elif k == index:
                 rel = self.item_relation(item, how)
-            elif keys_only and isinstance(item, exp.Table) and is_table_ref(item) and self.changed(item):
-                rel = self.item_relation(item, PRIOR)
             else:
                 rel = self.item_relation(item, OLD)
             set_block_item(out, k, rel)
