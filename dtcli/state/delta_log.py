@@ -176,6 +176,67 @@ def info_of(table, *, with_stats: bool = True) -> TableInfo:
                      table_id=meta.id or None)
 
 
+class FileStats:
+    """A table version's data files as its log describes them: each file's size and, per
+    column Delta keeps statistics of, its smallest and largest value (what Delta's file
+    skipping tests a scan's filters against)."""
+
+    def __init__(self, adds, mapped: bool):
+        self._adds = adds                     # deltalake's flattened add actions (one row a file)
+        self._names = {n.lower(): n for n in adds.column_names}
+        self._mapped = mapped                 # column mapping: statistics under physical names
+        self._bounds: dict[str, tuple[list, list] | None] = {}
+        self.sizes: list[int] = adds.column("size_bytes").to_pylist() if adds.num_rows else []
+
+    @property
+    def bytes(self) -> int:
+        return sum(self.sizes)
+
+    def bounds(self, column: str) -> tuple[list, list] | None:
+        """(mins, maxes) of `column`, one per file (None where a file has none); None when the
+        log keeps no statistics of it (or keeps them under other names)."""
+        key = column.lower()
+        if key not in self._bounds:
+            low, high = self._names.get(f"min.{key}"), self._names.get(f"max.{key}")
+            self._bounds[key] = None if self._mapped or low is None or high is None else (
+                self._adds.column(low).to_pylist(), self._adds.column(high).to_pylist())
+        return self._bounds[key]
+
+    def skipped_bytes(self, column: str, ranges: list[tuple]) -> int | None:
+        """Bytes of the files whose `column` range meets none of `ranges` ((low, high) pairs,
+        both ends included): what a filter "within these ranges" lets Delta skip. None when it
+        cannot be told (no statistics, values of another type than the statistics')."""
+        found = self.bounds(column)
+        if found is None:
+            return None
+        skipped = 0
+        try:
+            for size, low, high in zip(self.sizes, *found):
+                if low is None or high is None:
+                    continue            # no statistics (or only NULLs): never skipped
+                if not any(lo <= high and low <= hi for lo, hi in ranges):
+                    skipped += size
+        except TypeError:
+            return None
+        return skipped
+
+
+def file_stats(path: str, version: int | None = None) -> FileStats | None:
+    """The data files of the table at `path` (at `version`, default the latest) with their
+    statistics, from its log; None when there is no table there (or no such version)."""
+    from deltalake import DeltaTable
+    from deltalake.exceptions import DeltaError
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            table = DeltaTable(storage.uri(path), version=version, storage_options=storage.options(path))
+        mode = str(table.metadata().configuration.get("delta.columnMapping.mode", "none")).lower()
+        return FileStats(table.get_add_actions(flatten=True), mapped=mode not in ("", "none"))
+    except (DeltaError, OSError):
+        return None
+
+
 def frontier_metadata(frontier: Frontier) -> str:
     return json.dumps({FRONTIER_KEY: frontier.to_dict()}, sort_keys=True, separators=(",", ":"))
 

@@ -156,7 +156,9 @@ def test_a_top_level_group_by_is_replaced_by_key_without_an_old_version_recomput
     # the keys of o's change come from o's change alone: no scan of l for them
     assert len(keys) == 1
     l_term, o_term = keys[0].split(" UNION ALL ")
-    assert "__dt_i0_both" in l_term and "__dt_i1_old" in l_term
+    # o after l's change: read as its new rows and its change (a superset of its old rows, enough
+    # for keys), so no old version of o is read
+    assert "__dt_i0_both" in l_term and "__dt_i1_prior" in l_term and "_old" not in keys[0]
     assert o_term == "SELECT o.c AS __dt_c0 FROM __dt_i1_both AS o"
 
 
@@ -352,3 +354,22 @@ def test_a_change_is_pushed_into_the_scans_the_engine_names_worth_it():
     assert ("t", "k", "big") in asked and ("t", "j", "small") in asked
     sql = plus.sql(dialect="spark")
     assert "(big.k IN (7))" in sql and "small.j IN" not in sql
+
+
+def test_a_join_of_many_changed_inputs_is_summed_over_one_term_each_without_old_versions():
+    """Beyond NEW_ONLY_INPUTS changed inputs (2^n - 1 terms), own_rows takes the delta rule's n
+    terms, each changed input after a term's own read as PRIOR (its new rows and its change
+    negated): no input at its old version (a rebuild of its state from the log) and no term
+    twice for plus and minus; the weight is the product of the term's weights."""
+    inputs = ["a", "b", "c", "d", "e"]
+    compiler, _ = compiler_(inputs, changed={"a", "b", "c", "d"})
+    upkeep = compiler.own_rows("SELECT a.g, COUNT(*) AS n, SUM(b.v) AS s FROM a JOIN b ON a.k = b.k "
+                               "JOIN c ON c.k = b.k JOIN d ON d.k = c.k JOIN e ON e.k = d.k GROUP BY a.g")
+    sql = upkeep.rows.sql(dialect="spark")
+    views = Bindings.for_inputs(inputs, set()).views
+    assert sql.count(" UNION ALL ") == 3
+    assert views["a"]["old"] not in sql and views["a"]["plus"] not in sql and views["a"]["minus"] not in sql
+    first, *_, last = sql.split(" UNION ALL ")
+    assert "__dt_i0_weighted AS a" in first and "__dt_i1_prior AS b" in first and "__dt_i4_new AS e" in first
+    assert "a.__dt_w * b.__dt_w * c.__dt_w * d.__dt_w AS __dt_w" in first
+    assert "__dt_i0_new AS a" in last and "__dt_i3_weighted AS d" in last and "prior" not in last

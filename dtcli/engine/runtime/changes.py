@@ -53,6 +53,15 @@ class ChangeSet:
     def both(self):
         return self.plus().unionAll(self.minus())
 
+    def prior(self, new):
+        """The input's old version as weighted rows, from `new` (its new version): every new row
+        weighing 1 and the change negated (old = new - change), in the change's columns."""
+        from pyspark.sql import functions as F
+
+        cols = [F.col(quote(c)) for c in self.weighted.columns if c != WEIGHT]
+        return (new.select(*cols, F.lit(1).cast("long").alias(WEIGHT))
+                .unionByName(self.weighted.select(*cols, (-F.col(WEIGHT)).cast("long").alias(WEIGHT))))
+
     def values(self, column: str) -> tuple[list, object] | None:
         """The distinct values `column` takes in the change, with its Spark type; None when
         the change is not kept on the driver or has no such column."""

@@ -32,6 +32,7 @@ from dtcli.sql.incremental_rewrite.relations import (
     NEW,
     OLD,
     PLUS,
+    PRIOR,
     WEIGHTED,
     Bindings,
     KeySet,
@@ -42,8 +43,8 @@ from dtcli.sql.incremental_rewrite.relations import (
 )
 from dtcli.sql.incremental_rewrite.shapes import OuterJoin, Shape
 
-__all__ = ["BOTH", "KEY_PREFIX", "MINUS", "NEW", "OLD", "PLUS", "WEIGHTED", "Bindings", "DeltaCompiler", "KeySet",
-           "Keyed", "Materialize", "OuterJoin", "Shape", "Unsupported", "inline_ctes", "key_column", "parse",
+__all__ = ["BOTH", "KEY_PREFIX", "MINUS", "NEW", "OLD", "PLUS", "PRIOR", "WEIGHTED", "Bindings", "DeltaCompiler",
+           "KeySet", "Keyed", "Materialize", "OuterJoin", "Shape", "Unsupported", "inline_ctes", "key_column", "parse",
            "unsupported_reason"]
 
 

@@ -34,7 +34,7 @@ def affected_keys(compiler, sel: exp.Select, shape: Shape, changed: list[int]) -
         return None
     if shape.join is None:
         parts = [item_keys(compiler, sel, k, shape.keys) or
-                 strip(compiler.term(sel, k, BOTH), shape.keys) for k in changed]
+                 strip(compiler.term(sel, k, BOTH, keys_only=True), shape.keys) for k in changed]
         keys = compiler.materialize(union_all(parts))
     else:
         join_keys = _outer_join_keys(compiler, sel, shape.join, changed)

@@ -20,6 +20,7 @@ from dtcli.sql.incremental_rewrite.relations import (
     NEW,
     OLD,
     PLUS,
+    PRIOR,
     WEIGHTED,
     Bindings,
     KeySet,
@@ -203,10 +204,14 @@ class DeltaCompiler:
         raise Unsupported(f"FROM item {item.sql(dialect='spark')} cannot be refreshed "
                           "incrementally")
 
-    def term(self, sel: exp.Select, index: int, how: str, *, items_upto: int | None = None
-             ) -> exp.Select:
+    def term(self, sel: exp.Select, index: int, how: str, *, items_upto: int | None = None,
+             keys_only: bool = False) -> exp.Select:
         """The block with item `index` replaced by its change `how`, earlier items new, later
-        items old; with `items_upto`, only the first items (and their joins) are kept."""
+        items old; with `items_upto`, only the first items (and their joins) are kept.
+        `keys_only`: the term's rows are wanted for their keys only, in a block of inner joins
+        (more rows only cost a recompute that finds nothing): a later changed input table is
+        read as PRIOR rows, a superset of its old rows read at the new version, so the term
+        shares that version's scans and rebuilds no old version's state."""
         out = sel.copy()
         # terms are unioned into a multiset, which an ORDER BY (no LIMIT reaches here) does not
         # change, and a branch of a UNION ALL cannot carry one
@@ -219,6 +224,8 @@ class DeltaCompiler:
                 rel = self.item_relation(item, NEW)
             elif k == index:
                 rel = self.item_relation(item, how)
+            elif keys_only and isinstance(item, exp.Table) and is_table_ref(item) and self.changed(item):
+                rel = self.item_relation(item, PRIOR)
             else:
                 rel = self.item_relation(item, OLD)
             set_block_item(out, k, rel)

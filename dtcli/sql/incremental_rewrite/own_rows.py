@@ -35,6 +35,7 @@ from dtcli.sql.incremental_rewrite.relations import (
     MINUS,
     NEW,
     PLUS,
+    PRIOR,
     WEIGHTED,
     Unsupported,
     alias_of,
@@ -105,23 +106,29 @@ def _weighted(compiler, block: exp.Select) -> exp.Query | None:
     """The block's change as rows with a weight column (+n gained, -n lost).
 
     A block linear in plain input tables is expanded over the inputs' new versions and their
-    changes only: for every non-empty set S of changed inputs, the block with S read as their
-    weighted changes and the others at their new version, weighted by the product of the
-    changes' weights and by -1 when S has an even number of inputs (inclusion-exclusion:
-    ΔA⋈B_new + A_new⋈ΔB − ΔA⋈ΔB = ΔA⋈B_old + A_new⋈ΔB). No input is read at its old version, which
-    Delta would rebuild from its log; terms of several changes join small sets only. Other
-    blocks take the compiler's plus and minus queries, weighted +1 and -1."""
+    changes only. Up to NEW_ONLY_INPUTS changed inputs: for every non-empty set S of them, the
+    block with S read as their weighted changes and the others at their new version, weighted
+    by the product of the changes' weights and by -1 when S has an even number of inputs
+    (inclusion-exclusion: ΔA⋈B_new + A_new⋈ΔB − ΔA⋈ΔB = ΔA⋈B_old + A_new⋈ΔB); terms of several
+    changes join small sets only. More (2^n - 1 terms would be too many): the delta rule's n
+    terms, ΔA⋈B_old⋈C_old + A_new⋈ΔB⋈C_old + A_new⋈B_new⋈ΔC, each old version read as its new
+    rows and its change negated (PRIOR). Either way no input is read at its old version, which
+    Delta would rebuild from its log, and every term scans the same versions. Other blocks take
+    the compiler's plus and minus queries, weighted +1 and -1."""
     from itertools import combinations
 
     items = block_items(block)
     changed = [k for k, item in enumerate(items) if compiler.changed(item)]
-    if shapes.shape(block) is None and len(changed) <= NEW_ONLY_INPUTS and all(
-            isinstance(items[k], exp.Table) and is_table_ref(items[k]) for k in changed):
+    linear = shapes.shape(block) is None and all(
+        isinstance(items[k], exp.Table) and is_table_ref(items[k]) for k in changed)
+    if linear and len(changed) <= NEW_ONLY_INPUTS:
         terms = []
         for size in range(1, len(changed) + 1):
             for subset in combinations(changed, size):
                 terms.append(_new_only_term(compiler, block, set(subset), negative=size % 2 == 0))
         return union_all(terms)
+    if linear:
+        return union_all([_prior_term(compiler, block, k, [j for j in changed if j > k]) for k in changed])
     parts = []
     for sign, weight in ((PLUS, 1), (MINUS, -1)):
         body = compiler.delta(block, sign)
@@ -131,6 +138,24 @@ def _weighted(compiler, block: exp.Select) -> exp.Query | None:
                      .from_(exp.Subquery(this=body, alias=exp.TableAlias(
                          this=exp.to_identifier(f"__dt_{sign}")))))
     return union_all(parts)
+
+
+def _prior_term(compiler, block: exp.Select, index: int, later: list[int]) -> exp.Select:
+    """The delta rule's term of changed item `index`: the items before it new, it weighted, the
+    changed items after it (`later`) old as PRIOR rows; weighted by the product of their weights."""
+    items = block_items(block)
+    out = block.copy()
+    for k, item in enumerate(items):
+        how = WEIGHTED if k == index else PRIOR if k in later else NEW
+        set_block_item(out, k, compiler.item_relation(item, how))
+    weight: exp.Expression | None = None
+    for k in [index, *later]:
+        w = exp.column(WEIGHT, alias_of(items[k]))
+        weight = w if weight is None else exp.Mul(this=weight, expression=w)
+    if compiler.narrow is not None:
+        for cond in pushed_keys(block, index, compiler.narrow):
+            out.where(cond, copy=False)
+    return out.select(exp.alias_(weight, WEIGHT), copy=False)
 
 
 def _new_only_term(compiler, block: exp.Select, changes: set[int], negative: bool) -> exp.Select:

@@ -16,6 +16,10 @@ PLUS, MINUS, BOTH = "plus", "minus", "both"
 # the change as consolidated rows with their weight column (+n gained, -n lost): for blocks
 # whose change is summed (own_rows.py), one term per changed input instead of two
 WEIGHTED = "weighted"
+# an input's old version as weighted rows: its new rows (weight 1) and its change negated, since
+# old = new - change; read at the new version only, it shares that version's scans (and needs no
+# rebuild of the old version's state from the log)
+PRIOR = "prior"
 KEY_PREFIX = "__dt_k"
 
 
@@ -60,7 +64,7 @@ class Bindings:
     def for_inputs(cls, inputs: list[str], changed: set[str]) -> Bindings:
         views = {}
         for k, name in enumerate(inputs):
-            views[name] = {v: f"__dt_i{k}_{v}" for v in (NEW, OLD, PLUS, MINUS, BOTH, WEIGHTED)}
+            views[name] = {v: f"__dt_i{k}_{v}" for v in (NEW, OLD, PLUS, MINUS, BOTH, WEIGHTED, PRIOR)}
         return cls(views, set(changed))
 
 

@@ -27,6 +27,7 @@ from dtcli.engine.runtime.checkpoints import release
 from dtcli.engine.runtime.context import RefreshContext, RefreshResult
 from dtcli.engine.runtime.fallback import guarded
 from dtcli.engine.runtime.materialize import LOCAL_ROWS, kept
+from dtcli.engine.runtime.narrowing import Narrowing
 from dtcli.engine.runtime.pinned import read_at
 from dtcli.engine.runtime.query_shape import SINGLE_ROW_RECOMPUTED, holds_one_row
 from dtcli.engine.runtime.spark_errors import SPARK_ERRORS
@@ -38,6 +39,7 @@ from dtcli.sql.incremental_rewrite import (
     NEW,
     OLD,
     PLUS,
+    PRIOR,
     WEIGHTED,
     Bindings,
     DeltaCompiler,
@@ -47,18 +49,13 @@ from dtcli.sql.incremental_rewrite import (
 from dtcli.sql.incremental_rewrite.change_filters import change_filters
 from dtcli.sql.incremental_rewrite.own_rows import AggregateUpkeep
 from dtcli.sql.types import map_reason
-from dtcli.state.delta_log import table_info
 
 _views = itertools.count()
 # How the change was applied, as the history's `refresh_strategy` records it (with
 # apply.APPENDED, SLICE_REPLACED, MERGED for the general case).
 OWN_ROWS_AGGREGATE, OWN_ROWS_WINDOW = "own_rows_aggregate", "own_rows_window"
 KEYS_RECOMPUTED, NO_ROW_CHANGED = "keys_recomputed", "no_row_changed"
-_VIEW_NAME = re.compile(r"__dt_i\d+_(?:new|old|plus|minus|both|weighted)\b")
-# An input this small is joined unfiltered rather than narrowed to a change's values (_small_input):
-# at TPC-H SF0.1 that is every table but lineitem (35 MiB); reading 16 MiB costs about what
-# planning one more Delta scan does (a Spark job) on 2 cores.
-SMALL_INPUT_BYTES = 16 << 20
+_VIEW_NAME = re.compile(r"__dt_i\d+_(?:new|old|plus|minus|both|weighted|prior)\b")
 
 
 def incremental_refresh(ctx: RefreshContext) -> RefreshResult:
@@ -81,8 +78,10 @@ class ChangeRefresh:
         self.cached: list = []
         self.changes: dict[str, ChangeSet] = {}
         self.lazy: dict[str, object] = {}        # view name -> function making its DataFrame
-        self._input_bytes: dict[str, int | None] = {}   # input -> its size on disk (_small_input)
         self._bindings: Bindings | None = None
+        # which scans the change's join values are pushed into (narrowing.py)
+        self._narrow = Narrowing(self.changes, {i.name: (i.path, ctx.input_versions.get(i.name))
+                                                for i in ctx.step.inputs})
 
     def run(self) -> RefreshResult:
         prefetch = Prefetch(self.spark, self._scanned_later(), self.ctx.pinned)
@@ -208,6 +207,7 @@ class ChangeRefresh:
             self.lazy[views[MINUS]] = cs.minus
             self.lazy[views[BOTH]] = cs.both
             self.lazy[views[WEIGHTED]] = (lambda cs=cs: cs.weighted)
+            self.lazy[views[PRIOR]] = (lambda cs=cs, new=new: cs.prior(new()))
         return bindings
 
     def _read_old(self, inp, version: int):
@@ -340,38 +340,6 @@ class ChangeRefresh:
     def _view(self, name: str, df) -> None:
         df.createOrReplaceTempView(name)
         self.views.append(name)
-
-    def _narrow(self, name: str, column: str, scanned: str | None = None):
-        """For the compiler's pushdown: a function restricting an expression to the values
-        `column` takes in input `name`'s change (None: not known, too many, or the scan that
-        would take it, of input `scanned`, is read whole for less: `_small_input`)."""
-        if scanned is not None and self._small_input(scanned):
-            return None
-        cs = self.changes.get(name)
-        found = cs.values(column) if cs is not None else None
-        if found is None:
-            return None
-        values, data_type = found
-        if len(values) > key_predicates.MAX_LITERALS:   # beyond: joined, not named
-            return None
-
-        def restrict(expr: exp.Expression) -> exp.Expression | None:
-            sql = key_predicates.among(expr.sql(dialect="spark"), values, data_type)
-            return exp.Var(this=sql) if sql is not None else exp.false()
-        return restrict
-
-    def _small_input(self, name: str) -> bool:
-        """Whether input `name` is at most SMALL_INPUT_BYTES on disk (its log says, no JVM).
-        A literal predicate pushed into its scan skips little of it, and makes that scan one of
-        its own: Delta plans every distinct (table, filter) scan of a query with a Spark job, and
-        a join of n changed inputs has a term per input, each narrowing the others differently.
-        Read unfiltered, the table is one scan (and one broadcast) shared by every term."""
-        if name not in self._input_bytes:
-            path = next((i.path for i in self.step.inputs if i.name.lower() == name.lower()), None)
-            info = table_info(path) if path is not None else None
-            self._input_bytes[name] = info.bytes if info is not None else None
-        size = self._input_bytes[name]
-        return size is not None and size <= SMALL_INPUT_BYTES
 
     def _materialize(self, query: exp.Query) -> KeySet:
         name = f"__dt_k{next(_views)}"
