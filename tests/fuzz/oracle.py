@@ -251,6 +251,10 @@ class Case:
             self.load(views["minus"], minus, cols)
             self.load(views["both"], plus + minus, cols)
             self.load(views["weighted"], weighted[name], cols, weight=True)
+            # the old version as the engine reads it (ChangeSet.prior): new rows weighing 1 and
+            # the change negated
+            prior = [(*r, 1) for r in after[name]] + [(*r[:-1], -r[-1]) for r in weighted[name]]
+            self.load(views["prior"], prior, cols, weight=True)
         return b
 
     def refresh(self, delta_sql: str, table: Counter, bindings: Bindings, out: Outcome) -> Counter:
