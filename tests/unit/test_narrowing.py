@@ -90,3 +90,20 @@ def test_values_that_cannot_be_written_as_literals_are_joined_not_named(values, 
 def test_a_change_whose_join_column_is_only_null_joins_nothing():
     narrow = Narrowing({"t": Change({"x": ([None, None], DoubleType())})}, {})
     assert narrow("t", "x", None)(exp.column("x", "u")) == exp.false()
+
+
+def test_a_key_set_value_not_written_as_a_literal_narrows_nothing():
+    """A key set's column filter (strategies/incremental.py) leaves the scan whole when one of
+    the keys cannot be written as a literal: `false` there would join no row."""
+    from decimal import Decimal
+
+    from pyspark.sql.types import DecimalType
+
+    from dtcli.engine.runtime.strategies.incremental import _column_filter
+
+    column = exp.column("k", table="t")
+    restrict = _column_filter([Decimal("1.50"), Decimal("NaN")], DecimalType(10, 2))
+    assert restrict(column) is None
+    restrict = _column_filter([Decimal("1.50"), None], DecimalType(10, 2))
+    assert "IS NULL" in restrict(column).sql() and "1.50" in restrict(column).sql()
+    assert _column_filter([], LongType())(column) == exp.false()

@@ -368,6 +368,8 @@ def _column_filter(values: list, data_type):
     def restrict(expr: exp.Expression) -> exp.Expression | None:
         column = expr.sql(dialect="spark")
         sql = key_predicates.among(column, present, data_type) if present else None
+        if present and sql is None:       # a value not written as a literal: not narrowed
+            return None
         if has_null:
             sql = f"{column} IS NULL" if sql is None else f"({column} IS NULL OR {sql})"
         return exp.Var(this=sql) if sql is not None else exp.false()
