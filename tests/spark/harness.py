@@ -7,6 +7,7 @@ project; refreshes run planner + executor in this process on the shared SparkSes
 from __future__ import annotations
 
 import textwrap
+from collections.abc import Callable
 from pathlib import Path
 
 from tests.helpers import recompute_problem, rows_of, write_project
@@ -71,6 +72,33 @@ class Env:
             records += api.no_data_records(plan) + execute_plan(self.spark, plan, write_history=False)
         return {r.name: r for r in records}
 
+    def run_batches(self, batches: list[list[str]], *, check_created: bool = True, no_data: bool = True,
+                    refresh: Callable[[], dict] | None = None) -> list[dict]:
+        """The differential loop: a run creating every DT (each checked against its recompute
+        unless `check_created` is false), then per batch its statements committed, a run, every
+        refresh SUCCEEDED and INCREMENTAL (or NO_DATA, unless `no_data` is false) and every DT
+        equal to its recompute (check). `refresh` makes a run (Env.refresh when None). Returns
+        each run's records by DT, the creation's first."""
+        from dtcli.model import INCREMENTAL, NO_DATA, SUCCEEDED
+
+        refresh = refresh or self.refresh
+        allowed = (INCREMENTAL, NO_DATA) if no_data else (INCREMENTAL,)
+        runs = [refresh()]
+        for name, record in runs[0].items():
+            assert record.state == SUCCEEDED, (name, record.state_message)
+            if check_created:
+                self.check(name)
+        for batch in batches:
+            for statement in batch:
+                self.sql(statement)
+            records = refresh()
+            for name, record in records.items():
+                assert record.state == SUCCEEDED, (name, record.state_message)
+                assert record.refresh_action in allowed, (name, record.refresh_action, record.state_message)
+                self.check(name)
+            runs.append(records)
+        return runs
+
     def check(self, name: str) -> None:
         """The DT equals its query recomputed at the versions its frontier records (for a
         top-N, is one of the right answers: tests/top_n.py)."""
@@ -88,6 +116,17 @@ class Env:
         from dtcli.state.delta_log import table_version
 
         return table_version(self.sources.get(name) or self.project(name).table_path(name))
+
+
+def strategies_taken(runs: list[dict]) -> dict[str, set[str]]:
+    """The strategies each DT's refreshes after its creation took (NO_DATA runs left out), from
+    Env.run_batches's records."""
+    taken: dict[str, set[str]] = {name: set() for name in runs[0]}
+    for records in runs[1:]:
+        for name, record in records.items():
+            if record.refresh_action != "NO_DATA":
+                taken.setdefault(name, set()).add(record.refresh_strategy)
+    return taken
 
 
 def _lit(v) -> str:

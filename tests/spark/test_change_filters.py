@@ -9,7 +9,6 @@ from __future__ import annotations
 import pytest
 
 from dtcli.engine.runtime import changes
-from dtcli.model import INCREMENTAL, NO_DATA, SUCCEEDED
 from tests.spark.harness import Env
 
 pytestmark = pytest.mark.spark
@@ -55,19 +54,7 @@ def test_filtered_changes_refresh_every_shape_exactly(spark, tmp_path):
     env.create_source("a", "k INT, v INT, s STRING", A_ROWS)
     env.create_source("b", "k INT, w INT", B_ROWS)
     env.write(TABLES)
-    records = env.refresh()
-    for name in TABLES:
-        assert records[name].state == SUCCEEDED, (name, records[name].state_message)
-        env.check(name)
-    for batch in BATCHES:
-        for statement in batch:
-            env.sql(statement)
-        records = env.refresh()
-        for name, record in records.items():
-            assert record.state == SUCCEEDED, (name, record.state_message)
-            assert record.refresh_action in (INCREMENTAL, NO_DATA), (name, record.refresh_action,
-                                                                      record.state_message)
-            env.check(name)
+    env.run_batches(BATCHES)
 
 
 def test_a_change_on_the_driver_is_filtered_without_a_job(spark, tmp_path):
