@@ -8,9 +8,9 @@ nothing."""
 from __future__ import annotations
 
 import pytest
+from sqlglot import exp
 
 from dtcli.engine.runtime import narrowing
-from dtcli.model import INCREMENTAL, SUCCEEDED
 from tests.spark.harness import Env
 
 pytestmark = pytest.mark.spark
@@ -65,27 +65,49 @@ BATCHES = [
 ]
 
 
-@pytest.mark.parametrize("pushed", ["everything", "nothing"])
-def test_a_join_of_changed_inputs_equals_its_recompute_pushed_or_not(spark, tmp_path, monkeypatch, pushed):
-    if pushed == "everything":
-        monkeypatch.setattr(narrowing, "SMALL_INPUT_BYTES", -1)
-        monkeypatch.setattr(narrowing, "SKIP_WORTH_BYTES", -1)
-    else:
-        monkeypatch.setattr(narrowing, "SMALL_INPUT_BYTES", 1 << 40)
+# Both settings over the same sources and batches, two projects: every shape with everything
+# pushed; with nothing pushed (what tests' tiny tables get by default, as every other join test
+# does), the shapes whose change query is then another one. BY_DOUBLE's subquery item is narrowed
+# either way, GROUPED is GROUPED4's change over one input fewer.
+PUSHED = {"join3": JOIN3, "grouped": GROUPED, "grouped4": GROUPED4, "keyed": KEYED, "by_double": BY_DOUBLE}
+WHOLE = {"join3_whole": JOIN3, "grouped4_whole": GROUPED4, "keyed_whole": KEYED}
+
+
+def test_a_join_of_changed_inputs_equals_its_recompute_pushed_or_not(spark, tmp_path, monkeypatch):
     env = Env(spark, tmp_path)
     env.create_source("a", "k INT, g STRING, v DECIMAL(12,2), x DOUBLE",
                       [(1, "x", 1, 1.0), (2, "y", 2, 2.5), (2, "y", 2, 2.5), (None, "x", 3, None)])
     env.create_source("b", "k INT, w STRING", [(1, "p"), (2, None), (2, "q"), (None, "p")])
     env.create_source("c", "g STRING, label STRING", [("x", "L1"), ("y", "L2"), (None, "L1")])
     env.create_source("d", "x DOUBLE", [(1.0,), (2.5,), (None,)])
-    tables = {"join3": JOIN3, "grouped": GROUPED, "grouped4": GROUPED4, "keyed": KEYED, "by_double": BY_DOUBLE}
-    env.write(tables)
-    env.refresh()
-    for batch in BATCHES:
-        for statement in batch:
-            env.sql(statement)
-        for name, record in env.refresh().items():
-            assert record.state == SUCCEEDED, f"{name}: {record.state_message}"
-            assert record.refresh_action == INCREMENTAL, f"{name}: {record.state_message}"
-        for name in tables:
-            env.check(name)
+    env.write(PUSHED, folder="pushed")
+    env.write(WHOLE, folder="whole")
+
+    # how many scans each setting narrowed with the change's values (the setting does what it says)
+    narrowed = {"pushed": 0, "whole": 0}
+    setting = ["pushed"]
+    real = narrowing.Narrowing.__call__
+
+    def counting(self, *args, **kwargs):
+        restrict = real(self, *args, **kwargs)
+
+        def counted(expr):
+            done = restrict(expr)
+            narrowed[setting[0]] += isinstance(done, exp.Var)
+            return done
+        return counted if restrict is not None else None
+    monkeypatch.setattr(narrowing.Narrowing, "__call__", counting)
+
+    def refresh() -> dict:
+        with monkeypatch.context() as patch:
+            patch.setattr(narrowing, "SMALL_INPUT_BYTES", -1)
+            patch.setattr(narrowing, "SKIP_WORTH_BYTES", -1)
+            setting[0] = "pushed"
+            records = env.refresh(list(PUSHED))
+        with monkeypatch.context() as patch:
+            patch.setattr(narrowing, "SMALL_INPUT_BYTES", 1 << 40)
+            setting[0] = "whole"
+            return records | env.refresh(list(WHOLE))
+    runs = env.run_batches(BATCHES, check_created=False, no_data=False, refresh=refresh)
+    assert set(runs[-1]) == set(PUSHED) | set(WHOLE)
+    assert narrowed["pushed"] > 0 and narrowed["whole"] == 0, narrowed
