@@ -21,7 +21,7 @@ import pytest
 from dtcli.model import INCREMENTAL, SUCCEEDED
 from dtcli.state.delta_log import table_info
 from tests.helpers import dt
-from tests.spark.harness import Env
+from tests.spark.harness import Env, strategies_taken
 
 pytestmark = pytest.mark.spark
 
@@ -53,11 +53,12 @@ BATCHES = [
      "INSERT INTO {b} VALUES (9, 2.5), (2, 1.25)"],
     # a group emptied (v), rows deleted from the joined side, HAVING crossed downwards (x)
     ["DELETE FROM {a} WHERE g = 'v'", "DELETE FROM {b} WHERE k = 8", "DELETE FROM {a} WHERE k = 8"],
-    # updates: a value to NULL, a NULL to a value, a row between groups, a key to NULL
+    # updates: a value to NULL, a NULL to a value, a row between groups, a key to NULL; the
+    # emptied group back, a group whose values are all NULL (one run: each DT's change holds
+    # both, and the totals' groups they touch are disjoint)
     ["UPDATE {a} SET d = NULL WHERE k = 1", "UPDATE {a} SET v = 50 WHERE k = 3",
-     "UPDATE {a} SET g = 'y' WHERE k = 5", "UPDATE {b} SET w = NULL WHERE k = 1"],
-    # the emptied group back, a group whose values are all NULL
-    ["INSERT INTO {a} VALUES (12, 'v', 7, 7.77), (13, 'n', NULL, NULL), (14, 'n', NULL, NULL)"],
+     "UPDATE {a} SET g = 'y' WHERE k = 5", "UPDATE {b} SET w = NULL WHERE k = 1",
+     "INSERT INTO {a} VALUES (12, 'v', 7, 7.77), (13, 'n', NULL, NULL), (14, 'n', NULL, NULL)"],
     # (almost) every row gone: the global aggregates over no row (NULL sums, COUNT 0)
     ["DELETE FROM {a} WHERE k IS NULL OR k > 1 OR v IS NULL", "UPDATE {a} SET v = -1 WHERE k = 1"],
     # and back
@@ -91,33 +92,13 @@ def totals_refreshed(monkeypatch) -> dict[str, list[str]]:
     return seen
 
 
-def _run_batches(env: Env, names, batches) -> dict[str, set[str]]:
-    """Commit each batch, refresh, check every DT; the refresh strategies each DT took."""
-    records = env.refresh()
-    for name in names:
-        assert records[name].state == SUCCEEDED, (name, records[name].state_message)
-        env.check(name)
-    strategies: dict[str, set[str]] = {name: set() for name in names}
-    for batch in batches:
-        for statement in batch:
-            env.sql(statement)
-        records = env.refresh()
-        for name, record in records.items():
-            assert record.state == SUCCEEDED, (name, record.state_message)
-            if record.refresh_action != "NO_DATA":
-                assert record.refresh_action == INCREMENTAL, (name, record.refresh_action, record.state_message)
-                strategies[name].add(record.refresh_strategy)
-            env.check(name)
-    return strategies
-
-
 def test_aggregates_equal_their_recompute_after_each_batch(spark, tmp_path, totals_refreshed):
     """The grouped and the global shapes in one project: one run per batch refreshes them all."""
     from dtcli.state import internal
 
     env = _env(spark, tmp_path)
     env.write({**GROUPED, **GLOBAL})
-    strategies = _run_batches(env, {**GROUPED, **GLOBAL}, BATCHES)
+    strategies = strategies_taken(env.run_batches(BATCHES))
     for name in {**GROUPED, **GLOBAL}:
         assert strategies[name] <= {"aggregate_totals", "no_row_changed"}, (name, strategies[name])
         assert "aggregate_totals" in strategies[name], (name, strategies[name])
@@ -152,7 +133,7 @@ def test_off_by_config_or_by_a_float_argument_no_totals_are_kept(spark, tmp_path
     env.write(tables, table_yml={"off": "aggregate_totals: false\n"})
     batches = [["INSERT INTO {a} VALUES (30, 'x', 1, 1.00)", "INSERT INTO {c} VALUES ('x', 0.3, 4), ('z', 1e300, 5)"],
                ["DELETE FROM {a} WHERE g = 'y'", "UPDATE {c} SET f = NULL WHERE g = 'z'"]]
-    strategies = _run_batches(env, tables, batches)
+    strategies = strategies_taken(env.run_batches(batches))
     assert strategies == {"off": {"keys_recomputed"}, "floats": {"keys_recomputed"}}, strategies
     warehouse = env.project().warehouse
     assert internal.existing(warehouse, "off") == [] == internal.existing(warehouse, "floats")
