@@ -2,7 +2,7 @@
 (engine/runtime/narrowing.py) or not, old versions read as new rows and the change negated
 (PRIOR: totals over four changed inputs, the affected keys of a keyed join), every refresh
 equals the recompute. Whether values are pushed depends on the scanned table's size and file
-statistics; tests' tables are tiny, so each test sets the limits to push everything it can, or
+statistics; tests' tables are tiny, so each run sets the limits to push everything it can, or
 nothing."""
 
 from __future__ import annotations

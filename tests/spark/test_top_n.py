@@ -17,7 +17,7 @@ import pytest
 from dtcli.model import INCREMENTAL, SUCCEEDED
 from dtcli.state.delta_log import table_info
 from tests.helpers import dt
-from tests.spark.harness import Env
+from tests.spark.harness import Env, strategies_taken
 
 pytestmark = pytest.mark.spark
 
@@ -84,31 +84,12 @@ OTHERS = ("hidden_rows", "offset", "any_rows", "ordinal", "setop", "distinct_exp
           "distinct_paren")
 
 
-def _run_batches(env: Env, names, batches) -> dict[str, set[str]]:
-    """Commit each batch, refresh, check every DT; the refresh strategies each DT took."""
-    env.refresh()
-    for name in names:
-        env.check(name)
-    strategies: dict[str, set[str]] = {name: set() for name in names}
-    for batch in batches:
-        for statement in batch:
-            env.sql(statement)
-        records = env.refresh()
-        for name, record in records.items():
-            assert record.state == SUCCEEDED, (name, record.state_message)
-            if record.refresh_action != "NO_DATA":
-                assert record.refresh_action == INCREMENTAL, (name, record.state_message)
-                strategies[name].add(record.refresh_strategy)
-            env.check(name)
-    return strategies
-
-
 def test_every_top_n_is_a_window_of_its_query_after_each_batch(spark, tmp_path):
     from dtcli.state import internal
 
     env = _env(spark, tmp_path)
     env.write({name: TABLES[name] for name in MAIN})
-    strategies = _run_batches(env, MAIN, BATCHES)
+    strategies = strategies_taken(env.run_batches(BATCHES))
     # each path ran: merged, recomputed from the internal table or from the input, nothing moved
     assert {"top_n_merged", "top_n_from_state"} <= strategies["top_groups"], strategies
     assert {"top_n_merged", "top_n_recomputed"} <= strategies["low_rows"], strategies
@@ -133,7 +114,7 @@ def test_every_top_n_is_a_window_of_its_query_after_each_batch(spark, tmp_path):
 def test_hidden_keys_offset_and_no_order_by(spark, tmp_path):
     env = _env(spark, tmp_path)
     env.write({name: TABLES[name] for name in OTHERS})
-    strategies = _run_batches(env, OTHERS, BATCHES[:4])
+    strategies = strategies_taken(env.run_batches(BATCHES[:4]))
     # a key the DT does not hold, or an OFFSET: a change recomputes the window
     assert strategies["hidden_rows"] <= {"top_n_recomputed", "no_row_changed"}, strategies
     assert strategies["offset"] <= {"top_n_recomputed", "no_row_changed"}, strategies
