@@ -13,7 +13,9 @@ random change batches, runs again with --wait, and checks every DT against its r
 history against the commit logs, and that no process of a killed run is left. Its last point is
 aimed rather than random: everything the run started is killed after the top-N's internal table
 committed and before the top-N did (its slow singular test holds the refresh there), and the
-DT must be found behind its internal table, then brought up INCREMENTAL and right. Long mode:
+DT must be found behind its internal table, then brought up INCREMENTAL and right. The aimed
+point's run is also the one that resumes after the point before it (once that run's processes
+have ended): one dt run fewer, the history and the DTs checked after the last point. Long mode:
 `DT_FAULT_KILLS=50 .venv/bin/python -m pytest -s tests/e2e/test_kill_safety.py -k random`
 (`DT_FAULT_SEED` replays a schedule; `DT_FAULT_CHECK_EVERY=N` compares with the recompute
 every N points only).
@@ -198,7 +200,9 @@ def kill_between_commits(root: Path, project, log: Path) -> list[int]:
     state = internal.path(project.warehouse, "top_skus", "top_n_rows")
     state_before, dt_before = _version(state), _version(project.table_path("top_skus"))
     with open(log, "a") as out:
-        proc = subprocess.Popen([str(DT_BIN), "run", "--all", "-p", str(root)], stdout=out, stderr=out,
+        # --wait: a lock the previous point's kill left behind (its processes have all ended)
+        proc = subprocess.Popen([str(DT_BIN), "run", "--all", "--wait", "900", "-p", str(root)],
+                                stdout=out, stderr=out,
                                 env=dict(os.environ, COLUMNS="200"), start_new_session=True)
     while _version(state) == state_before:
         assert proc.poll() is None, "the run ended before top_skus's internal table committed"
@@ -277,6 +281,13 @@ def test_random_kills_never_leave_a_writer_behind(tmp_path, spark):
         interrupted[mode if hit else "finished first"] += 1
         if rng.random() < 0.5:
             batch += changes.batch()          # sources move on while the orphan finishes
+        print(f"point {point}: kill {mode} at {delay:.1f}s ({'hit' if hit else 'after the run ended'}); "
+              f"{', '.join(batch)}")
+        if point == KILLS - 1:
+            # the aimed point's run, which starts once this run's processes have ended, is what
+            # resumes after this kill (one dt run fewer); both are checked after the last point
+            assert pids_gone(tree, 300), f"point {point}: a process of the killed run is still running"
+            continue
         again = dt_process("run", "--all", "--wait", "900", "-p", str(root))
         assert again.returncode == 0, (point, mode, batch, again.stdout + again.stderr)
         assert pids_gone(tree, 120), f"point {point}: a process of the killed run is still running"
@@ -285,8 +296,6 @@ def test_random_kills_never_leave_a_writer_behind(tmp_path, spark):
         if point % CHECK_EVERY == 0 or point == KILLS:
             for name in names:
                 assert_matches_recompute(spark, project, name)
-        print(f"point {point}: kill {mode} at {delay:.1f}s ({'hit' if hit else 'after the run ended'}); "
-              f"{', '.join(batch)}")
     print(f"kill points: {KILLS}; {dict(interrupted)}; {time.monotonic() - started:.0f}s")
 
 
