@@ -207,9 +207,10 @@ class Case:
         ddl = ", ".join(f"{c} {TYPES[t]}" for c, t in columns) + (", __dt_w BIGINT" if weight else "")
         self.con.execute(f"CREATE OR REPLACE TABLE {name} ({ddl})")
         if rows:
-            marks = ", ".join("?" for _ in range(len(rows[0])))
-            self.con.executemany(f"INSERT INTO {name} VALUES ({marks})",
-                                 [[list(x) if isinstance(x, tuple) else x for x in r] for r in rows])
+            # one statement for all rows: executemany runs one per row (a seventh of a case's time)
+            marks = "(" + ", ".join("?" for _ in range(len(rows[0]))) + ")"
+            self.con.execute(f"INSERT INTO {name} VALUES " + ", ".join([marks] * len(rows)),
+                             [list(x) if isinstance(x, tuple) else x for r in rows for x in r])
 
     def run(self, spark_sql: str) -> list[tuple]:
         return self.con.execute(duck(spark_sql)).fetchall()
