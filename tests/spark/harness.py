@@ -121,10 +121,12 @@ class Env:
 def strategies_taken(runs: list[dict]) -> dict[str, set[str]]:
     """The strategies each DT's refreshes after its creation took (NO_DATA runs left out), from
     Env.run_batches's records."""
+    from dtcli.model import NO_DATA
+
     taken: dict[str, set[str]] = {name: set() for name in runs[0]}
     for records in runs[1:]:
         for name, record in records.items():
-            if record.refresh_action != "NO_DATA":
+            if record.refresh_action != NO_DATA:
                 taken.setdefault(name, set()).add(record.refresh_strategy)
     return taken
 
