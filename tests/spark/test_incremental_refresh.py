@@ -234,3 +234,23 @@ def test_a_source_column_a_dt_does_not_read_leaves_it_incremental(spark, tmp_pat
     for name in tables:
         assert records[name].state == SUCCEEDED, records[name].state_message
         env.check(name)
+
+
+def test_a_one_row_aggregate_commits_nothing_for_a_change_its_conditions_drop(spark, tmp_path):
+    """A scalar aggregate recomputes its one row (single_row_recomputed) only when a changed row
+    passes its WHERE: a change of rows it filters out, by insert, update or delete, commits
+    the frontier alone, and the row still equals its recompute. MAX keeps it off running totals."""
+    env = Env(spark, tmp_path)
+    env.create_source("a", "k INT, g STRING, v DECIMAL(12,2)",
+                      [(1, "x", 5), (2, "y", 7), (3, "x", None), (4, None, 9)])
+    env.write({"top": "SELECT MAX(v) AS mv, COUNT(*) AS n, SUM(v) AS s FROM a WHERE g = 'x'"})
+    runs = env.run_batches([
+        ["INSERT INTO {a} VALUES (5, 'y', 100), (6, NULL, 50)"],     # filtered out
+        ["UPDATE {a} SET v = 1000 WHERE k = 2", "DELETE FROM {a} WHERE k = 4"],
+        ["INSERT INTO {a} VALUES (7, 'x', 11)"],                      # passes
+        ["UPDATE {a} SET g = 'x' WHERE k = 5"],                       # moves into the filter
+        ["DELETE FROM {a} WHERE g = 'x' AND v > 50"],                 # the maximum leaves
+    ])
+    taken = [records["top"].refresh_strategy for records in runs[1:]]
+    assert taken == ["no_row_changed", "no_row_changed", "single_row_recomputed",
+                     "single_row_recomputed", "single_row_recomputed"], taken

@@ -8,7 +8,9 @@ old versions: two scans of every input, the old one after Delta rebuilt the inpu
 old version, plus reading the change, netting it and a commit (TPC-H Q6 at SF0.01: 24 Spark jobs
 against FULL's 9, benchmarks/refresh_profile.py). The DT's one row is what the old aggregate
 computes, so the refresh recomputes the new row from the inputs as the run binds them and writes
-it over the old one: no change or old version is read, the cost is the recompute's.
+it over the old one: no old version is read, the cost is the recompute's. The change is read
+first, only to see whether any of its rows passes the query's conditions: when none does, the
+row cannot move and the refresh commits the frontier alone (`no_row_changed`).
 """
 
 from __future__ import annotations

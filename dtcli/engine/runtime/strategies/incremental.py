@@ -101,7 +101,7 @@ class ChangeRefresh:
         # one row recomputed, but running totals, which follow the change (own_rows.py)
         one_row = not self.active and holds_one_row(step.options.delta_sql or step.sql)
         if one_row and not step.options.running_totals:
-            return self._one_row()
+            return self._nothing() if self._inputs_unmoved() else self._one_row()
         bindings = self._bind()
         if not bindings.changed:
             return self._nothing()
@@ -154,6 +154,17 @@ class ChangeRefresh:
         if self._bindings is None:
             self._bindings = self._read_bindings()
         return self._bindings
+
+    def _inputs_unmoved(self) -> bool:
+        """For a DT whose one row is recomputed: whether no input's change has a row the
+        query's conditions keep (change_filters.py), so that the row cannot move and the refresh
+        commits the frontier alone instead of recomputing it (a scan of every input, against
+        reading the change: for a filter on recent dates, most changes). A change that cannot
+        be read is no reason to fail: the row is recomputed, as it needs no change."""
+        try:
+            return not self._bind().changed
+        except ChangesUnavailable:
+            return False
 
     def _state_unchanged(self, role: str, recorded: int | None) -> bool:
         """For a DT kept over internal state: whether no input's change can move its rows (every
