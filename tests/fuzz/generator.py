@@ -409,12 +409,14 @@ class Gen:
 
     def _names(self, depth: int, count: int, exprs: list[str]) -> list[str]:
         """` AS c<i>` per output; at depth 0, now and then one output without an alias (an
-        aggregate or expression, named by Spark's CTAS rule; never a plain column, whose name
-        could repeat another output's)."""
+        aggregate or expression, named by Spark's CTAS rule; never one whose name repeats
+        another output's: a plain column, or a CAST of one, which Spark names after the column,
+        and Spark's CTAS refuses two columns of one name, as dt does)."""
         names = [f" AS c{i}" for i in range(count)]
         if depth == 0 and self.rng.random() < P_UNNAMED:
             # not GROUPING(k): dt does not derive its Spark name yet (FUZZ-FINDINGS 16:40, seed 4046)
-            candidates = [i for i, e in enumerate(exprs) if "(" in e and not e.startswith(("(SELECT", "GROUPING("))]
+            candidates = [i for i, e in enumerate(exprs) if "(" in e and not e.startswith(("(SELECT", "GROUPING("))
+                          and (_spark_name(e) or "").lower() not in {f"c{j}" for j in range(count) if j != i}]
             if candidates:
                 names[self.rng.choice(candidates)] = ""
                 self.uses("unnamed_column")
@@ -635,3 +637,13 @@ def _lit(v) -> str:
 
 def _values(rows: list[tuple]) -> str:
     return ", ".join("(" + ", ".join(_lit(x) for x in r) + ")" for r in rows)
+
+
+def _spark_name(expr: str) -> str | None:
+    """The name Spark's CTAS gives the output `expr` (dt's own rule, sql/spark_names.py; None:
+    a form it does not know)."""
+    import sqlglot
+
+    from dtcli.sql.spark_names import output_name
+
+    return output_name(sqlglot.parse_one(expr, read="spark"), expr)
