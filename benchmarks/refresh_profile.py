@@ -5,6 +5,7 @@
     .venv/bin/python benchmarks/refresh_profile.py --sf 0.01 --full        # FULL of the same DTs beside it
     .venv/bin/python benchmarks/refresh_profile.py -p PROJECT --select q06 --full   # a project's DTs after a change
     .venv/bin/python benchmarks/refresh_profile.py --event-log DIR -p PROJECT   # a `dt run` that wrote an event log
+    .venv/bin/python benchmarks/refresh_profile.py -p PROJECT --select q09 --jfr /tmp/jfr  # the driver's CPU by phase
 
 A small change should cost a refresh little more than the change itself and one commit; what it
 costs beyond that is fixed cost: Spark jobs that rebuild table state or collect small results,
@@ -290,6 +291,13 @@ def _session(args, conf: dict | None = None):
     from dtcli.engine.launch.session import local_session
 
     extra = dict(item.split("=", 1) for item in args.conf)
+    if args.jfr:            # the driver's CPU by phase (driver_phases.py)
+        import driver_phases
+
+        args.jfr.mkdir(parents=True, exist_ok=True)
+        java = " ".join(filter(None, [driver_phases.java_options(args.jfr.resolve()),
+                                      extra.get("spark.driver.extraJavaOptions")]))
+        extra["spark.driver.extraJavaOptions"] = java
     spark = local_session(extra={**(conf or {}), "spark.driver.memory": args.driver_memory,
                                  "spark.sql.shuffle.partitions": args.shuffle_partitions, **extra})
     if args.callers:
@@ -298,9 +306,26 @@ def _session(args, conf: dict | None = None):
 
 
 def _profiled(spark, run, project_dir: Path, name: str, full: bool, title: str, args) -> list[dict]:
+    started = time.time()
     run.refresh(spark, project_dir, name, full=full)
+    ended = time.time()
     records = _last_records(project_dir, name)
-    return [{**r, "forced_full": full} for r in report(profiles_of(spark, records), args.jobs, title)]
+    rows = [{**r, "forced_full": full} for r in report(profiles_of(spark, records), args.jobs, title)]
+    for r in rows:
+        args.windows.append((f"{r['name']} {'FULL' if full else r['action']} #{len(args.windows) + 1}",
+                             started, ended))
+    return rows
+
+
+def _driver_phases(spark, args) -> None:
+    """With `--jfr`: the driver's CPU per timed refresh, by phase (driver_phases.py)."""
+    if not args.jfr or not args.windows:
+        return
+    import driver_phases
+
+    recording = driver_phases.dump(spark, args.jfr.resolve())
+    print("\nDriver CPU by phase (JFR samples of the driver's threads, executors left out; seconds):\n")
+    print(driver_phases.report(driver_phases.by_window(recording, args.windows)))
 
 
 def benchmark(args) -> list[dict]:
@@ -338,6 +363,7 @@ def benchmark(args) -> list[dict]:
                             continue
                         out += [{**r, "sf": sf, "repetition": rep + 1}
                                 for r in _profiled(spark, run, p.project_dir, t.name, full, title, args)]
+        _driver_phases(spark, args)
     finally:
         spark.stop()
     return out
@@ -374,6 +400,7 @@ def project(args) -> list[dict]:
                             f"repetition {rep + (0 if args.warmup else 1)}"
                     out += [{**r, "repetition": rep} for r in _profiled(spark, run, project_dir, name, full,
                                                                          title, args)]
+        _driver_phases(spark, args)
     finally:
         spark.stop()
         run.copy_tree(before, warehouse)
@@ -434,7 +461,12 @@ def main(argv: list[str] | None = None) -> None:
                              "instead of the benchmark's")
     parser.add_argument("--select", nargs="+", help="with --project-dir: these DTs (default: all)")
     parser.add_argument("--json", type=Path, help="also write the rows as JSON here")
+    parser.add_argument("--jfr", type=Path, metavar="DIR",
+                        help="record the driver with Java Flight Recorder (into DIR) and report its "
+                             "CPU per refresh by phase: analysis, planning, codegen, task "
+                             "serialization, Delta's state, scans and commits (driver_phases.py)")
     args = parser.parse_args(argv)
+    args.windows = []           # (label, start, end) of each timed refresh, for --jfr
     ENGINE[0] = str(args.engine.resolve() if args.engine else HERE.parent)
     sys.path.insert(0, ENGINE[0])
     sys.path.insert(1, str(HERE))
