@@ -190,8 +190,9 @@ def check_all(env: Env, batch: list[Replayed], broken: set[str], found: Findings
     frontier records (a top-N: is one of its right answers): one project load for the batch.
     (The recompute's input views are named after the case's own sources: cases do not share
     them.)"""
+    from dtcli.engine.runtime.materialize import static_plan
     from dtcli.state.delta_log import table_info
-    from tests.helpers import recompute_problem, rows_of
+    from tests.helpers import recompute_problem, table_rows
 
     project = env.project()
 
@@ -201,13 +202,14 @@ def check_all(env: Env, batch: list[Replayed], broken: set[str], found: Findings
                 continue
             info = table_info(project.table_path(name), with_stats=False)
             versions = info.frontier.source_versions
-            actual = rows_of(env.spark.read.format("delta").option("versionAsOf", info.frontier_version)
-                             .load(project.table_path(name)))
+            actual = table_rows(env.spark, project.table_path(name), info.frontier_version)[1]
             wrong = recompute_problem(env.spark, project, name, versions, actual)
             if wrong:
                 broken.add(name)
                 found.mismatches.append(f"seed {replayed.seed} {name}: {sql}\n  {wrong}")
-    each_case(batch, check)
+    # the recomputes without adaptive execution (Env.check), set once for the cases' threads
+    with static_plan(env.spark):
+        each_case(batch, check)
 
 
 def replay_batch(spark, root, cases: list, found: Findings, clock: Clock) -> list[Replayed]:

@@ -37,22 +37,20 @@ BATCHES = int(os.environ.get("DT_TPCH_BATCHES", "1"))
 
 def _check_all(env: Env, names: list[str]) -> list[str]:
     """What differs between each DT and its recompute (one project load for all of them)."""
+    from dtcli.engine.runtime.materialize import static_plan
     from dtcli.state.delta_log import table_info
-    from tests.helpers import recompute_problem, rows_of
+    from tests.helpers import recompute_problem, table_rows
 
     project = env.project(names[0])
     problems = []
     for name in names:
         info = table_info(project.table_path(name), with_stats=False)
-        actual = rows_of(spark_read(env, project.table_path(name), info.frontier_version))
-        wrong = recompute_problem(env.spark, project, name, info.frontier.source_versions, actual)
+        actual = table_rows(env.spark, project.table_path(name), info.frontier_version)[1]
+        with static_plan(env.spark):      # the recompute without adaptive execution (Env.check)
+            wrong = recompute_problem(env.spark, project, name, info.frontier.source_versions, actual)
         if wrong:
             problems.append(f"{name}: {wrong[:600]}")
     return problems
-
-
-def spark_read(env: Env, path: str, version: int):
-    return env.spark.read.format("delta").option("versionAsOf", version).load(path)
 
 
 def test_the_22_tpch_queries_refresh_incrementally_and_equal_their_recompute(spark, tmp_path):
