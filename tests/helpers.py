@@ -205,19 +205,29 @@ def recompute_problem(spark, project, name: str, versions: dict[str, int], actua
     return f"only in table: {dict(actual - expected)}\n  only in recompute: {dict(expected - actual)}"
 
 
-def assert_matches_recompute(spark, project, name: str) -> None:
-    """The DT equals its query recomputed at the versions its frontier records, as a multiset,
-    with the same columns."""
+def frontier_mismatch(spark, project, name: str, *, columns: bool = False) -> str | None:
+    """None when the DT (at the version its frontier was committed with) is what its query gives
+    recomputed at the versions that frontier records (recompute_problem; `columns`: with the same
+    columns too); else the versions and what differs. The recompute runs without adaptive
+    execution (a job per query rather than per shuffle; the refreshes keep the session's
+    settings)."""
     from dtcli.engine.runtime.materialize import static_plan
     from dtcli.state.delta_log import table_info
 
     info = table_info(project.table_path(name), with_stats=False)
     assert info is not None and info.frontier is not None, f"{name} has no frontier"
     versions = info.frontier.source_versions
-    columns, actual = table_rows(spark, project.table_path(name), info.frontier_version)
+    names, actual = table_rows(spark, project.table_path(name), info.frontier_version)
     with static_plan(spark):
-        wrong = recompute_problem(spark, project, name, versions, actual, columns)
-    assert wrong is None, f"{name} differs from its recompute at {versions}: {wrong}"
+        wrong = recompute_problem(spark, project, name, versions, actual, names if columns else None)
+    return None if wrong is None else f"at {versions}:\n  {wrong}"
+
+
+def assert_matches_recompute(spark, project, name: str) -> None:
+    """The DT equals its query recomputed at the versions its frontier records, as a multiset,
+    with the same columns."""
+    wrong = frontier_mismatch(spark, project, name, columns=True)
+    assert wrong is None, f"{name} differs from its recompute {wrong}"
 
 
 def checkpoint_blocks(spark) -> int:

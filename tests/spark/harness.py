@@ -10,7 +10,7 @@ import textwrap
 from collections.abc import Callable
 from pathlib import Path
 
-from tests.helpers import recompute_problem, table_rows, write_project
+from tests.helpers import frontier_mismatch, write_project
 
 
 class Env:
@@ -102,18 +102,8 @@ class Env:
     def check(self, name: str) -> None:
         """The DT equals its query recomputed at the versions its frontier records (for a
         top-N, is one of the right answers: tests/top_n.py)."""
-        from dtcli.engine.runtime.materialize import static_plan
-        from dtcli.state.delta_log import table_info
-
-        project = self.project(name)
-        info = table_info(project.table_path(name), with_stats=False)
-        versions = info.frontier.source_versions
-        actual = table_rows(self.spark, project.table_path(name), info.frontier_version)[1]
-        # the recompute without adaptive execution: a job per query rather than per shuffle (the
-        # refreshes keep the session's settings; tests in a process run one at a time)
-        with static_plan(self.spark):
-            wrong = recompute_problem(self.spark, project, name, versions, actual)
-        assert wrong is None, f"{name} differs from its recompute at {versions}:\n  {wrong}"
+        wrong = frontier_mismatch(self.spark, self.project(name), name)
+        assert wrong is None, f"{name} differs from its recompute {wrong}"
 
     def version(self, name: str) -> int:
         from dtcli.state.delta_log import table_version

@@ -191,8 +191,7 @@ def check_all(env: Env, batch: list[Replayed], broken: set[str], found: Findings
     (The recompute's input views are named after the case's own sources: cases do not share
     them.)"""
     from dtcli.engine.runtime.materialize import static_plan
-    from dtcli.state.delta_log import table_info
-    from tests.helpers import recompute_problem, table_rows
+    from tests.helpers import frontier_mismatch
 
     project = env.project()
 
@@ -200,14 +199,12 @@ def check_all(env: Env, batch: list[Replayed], broken: set[str], found: Findings
         for name, sql in replayed.tables.items():
             if name in broken:
                 continue
-            info = table_info(project.table_path(name), with_stats=False)
-            versions = info.frontier.source_versions
-            actual = table_rows(env.spark, project.table_path(name), info.frontier_version)[1]
-            wrong = recompute_problem(env.spark, project, name, versions, actual)
+            wrong = frontier_mismatch(env.spark, project, name)
             if wrong:
                 broken.add(name)
                 found.mismatches.append(f"seed {replayed.seed} {name}: {sql}\n  {wrong}")
-    # the recomputes without adaptive execution (Env.check), set once for the cases' threads
+    # adaptive execution off for the whole batch too: the cases' threads each set it around
+    # their recompute (frontier_mismatch), and a thread done first would put it back for the rest
     with static_plan(env.spark):
         each_case(batch, check)
 

@@ -37,17 +37,12 @@ BATCHES = int(os.environ.get("DT_TPCH_BATCHES", "1"))
 
 def _check_all(env: Env, names: list[str]) -> list[str]:
     """What differs between each DT and its recompute (one project load for all of them)."""
-    from dtcli.engine.runtime.materialize import static_plan
-    from dtcli.state.delta_log import table_info
-    from tests.helpers import recompute_problem, table_rows
+    from tests.helpers import frontier_mismatch
 
     project = env.project(names[0])
     problems = []
     for name in names:
-        info = table_info(project.table_path(name), with_stats=False)
-        actual = table_rows(env.spark, project.table_path(name), info.frontier_version)[1]
-        with static_plan(env.spark):      # the recompute without adaptive execution (Env.check)
-            wrong = recompute_problem(env.spark, project, name, info.frontier.source_versions, actual)
+        wrong = frontier_mismatch(env.spark, project, name)
         if wrong:
             problems.append(f"{name}: {wrong[:600]}")
     return problems
