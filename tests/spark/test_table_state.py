@@ -130,3 +130,54 @@ def test_a_run_builds_a_pinned_tables_state_once_for_all_its_refreshes(spark, tm
     assert first > 0 and again == 0, f"the second refresh's prefetch ran {again} jobs, the first {first}"
     run.clear()
     assert _jobs_in(spark, "shared-next-run", lambda: Prefetch(spark, [(path, 1)], run).join()) > 0
+
+
+def _reads_from_memory(session, sql: str) -> bool:
+    return "InMemoryRelation" in session.sql(sql)._jdf.queryExecution().withCachedData().toString()
+
+
+def test_a_run_keeps_its_small_inputs_rows_in_memory_within_its_budget(spark, tmp_path):
+    """engine/runtime/pinned.py: a small table read at a pinned version is cached for the run, so
+    later queries plan no Delta scan of it; the views refreshes make of it and drop do not let it
+    go; a table beyond the run's budget is read from its files; the run's end lets it go."""
+    from dtcli.engine.runtime.pinned import CACHE_SETTING, PinnedReads, _file_bytes
+
+    small, other = str(tmp_path / "small"), str(tmp_path / "other")
+    spark.range(40).selectExpr("id AS k").repartition(2).write.format("delta").save(small)
+    spark.range(40, 45).selectExpr("id AS k").write.format("delta").mode("append").save(small)
+    spark.range(10).selectExpr("id AS k").write.format("delta").save(other)
+    one, two = spark.newSession(), spark.newSession()
+    for session in (one, two):      # room for the first table read, not for the second
+        session.conf.set(CACHE_SETTING, str(_file_bytes(small, 0)))
+    try:
+        run = PinnedReads()
+        run.at(one, small, 0).createOrReplaceTempView("pinned_small")
+        run.at(two, small, 0).createOrReplaceTempView("pinned_small")
+        count = "SELECT count(*) FROM pinned_small WHERE k < 30"
+        assert _reads_from_memory(one, count) and _reads_from_memory(two, count)
+        assert two.sql(count).collect()[0][0] == 30 and two.table("pinned_small").count() == 40
+        # as a refresh does with its views: one of its own over the input's, both dropped
+        two.table("pinned_small").createOrReplaceTempView("pinned_own")
+        two.catalog.dropTempView("pinned_own")
+        two.catalog.dropTempView("pinned_small")
+        assert _reads_from_memory(one, count)
+        cached = _jobs_in(one, "pinned-cached", lambda: one.sql(count).collect())
+        one.read.format("delta").option("versionAsOf", 0).load(small).createOrReplaceTempView("pinned_own")
+        fresh = _jobs_in(one, "pinned-fresh-read", lambda: one.sql(count.replace("pinned_small", "pinned_own")).collect())
+        one.catalog.dropTempView("pinned_own")
+        assert cached < fresh, f"a query over the cached rows ran {cached} jobs, over the files {fresh}"
+        run.at(one, other, 0).createOrReplaceTempView("pinned_other")
+        assert not _reads_from_memory(one, "SELECT * FROM pinned_other") and run.cached() == 1
+        run.clear()
+        assert run.cached() == 0 and not _reads_from_memory(one, count)
+        assert one.sql(count).collect()[0][0] == 30
+
+        one.conf.set(CACHE_SETTING, "0")      # off: every table read from its files
+        off = PinnedReads()
+        off.at(one, small, 0).createOrReplaceTempView("pinned_small")
+        assert not _reads_from_memory(one, count) and off.cached() == 0
+        assert one.sql(count).collect()[0][0] == 30
+    finally:
+        for session in (one, two):
+            for view in ("pinned_small", "pinned_other"):
+                session.catalog.dropTempView(view)

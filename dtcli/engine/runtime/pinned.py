@@ -12,6 +12,13 @@ and the state it built for every later read.
 
 The sharing lasts one run (one `executor.execute`): every input is pinned for the run, so a
 (path, version) names one content for its whole length, and the snapshots are let go with it.
+
+A small table's rows are also kept in memory for the run (Spark's columnar cache, filled by the
+first query that reads them): each query over a Delta table plans its scan with a Spark job of
+its own (*Filtering files for query*) whatever the table's size, and an incremental refresh of a
+join runs several queries over the same inputs. Measured on the 22 TPC-H DTs at SF0.1 (a whole
+`dt run` after a small change): 316 of its 963 jobs were those. The tables cached are the
+smallest first read, up to `spark.dt.inputCacheBytes` of their files in all (see CACHE_BYTES).
 """
 
 from __future__ import annotations
@@ -19,6 +26,15 @@ from __future__ import annotations
 from threading import Lock
 
 from dtcli.engine.runtime.spark_errors import SPARK_ERRORS
+
+# The Spark setting naming the bytes of input files a run keeps in memory, and its default: the
+# files of the tables at the versions read (as their logs count them); `0` keeps none.
+CACHE_SETTING = "spark.dt.inputCacheBytes"
+CACHE_BYTES = 128 << 20
+# A column the cached plan has and the plan every reader sees has not: Spark uncaches a cached
+# plan when a temporary view of that very plan is dropped or replaced, as every refresh does with
+# its views (the rows would then be read from the table again by the next query).
+_PIN = "__dt_pinned"
 
 
 class PinnedReads:
@@ -28,6 +44,8 @@ class PinnedReads:
         self._lock = Lock()
         self._frames: dict[tuple[str, int], object] = {}
         self._loaded: set[tuple[str, int]] = set()
+        self._cached: list = []          # the cached plans, let go at `clear`
+        self._cached_bytes = 0
 
     def first_load(self, path: str, version: int) -> bool:
         """Whether this is the run's first request to build (path, version)'s state (and, from
@@ -46,15 +64,44 @@ class PinnedReads:
         with self._lock:
             df = self._frames.get(key)
         if df is None:
-            df = _read(spark, path, version)
+            df = self._kept(spark, path, int(version))
             with self._lock:
                 df = self._frames.setdefault(key, df)
         return in_session(df, spark) or _read(spark, path, version)
 
+    def _kept(self, spark, path: str, version: int):
+        """`path` at `version`, its rows cached when the run's budget has room for its files."""
+        from pyspark.sql import functions as F
+
+        df = _read(spark, path, version)
+        size = _file_bytes(path, version)
+        budget = _budget(spark)
+        with self._lock:
+            if size is None or self._cached_bytes + size > budget:
+                return df
+            self._cached_bytes += size
+        kept = df.select("*", F.lit(True).alias(_PIN))
+        kept.persist()
+        with self._lock:
+            self._cached.append(kept)
+        return kept.drop(_PIN)
+
     def clear(self) -> None:
         with self._lock:
+            for kept in self._cached:
+                try:
+                    kept.unpersist()
+                except SPARK_ERRORS:
+                    pass        # the application is going away: so are its cached blocks
+            self._cached.clear()
+            self._cached_bytes = 0
             self._frames.clear()
             self._loaded.clear()
+
+    def cached(self) -> int:
+        """How many tables' rows the run keeps in memory."""
+        with self._lock:
+            return len(self._cached)
 
 
 def in_session(df, spark):
@@ -79,3 +126,22 @@ def read_at(pinned: PinnedReads | None, spark, path: str, version: int):
 
 def _read(spark, path: str, version: int):
     return spark.read.format("delta").option("versionAsOf", int(version)).load(path)
+
+
+def _budget(spark) -> int:
+    try:
+        return int(spark.conf.get(CACHE_SETTING, str(CACHE_BYTES)))
+    except (ValueError, *SPARK_ERRORS):
+        return CACHE_BYTES
+
+
+def _file_bytes(path: str, version: int) -> int | None:
+    """The bytes of `path`'s files at `version` as its log counts them; None where the log
+    cannot be read here (the table is then read as it is, never cached)."""
+    from dtcli.state.delta_log import file_stats
+
+    try:
+        stats = file_stats(path, version)
+    except Exception:       # broad: any reason not to cache is a reason to read the table as is
+        return None
+    return stats.bytes if stats is not None else None
