@@ -137,9 +137,10 @@ def _reads_from_memory(session, sql: str) -> bool:
 
 
 def test_a_run_keeps_its_small_inputs_rows_in_memory_within_its_budget(spark, tmp_path):
-    """engine/runtime/pinned.py: a small table read at a pinned version is cached for the run, so
-    later queries plan no Delta scan of it; the views refreshes make of it and drop do not let it
-    go; a table beyond the run's budget is read from its files; the run's end lets it go."""
+    """engine/runtime/pinned.py: a small table the run reads at a pinned version a second time is
+    cached for the run, so later queries plan no Delta scan of it; the views refreshes make of it
+    and drop do not let it go; a table read once, or beyond the run's budget, is read from its
+    files; the run's end lets it go."""
     from dtcli.engine.runtime.pinned import CACHE_SETTING, PinnedReads, _file_bytes
 
     small, other = str(tmp_path / "small"), str(tmp_path / "other")
@@ -151,9 +152,12 @@ def test_a_run_keeps_its_small_inputs_rows_in_memory_within_its_budget(spark, tm
         session.conf.set(CACHE_SETTING, str(_file_bytes(small, 0)))
     try:
         run = PinnedReads()
-        run.at(one, small, 0).createOrReplaceTempView("pinned_small")
-        run.at(two, small, 0).createOrReplaceTempView("pinned_small")
         count = "SELECT count(*) FROM pinned_small WHERE k < 30"
+        run.at(one, small, 0).createOrReplaceTempView("pinned_small")
+        assert not _reads_from_memory(one, count) and run.cached() == 0      # read once: as it is
+        assert one.sql(count).collect()[0][0] == 30
+        run.at(two, small, 0).createOrReplaceTempView("pinned_small")
+        run.at(one, small, 0).createOrReplaceTempView("pinned_small")
         assert _reads_from_memory(one, count) and _reads_from_memory(two, count)
         assert two.sql(count).collect()[0][0] == 30 and two.table("pinned_small").count() == 40
         # as a refresh does with its views: one of its own over the input's, both dropped
@@ -166,7 +170,8 @@ def test_a_run_keeps_its_small_inputs_rows_in_memory_within_its_budget(spark, tm
         fresh = _jobs_in(one, "pinned-fresh-read", lambda: one.sql(count.replace("pinned_small", "pinned_own")).collect())
         one.catalog.dropTempView("pinned_own")
         assert cached < fresh, f"a query over the cached rows ran {cached} jobs, over the files {fresh}"
-        run.at(one, other, 0).createOrReplaceTempView("pinned_other")
+        for _ in range(2):
+            run.at(one, other, 0).createOrReplaceTempView("pinned_other")
         assert not _reads_from_memory(one, "SELECT * FROM pinned_other") and run.cached() == 1
         run.clear()
         assert run.cached() == 0 and not _reads_from_memory(one, count)
@@ -174,7 +179,8 @@ def test_a_run_keeps_its_small_inputs_rows_in_memory_within_its_budget(spark, tm
 
         one.conf.set(CACHE_SETTING, "0")      # off: every table read from its files
         off = PinnedReads()
-        off.at(one, small, 0).createOrReplaceTempView("pinned_small")
+        for _ in range(2):
+            off.at(one, small, 0).createOrReplaceTempView("pinned_small")
         assert not _reads_from_memory(one, count) and off.cached() == 0
         assert one.sql(count).collect()[0][0] == 30
     finally:

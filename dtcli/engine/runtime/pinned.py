@@ -17,8 +17,9 @@ A small table's rows are also kept in memory for the run (Spark's columnar cache
 first query that reads them): each query over a Delta table plans its scan with a Spark job of
 its own (*Filtering files for query*) whatever the table's size, and an incremental refresh of a
 join runs several queries over the same inputs. Measured on the 22 TPC-H DTs at SF0.1 (a whole
-`dt run` after a small change): 316 of its 963 jobs were those. The tables cached are the
-smallest first read, up to `spark.dt.inputCacheBytes` of their files in all (see CACHE_BYTES).
+`dt run` after a small change): 316 of its 963 jobs were those. A table is cached when the run
+asks for it a second time, while the files cached fit `spark.dt.inputCacheBytes` in all (see
+CACHE_BYTES).
 """
 
 from __future__ import annotations
@@ -46,6 +47,7 @@ class PinnedReads:
         self._loaded: set[tuple[str, int]] = set()
         self._cached: list = []          # the cached plans, let go at `clear`
         self._cached_bytes = 0
+        self._requests: dict[tuple[str, int], int] = {}
 
     def first_load(self, path: str, version: int) -> bool:
         """Whether this is the run's first request to build (path, version)'s state (and, from
@@ -58,33 +60,49 @@ class PinnedReads:
             self._loaded.add(key)
             return True
 
-    def at(self, spark, path: str, version: int):
-        """`path` at `version`, as a DataFrame of `spark`'s session."""
+    def at(self, spark, path: str, version: int, *, counted: bool = True):
+        """`path` at `version`, as a DataFrame of `spark`'s session; from the run's second
+        request for it on, over rows kept in memory when the budget has room (`_keep`).
+        `counted=False`: a request that is not a reader's (the side thread building the state
+        of what a refresh bound already) and makes nothing cached."""
         key = (path, int(version))
         with self._lock:
             df = self._frames.get(key)
+            if counted:
+                self._requests[key] = self._requests.get(key, 0) + 1
+            again = counted and self._requests[key] == 2
         if df is None:
-            df = self._kept(spark, path, int(version))
+            df = _read(spark, path, version)
             with self._lock:
                 df = self._frames.setdefault(key, df)
+        elif again:
+            df = self._keep(spark, key, df)
         return in_session(df, spark) or _read(spark, path, version)
 
-    def _kept(self, spark, path: str, version: int):
-        """`path` at `version`, its rows cached when the run's budget has room for its files."""
+    def _keep(self, spark, key: tuple[str, int], df):
+        """`df` (the run's read of `key`) over rows cached for the run when its files fit what
+        is left of the budget, else `df`. Only a table asked for again is worth it: caching plans
+        the table's scan at once (Delta's state and file filtering), which a refresh that binds
+        an input it never scans (its change decided it) would otherwise not pay, and a table
+        read by one query gains nothing: the run's later readers ask again (and a changed
+        input's old version is asked for by each refresh that reads it)."""
         from pyspark.sql import functions as F
 
-        df = _read(spark, path, version)
-        size = _file_bytes(path, version)
-        budget = _budget(spark)
+        size = _file_bytes(*key)
         with self._lock:
-            if size is None or self._cached_bytes + size > budget:
+            if size is None or self._cached_bytes + size > _budget(spark):
                 return df
             self._cached_bytes += size
-        kept = df.select("*", F.lit(True).alias(_PIN))
+        kept = in_session(df, spark)
+        if kept is None:
+            return df
+        kept = kept.select("*", F.lit(True).alias(_PIN))
         kept.persist()
+        shown = kept.drop(_PIN)
         with self._lock:
             self._cached.append(kept)
-        return kept.drop(_PIN)
+            self._frames[key] = shown
+        return shown
 
     def clear(self) -> None:
         with self._lock:
@@ -95,6 +113,7 @@ class PinnedReads:
                     pass        # the application is going away: so are its cached blocks
             self._cached.clear()
             self._cached_bytes = 0
+            self._requests.clear()
             self._frames.clear()
             self._loaded.clear()
 
@@ -119,9 +138,10 @@ def in_session(df, spark):
         return None
 
 
-def read_at(pinned: PinnedReads | None, spark, path: str, version: int):
+def read_at(pinned: PinnedReads | None, spark, path: str, version: int, *, counted: bool = True):
     """`path` at `version` in `spark`: through the run's shared reads when there are some."""
-    return pinned.at(spark, path, version) if pinned is not None else _read(spark, path, version)
+    return pinned.at(spark, path, version, counted=counted) if pinned is not None \
+        else _read(spark, path, version)
 
 
 def _read(spark, path: str, version: int):

@@ -67,7 +67,8 @@ def load(spark, path: str, version: int | None = None, pinned=None) -> None:
     nothing else. A pinned version is read through the run's shared reads (`pinned`,
     engine/runtime/pinned.py) when given: a snapshot read on its own would be built for
     nobody else, since each read of an older version makes a snapshot of its own."""
-    df = read_at(pinned, spark, path, version) if version is not None else spark.read.format("delta").load(path)
+    df = read_at(pinned, spark, path, version, counted=False) if version is not None \
+        else spark.read.format("delta").load(path)
     predicate = _skipping_predicate(df.schema)
     (df.filter(predicate) if predicate is not None else df)._jdf.queryExecution().executedPlan()
 
