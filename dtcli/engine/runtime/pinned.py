@@ -75,7 +75,7 @@ class PinnedReads:
             df = _read(spark, path, version)
             with self._lock:
                 df = self._frames.setdefault(key, df)
-        elif again:
+        if again:
             df = self._keep(spark, key, df)
         return in_session(df, spark) or _read(spark, path, version)
 
@@ -88,15 +88,14 @@ class PinnedReads:
         input's old version is asked for by each refresh that reads it)."""
         from pyspark.sql import functions as F
 
-        size = _file_bytes(*key)
+        frame = in_session(df, spark)
+        size = _file_bytes(*key) if frame is not None else None
+        budget = _budget(spark)
         with self._lock:
-            if size is None or self._cached_bytes + size > _budget(spark):
+            if size is None or self._cached_bytes + size > budget:
                 return df
             self._cached_bytes += size
-        kept = in_session(df, spark)
-        if kept is None:
-            return df
-        kept = kept.select("*", F.lit(True).alias(_PIN))
+        kept = frame.select("*", F.lit(True).alias(_PIN))
         kept.persist()
         shown = kept.drop(_PIN)
         with self._lock:
