@@ -126,33 +126,35 @@ def execute_plan(spark, plan: Plan, emit: events.Events = lambda event: None,
         finished.add(step.name)
         emit(events.RefreshFinished(record))
 
-    free = side_sessions(spark, threads) if threads > 1 else [spark]
-    session_of: dict = {}
-    with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="dt-refresh") as pool:
-        while pending or running:
-            for step in list(pending):
-                if len(running) >= threads:
-                    break
-                if any(u in in_plan and u not in finished for u in [*step.upstream, *(step.options.after or ())]):
-                    continue        # an upstream step still runs: this one reads what it commits
-                pending.remove(step)
-                stopping = stopping or should_stop()
-                record = run.not_run(step, stopping)
-                if record is not None:
-                    finish(step, record)
+    try:
+        free = side_sessions(spark, threads) if threads > 1 else [spark]
+        session_of: dict = {}
+        with ThreadPoolExecutor(max_workers=threads, thread_name_prefix="dt-refresh") as pool:
+            while pending or running:
+                for step in list(pending):
+                    if len(running) >= threads:
+                        break
+                    if any(u in in_plan and u not in finished for u in [*step.upstream, *(step.options.after or ())]):
+                        continue        # an upstream step still runs: this one reads what it commits
+                    pending.remove(step)
+                    stopping = stopping or should_stop()
+                    record = run.not_run(step, stopping)
+                    if record is not None:
+                        finish(step, record)
+                        continue
+                    emit(events.RefreshStarted(step.name, step.action))
+                    session = free.pop()
+                    future = pool.submit(run.refresh, session, step)
+                    running[future], session_of[future] = step, session
+                if not running:
                     continue
-                emit(events.RefreshStarted(step.name, step.action))
-                session = free.pop()
-                future = pool.submit(run.refresh, session, step)
-                running[future], session_of[future] = step, session
-            if not running:
-                continue
-            done, _ = wait(running, return_when=FIRST_COMPLETED)
-            for future in done:
-                free.append(session_of.pop(future))
-                finish(running.pop(future), future.result())
-    run.pinned.clear()      # the snapshots the run's reads held go with it
-    run.changes.clear()     # and the changes it kept on the driver
+                done, _ = wait(running, return_when=FIRST_COMPLETED)
+                for future in done:
+                    free.append(session_of.pop(future))
+                    finish(running.pop(future), future.result())
+    finally:
+        run.pinned.clear()      # the snapshots and rows the run's reads held go with it
+        run.changes.clear()     # and the changes it kept on the driver
     records = [run.records[s.name] for s in steps]
     if plan.registrations or plan.unregistrations:
         from dtcli.engine.runtime.catalog import publish

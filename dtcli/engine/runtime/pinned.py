@@ -107,7 +107,9 @@ class PinnedReads:
         with self._lock:
             for kept in self._cached:
                 try:
-                    kept.unpersist()
+                    # blocking: the memory is free when the run returns (a watch application's
+                    # next pass, a test counting the session's blocks, see no leftover)
+                    kept.unpersist(blocking=True)
                 except SPARK_ERRORS:
                     pass        # the application is going away: so are its cached blocks
             self._cached.clear()
