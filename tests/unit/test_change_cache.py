@@ -9,7 +9,7 @@ from decimal import Decimal
 
 from pyspark.sql import types as T
 
-from dtcli.engine.runtime.change_cache import Shared, _positions, net, plain
+from dtcli.engine.runtime.change_cache import ChangeCache, Shared, _positions, net, plain
 
 
 def _sorted(rows):
@@ -72,3 +72,25 @@ def test_a_column_the_entry_does_not_hold_is_read_by_the_refresh_itself():
     assert _positions(partial, None) is None
     assert _positions(partial, ["k", "b"]) is None
     assert _positions(partial, []) == []
+
+
+def test_a_change_the_run_committed_is_kept_netted_as_its_feed_would_be_and_read_by_nobody():
+    fields = [T.StructField("k", T.IntegerType()), T.StructField("at", T.TimestampType()),
+              T.StructField("v", T.DoubleType()), T.StructField("__dt_w", T.LongType())]
+    cache = ChangeCache()
+    # k=1 changed only in a timestamp (a type the cache leaves out): it cancels, as a read would
+    rows = [(1, "t0", 2.0, -1), (1, "t1", 2.0, 1), (2, "t1", -0.0, 1)]
+    cache.seed("/t", 4, 5, fields, rows)
+    assert cache.seeded("/t", 4, 5) is None             # not every column: not whole
+    whole = fields[:1] + fields[2:]
+    cache.seed("/u", 4, 5, whole, [(1, 2.0, -1), (1, 3.0, 1), (1, 3.0, 1), (2, 1.0, 1), (2, 1.0, -1)])
+    shared = cache.seeded("/u", 4, 5)
+    assert shared.complete and _sorted(shared.rows) == [(1, 2.0, -1), (1, 3.0, 2)]
+    assert cache.seeded("/u", 5, 6) is None and cache.seeded("/v", 4, 5) is None
+    cache.seed("/u", 4, 5, whole, [])                   # the first entry of a key stays
+    assert cache.seeded("/u", 4, 5).rows == shared.rows
+    small = ChangeCache(max_cells=5)                    # past the budget: not kept
+    small.seed("/u", 0, 1, whole, [(k, 1.0, 1) for k in range(3)])
+    assert small.seeded("/u", 0, 1) is None
+    cache.clear()
+    assert cache.seeded("/u", 4, 5) is None

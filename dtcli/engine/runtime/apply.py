@@ -40,6 +40,10 @@ class Applied(NamedTuple):
     version: int          # the DT's version after the commit
     copied: int = 0       # unchanged rows written again
     how: str | None = None
+    # the commit's change as the table's change feed nets it, when known on the driver:
+    # (the version before it, fields: the table's columns then WEIGHT, netted rows); see
+    # ChangeCache.seed
+    change: tuple[int, list, list[tuple]] | None = None
 
 
 class Inconsistent(Exception):

@@ -23,6 +23,12 @@ refresh reading one reads its change itself, as does every refresh when the chan
 large to collect, when the input's schema differs between the two versions, or when the shared
 read fails (the refresh's own read then raises what it always raised: ChangesUnavailable
 stays per refresh). Entries last one run (`clear` at its end), like engine/runtime/pinned.py.
+
+A change the run committed itself enters too (`seed`) when the refresh that wrote it held its rows
+on the driver: an aggregate's running totals written from their own rows (own_rows.py) know the
+groups they replaced and the ones they wrote, which is the totals' change feed for that commit,
+netted; their DT, refreshed next, takes it from here instead of reading the feed (a snapshot, a
+file listing and a read: three to five jobs).
 """
 
 from __future__ import annotations
@@ -74,6 +80,35 @@ class ChangeCache:
         floats = {k for k, p in enumerate(positions) if _is_float(shared.fields[p].dataType)}
         df = local_frame(spark, fields, net(shared.rows, positions, floats))
         return df, df.collect()       # a local relation's rows: no job
+
+    def seed(self, path: str, start: int, end: int, fields: list, rows: list[tuple]) -> None:
+        """A change this run committed itself (versions start+1..end of `path`), its rows known on
+        the driver: `fields` (the table's data columns as the table types them, then WEIGHT) and
+        `rows` netted as the table's own change feed would net. Later readers of the change (a
+        DT over a DT, a DT over its internal table) take it without reading the feed. Columns of
+        a type not kept here (`plain`) are left out and the rows netted again, as `_read` does."""
+        data = list(fields[:-1])
+        positions = [k for k, f in enumerate(data) if plain(f.dataType)]
+        floats = {j for j, k in enumerate(positions) if _is_float(data[k].dataType)}
+        shared = Shared([data[k] for k in positions] + [fields[-1]], net(rows, positions, floats),
+                        len(positions) == len(data))
+        cells = len(shared.rows) * len(shared.fields)
+        entry: Future = Future()
+        entry.set_result(shared)
+        with self._lock:
+            key = (path, int(start), int(end))
+            if key in self._entries or self._cells + cells > self._max_cells:
+                return
+            self._entries[key] = entry
+            self._cells += cells
+
+    def seeded(self, path: str, start: int, end: int) -> Shared | None:
+        """The entry of (path, start, end) when the run holds one with every column, read or
+        seeded (none is read here)."""
+        with self._lock:
+            entry = self._entries.get((path, int(start), int(end)))
+        shared = entry.result() if entry is not None else None
+        return shared if shared is not None and shared.complete else None
 
     def clear(self) -> None:
         with self._lock:

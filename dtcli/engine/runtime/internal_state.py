@@ -78,7 +78,8 @@ def _context(ctx: RefreshContext, table: InternalTable, action: str, previous: F
                             layout=Layout(column_mapping=step.options.layout.column_mapping),
                             estimate=Estimate(change_rows=step.options.estimate.change_rows,
                                               input_rows=step.options.estimate.input_rows),
-                            running_totals=table.running_totals))
+                            running_totals=table.running_totals,
+                            read_by_tables=True))       # its DT reads its change
     own = Frontier(dict(ctx.input_versions), step.definition_hash, frontier.data_timestamp,
                    frontier.run_id, action, step.refresh_mode)
     return RefreshContext(ctx.spark, ctx.plan, sub, ctx.input_versions, own, ctx.pinned, ctx.changes)

@@ -13,8 +13,10 @@ from __future__ import annotations
 
 from functools import reduce
 
+from dtcli.engine.runtime import commit
 from dtcli.engine.runtime import key_predicates as keys_sql
 from dtcli.engine.runtime.apply import ROWS_MISSING, Applied, checked, commit_nothing, replace
+from dtcli.engine.runtime.change_cache import local_frame, net, plain
 from dtcli.engine.runtime.changes import quote
 from dtcli.engine.runtime.materialize import LOCAL_ROWS, kept
 from dtcli.engine.runtime.rewrite import replace_whole
@@ -70,10 +72,11 @@ def _never_null(spark, sql, upkeep: AggregateUpkeep) -> bool:
 
 
 def aggregate(spark, sql, path: str, target, upkeep: AggregateUpkeep, frontier: Frontier,
-              held: list, small: bool = True, whole: bool = False) -> Applied | None:
+              held: list, small: bool = True, whole: bool = False, hand_on: bool = False) -> Applied | None:
     """Each affected group's outputs = its current outputs + the change's sums (`small`: the
     change is expected to be small, see materialize.kept; `whole`: the table is written whole,
-    see rewrite.py)."""
+    see rewrite.py; `hand_on`: a table whose change the run reads, which a small change then
+    comes with, `_written_from_driver`)."""
     from pyspark.sql import functions as F
 
     columns, types = target.columns, [f.dataType for f in target.schema.fields]
@@ -111,8 +114,38 @@ def aggregate(spark, sql, path: str, target, upkeep: AggregateUpkeep, frontier: 
     kept_rows = checked(lowest, "the change empties groups the dynamic table does not hold").isNotNull()
     if upkeep.keys:         # without GROUP BY the one row stays, COUNT(*) 0 included
         kept_rows = kept_rows & (F.col(output_column(count_all)) > 0)
+    write = replace_whole if whole else replace
+    if hand_on and rows is not None and all(plain(t) for t in types):
+        return _written_from_driver(spark, path, predicate, joined, out, kept_rows, target, count_all, write,
+                                    frontier)
     new_rows = groups.filter(kept_rows).select(*[F.col(output_column(k)).alias(c) for k, c in enumerate(columns)])
-    return (replace_whole if whole else replace)(spark, path, predicate, new_rows, frontier)
+    return write(spark, path, predicate, new_rows, frontier)
+
+
+def _written_from_driver(spark, path: str, predicate: str, joined, out: dict, kept_rows, target, count_all: int,
+                         write, frontier: Frontier) -> Applied:
+    """A small change's groups before and after, collected in one job, and the new rows written
+    from the driver: the commit's change is then known (old rows out, new rows in, netted) and
+    handed on with the result, so that the run's readers of this table's change (its DT, for
+    an internal table) need not read its change feed (ChangeCache.seed)."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.types import LongType, StructField
+
+    width = len(target.columns)
+    # the old values under names of their own: `kept_rows` reads the new ones by their names
+    staged = joined.select(*[F.col(f"o.{output_column(k)}").alias(f"__dt_was{k}") for k in range(width)],
+                           *[out[k].alias(output_column(k)) for k in range(width)],
+                           F.col(f"o.{output_column(count_all)}").isNotNull().alias("__dt_held"))
+    both = staged.select("*", kept_rows.alias("__dt_keep")).collect()
+    old = [tuple(r[:width]) for r in both if r[2 * width]]
+    new = [tuple(r[width:2 * width]) for r in both if r[2 * width + 1]]
+    fields = list(target.schema.fields)
+    before = commit.last_commit(path)["version"]
+    done = write(spark, path, predicate, local_frame(spark, fields, new), frontier)
+    weight = StructField(WEIGHT, LongType(), False)
+    floats = {k for k, f in enumerate(fields) if type(f.dataType).__name__ in ("FloatType", "DoubleType")}
+    change = net([(*r, -1) for r in old] + [(*r, 1) for r in new], list(range(width)), floats)
+    return done._replace(change=(before, fields + [weight], change))
 
 
 def window(spark, sql, path: str, target, upkeep: WindowUpkeep, frontier: Frontier,

@@ -245,12 +245,19 @@ class ChangeRefresh:
         upkeep = compiler.own_rows(query)
         if upkeep is None:
             return None
-        apply_ = own_rows.aggregate if isinstance(upkeep, AggregateUpkeep) else own_rows.window
-        done = apply_(self.spark, self._sql, self.step.path, target, upkeep, self.ctx.frontier,
-                      self.cached, self._small(), self.whole)
+        if isinstance(upkeep, AggregateUpkeep):
+            done = own_rows.aggregate(self.spark, self._sql, self.step.path, target, upkeep, self.ctx.frontier,
+                                      self.cached, self._small(), self.whole,
+                                      hand_on=self.step.options.read_by_tables)
+        else:
+            done = own_rows.window(self.spark, self._sql, self.step.path, target, upkeep, self.ctx.frontier,
+                                   self.cached, self._small(), self.whole)
         if done is None:
             return None
         how = OWN_ROWS_AGGREGATE if isinstance(upkeep, AggregateUpkeep) else OWN_ROWS_WINDOW
+        if done.change is not None and self.ctx.changes is not None:    # the run's readers need no feed
+            start, fields, rows = done.change
+            self.ctx.changes.seed(self.step.path, start, done.version, fields, rows)
         return RefreshResult(inserted=done.inserted, deleted=done.deleted, table_version=done.version,
                              strategy=how)
 
