@@ -100,6 +100,30 @@ def test_two_tables_over_one_input_read_its_change_once_each_as_its_own(spark, t
         env.check(name)
 
 
+def test_a_dt_read_by_another_hands_it_the_change_it_committed(spark, tmp_path, feed_reads):
+    """`down` reads `up`'s change as `up`'s refresh wrote it, kept by the run: no read of `up`'s
+    feed, and `down` equals its recompute (NULLs, duplicates, updates, deletes)."""
+    env = Env(spark, tmp_path)
+    env.create_source("a", "k INT, g STRING, v DECIMAL(12,2)",
+                      [(1, "x", 1), (2, "y", 2), (2, "y", 2), (None, "x", None), (3, None, 3)])
+    env.write({"up": "SELECT k, g, v * 2 AS v2 FROM a WHERE v IS NULL OR v < 100",
+               "down": "SELECT g, COUNT(*) AS n, SUM(v2) AS s FROM up GROUP BY g"})
+    env.refresh()
+    for batch in (["UPDATE {a} SET v = v + 10 WHERE k = 2", "DELETE FROM {a} WHERE k = 3",
+                   "INSERT INTO {a} VALUES (4, NULL, NULL), (1, 'x', 1)"],
+                  ["UPDATE {a} SET g = NULL WHERE k = 1", "UPDATE {a} SET v = 500 WHERE k = 4"]):
+        for statement in batch:
+            env.sql(statement)
+        feed_reads.clear()
+        records = env.refresh()
+        for name in ("up", "down"):
+            assert records[name].refresh_action == INCREMENTAL, records[name].state_message
+            env.check(name)
+        assert records["up"].refresh_strategy in ("rows_appended", "slice_replaced", "rows_merged"), records["up"]
+        assert env.path("up") not in feed_reads and env.path("a") in feed_reads, feed_reads
+        assert records["down"].num_inserted_rows + records["down"].num_deleted_rows > 0
+
+
 def test_a_column_the_cache_does_not_hold_or_a_schema_change_reads_its_own(spark, tmp_path, feed_reads):
     """A DT reading a TIMESTAMP takes its change from a read of its own; after a column is added
     to the input, every DT reads its own (the shared read is of one schema)."""

@@ -25,10 +25,11 @@ read fails (the refresh's own read then raises what it always raised: ChangesUna
 stays per refresh). Entries last one run (`clear` at its end), like engine/runtime/pinned.py.
 
 A change the run committed itself enters too (`seed`) when the refresh that wrote it held its rows
-on the driver: an aggregate's running totals written from their own rows (own_rows.py) know the
-groups they replaced and the ones they wrote, which is the totals' change feed for that commit,
-netted; their DT, refreshed next, takes it from here instead of reading the feed (a snapshot, a
-file listing and a read: three to five jobs).
+on the driver: a DT another DT reads applied a netted change it collected, and an aggregate's
+running totals written from their own rows (own_rows.py) know the groups they replaced and the
+ones they wrote. Either is the table's change feed for that commit, netted; the readers refreshed
+after it in the run take it from here instead of reading the feed (a snapshot, a file listing and
+a read: three to five jobs).
 """
 
 from __future__ import annotations

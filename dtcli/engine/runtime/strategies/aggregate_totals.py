@@ -179,18 +179,13 @@ class _Totals(ChangeRefresh):
         """The DT's rows before (-) and after (+) each moved group, netted and applied."""
         from pyspark.sql import functions as F
 
-        from dtcli.engine.runtime import apply as applier
-        from dtcli.engine.runtime import rewrite
-
         net, local = kept(change.groupBy(*[F.col(quote(c)) for c in columns])
                           .agg(F.sum(WEIGHT).cast("long").alias(WEIGHT))
                           .filter(F.col(WEIGHT) != 0), LOCAL_ROWS, self._small())
         self.cached.append(net)
         if local is not None and not local:
             return self._nothing()
-        applied = applier.apply_row_changes(self.spark, self.step.path, net, self.ctx.frontier, local=local,
-                                            prefer=(self.step.options.layout.sort_by or [None])[0],
-                                            whole=rewrite.changes_whole if self.whole else None)
+        applied = self._apply_net(net, local)
         return RefreshResult(inserted=applied.inserted, deleted=applied.deleted, copied=applied.copied,
                              table_version=applied.version, strategy=FROM_TOTALS)
 

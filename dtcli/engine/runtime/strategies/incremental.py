@@ -20,7 +20,7 @@ from functools import partial
 from sqlglot import exp
 
 from dtcli.engine.runtime import apply as applier
-from dtcli.engine.runtime import key_predicates, own_rows, rewrite
+from dtcli.engine.runtime import commit, key_predicates, own_rows, rewrite
 from dtcli.engine.runtime.audit import has_drops
 from dtcli.engine.runtime.changes import WEIGHT, ChangeSet, ChangesUnavailable, quote, read_changes
 from dtcli.engine.runtime.checkpoints import release
@@ -278,7 +278,6 @@ class ChangeRefresh:
         """The general case: the rows the DT gains and loses, netted per distinct row, applied."""
         from pyspark.sql import functions as F
 
-        spark = self.spark
         plus, minus = compiler.compile(query)
         parts = []
         for query, weight in ((plus, 1), (minus, -1)):
@@ -300,13 +299,35 @@ class ChangeRefresh:
         self.cached.append(net)
         if local is not None and not local:
             return self._nothing()
-        applied = applier.apply_row_changes(spark, self.step.path, net, self.ctx.frontier,
-                                            local=local, region=self.active,
-                                            prefer=(self.step.options.layout.sort_by or [None])[0],
-                                            whole=rewrite.changes_whole if self.whole else None)
+        applied = self._apply_net(net, local, region=self.active)
         return RefreshResult(inserted=applied.inserted, deleted=applied.deleted,
                              copied=applied.copied, table_version=applied.version,
                              strategy=applied.how)
+
+    def _apply_net(self, net, local: list | None, region: str | None = None) -> applier.Applied:
+        """`net` (the DT's columns + WEIGHT, one row per distinct row; `local`: its rows when
+        collected) applied in one commit. A change another DT reads, its rows on the driver, is
+        also kept for the run's readers of this DT (ChangeCache.seed): they read no change feed."""
+        before = self._hand_on_from(net, local)
+        applied = applier.apply_row_changes(self.spark, self.step.path, net, self.ctx.frontier,
+                                            local=local, region=region,
+                                            prefer=(self.step.options.layout.sort_by or [None])[0],
+                                            whole=rewrite.changes_whole if self.whole else None)
+        if before is not None and applied.version == before + 1:
+            self.ctx.changes.seed(self.step.path, before, applied.version, list(net.schema.fields),
+                                  [tuple(r) for r in local])
+        return applied
+
+    def _hand_on_from(self, net, local: list | None) -> int | None:
+        """The DT's version before the commit of `net`, when its change is to be handed on: a DT
+        another DT reads, the rows on the driver, all of them written (no `drop` expectation) and
+        typed as the table's columns (the feed would show the table's values); else None."""
+        if local is None or self.ctx.changes is None or not self.step.options.read_by_tables or has_drops():
+            return None
+        table = self.spark.read.format("delta").load(self.step.path).schema
+        if [f.dataType for f in net.schema.fields[:-1]] != [f.dataType for f in table.fields]:
+            return None
+        return commit.last_commit(self.step.path)["version"]
 
     def _replace(self, keyed, predicate: str, columns: list[str]) -> RefreshResult:
         """The rows of the affected keys, recomputed at the new versions, replace the ones the
