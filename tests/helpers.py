@@ -230,8 +230,18 @@ def assert_matches_recompute(spark, project, name: str) -> None:
     assert wrong is None, f"{name} differs from its recompute {wrong}"
 
 
-def checkpoint_blocks(spark) -> int:
+def checkpoint_blocks(spark, at_most: int | None = None) -> int:
     """How many RDDs of dt's own hold blocks in the session: a refresh must release its
-    checkpoints (Delta's cached log states, "Delta Table State ...", are Delta's to manage)."""
-    infos = spark.sparkContext._jsc.sc().getRDDStorageInfo()
-    return sum(not info.name().startswith("Delta Table State") for info in infos)
+    checkpoints and the inputs its run kept in memory (Delta's cached log states, "Delta Table
+    State ...", are Delta's to manage). `at_most`: the count once it is no more than that, or
+    what is left after 10 s: Spark removes some blocks after the call that let them go returns
+    (an earlier test's included), so a count taken at once can see them still."""
+    import time
+
+    deadline = time.monotonic() + 10
+    while True:
+        infos = spark.sparkContext._jsc.sc().getRDDStorageInfo()
+        count = sum(not info.name().startswith("Delta Table State") for info in infos)
+        if at_most is None or count <= at_most or time.monotonic() > deadline:
+            return count
+        time.sleep(0.2)

@@ -92,23 +92,7 @@ def totals_refreshed(monkeypatch) -> dict[str, list[str]]:
     return seen
 
 
-@pytest.fixture
-def feeds_read(monkeypatch) -> list[str]:
-    """The tables whose change data feed the refreshes read (a spy on dt's own function)."""
-    from dtcli.engine.runtime import change_cache, changes
-
-    read: list[str] = []
-    real = changes.read_feed
-
-    def spy(spark, path, start, end):
-        read.append(path)
-        return real(spark, path, start, end)
-    monkeypatch.setattr(changes, "read_feed", spy)
-    monkeypatch.setattr(change_cache, "read_feed", spy)
-    return read
-
-
-def test_aggregates_equal_their_recompute_after_each_batch(spark, tmp_path, totals_refreshed, feeds_read):
+def test_aggregates_equal_their_recompute_after_each_batch(spark, tmp_path, totals_refreshed, feed_reads):
     """The grouped and the global shapes in one project: one run per batch refreshes them all."""
     from dtcli.state import internal
 
@@ -119,7 +103,7 @@ def test_aggregates_equal_their_recompute_after_each_batch(spark, tmp_path, tota
     # cache): the totals' change feed is read only after one that recomputed keys instead
     warehouse = env.project().warehouse
     for name in {**GROUPED, **GLOBAL}:
-        reads = feeds_read.count(internal.path(warehouse, name, "aggregate_totals"))
+        reads = feed_reads.count(internal.path(warehouse, name, "aggregate_totals"))
         other = [s for s in totals_refreshed.get(name, []) if s not in ("own_rows_aggregate", "no_row_changed")]
         assert reads <= len(other), (name, reads, totals_refreshed.get(name))
     assert any(s == "own_rows_aggregate" for name in GLOBAL for s in totals_refreshed.get(name, []))

@@ -12,20 +12,6 @@ from tests.spark.harness import Env
 pytestmark = pytest.mark.spark
 
 
-@pytest.fixture
-def feed_reads(monkeypatch):
-    """The change data feed reads by table path (the real reads, counted)."""
-    reads: list[str] = []
-    real = changes.read_feed
-
-    def counted(spark, path, start, end):
-        reads.append(path)
-        return real(spark, path, start, end)
-    monkeypatch.setattr(changes, "read_feed", counted)
-    monkeypatch.setattr(change_cache, "read_feed", counted)
-    return reads
-
-
 def _jobs(spark, group: str, action):
     spark.sparkContext.setJobGroup(group, group)
     try:

@@ -99,18 +99,21 @@ def test_a_run_reads_a_table_once_per_version_for_every_session(spark, tmp_path)
     assert fresh() == 30
     alone = _jobs_in(one, "pinned-fresh", fresh)
     pinned = PinnedReads()
-    pinned.at(one, path, 0).createOrReplaceTempView("pinned_in")
-    assert one.sql(count).collect()[0][0] == 30        # builds the snapshot's state once
+    try:
+        pinned.at(one, path, 0).createOrReplaceTempView("pinned_in")
+        assert one.sql(count).collect()[0][0] == 30        # builds the snapshot's state once
 
-    def shared():
-        pinned.at(two, path, 0).createOrReplaceTempView("pinned_in")
-        return two.sql(count).collect()[0][0]
+        def shared():
+            pinned.at(two, path, 0).createOrReplaceTempView("pinned_in")
+            return two.sql(count).collect()[0][0]
 
-    assert shared() == 30 and two.table("pinned_in").count() == 40      # version 0's rows, not 1's
-    again = _jobs_in(two, "pinned-shared", shared)
-    assert again < alone, f"a shared read ran {again} jobs, a read of its own {alone}"
-    two.catalog.dropTempView("pinned_in")
-    assert one.table("pinned_in").count() == 40     # the other session's view is untouched
+        assert shared() == 30 and two.table("pinned_in").count() == 40      # version 0's rows, not 1's
+        again = _jobs_in(two, "pinned-shared", shared)
+        assert again < alone, f"a shared read ran {again} jobs, a read of its own {alone}"
+        two.catalog.dropTempView("pinned_in")
+        assert one.table("pinned_in").count() == 40     # the other session's view is untouched
+    finally:
+        pinned.clear()      # as a run's end does: its cached rows would outlive the test
 
 
 def test_a_run_builds_a_pinned_tables_state_once_for_all_its_refreshes(spark, tmp_path):
@@ -150,8 +153,8 @@ def test_a_run_keeps_its_small_inputs_rows_in_memory_within_its_budget(spark, tm
     one, two = spark.newSession(), spark.newSession()
     for session in (one, two):      # room for the first table read, not for the second
         session.conf.set(CACHE_SETTING, str(_file_bytes(small, 0)))
+    run = PinnedReads()
     try:
-        run = PinnedReads()
         count = "SELECT count(*) FROM pinned_small WHERE k < 30"
         run.at(one, small, 0).createOrReplaceTempView("pinned_small")
         assert not _reads_from_memory(one, count) and run.cached() == 0      # read once: as it is
@@ -184,6 +187,7 @@ def test_a_run_keeps_its_small_inputs_rows_in_memory_within_its_budget(spark, tm
         assert not _reads_from_memory(one, count) and off.cached() == 0
         assert one.sql(count).collect()[0][0] == 30
     finally:
+        run.clear()
         for session in (one, two):
             for view in ("pinned_small", "pinned_other"):
                 session.catalog.dropTempView(view)

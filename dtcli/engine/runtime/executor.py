@@ -192,7 +192,8 @@ class _Run:
         self.records: dict[str, RefreshRecord] = {}
         self.lock = Lock()
         self.unavailable: str | None = None     # why no refresh can start (the metastore is down)
-        self.pinned = PinnedReads()     # inputs read once per (table, version) for every step
+        # inputs read once per (table, version) for every step
+        self.pinned = PinnedReads(written=frozenset(s.path for s in plan.spark_steps))
         self.changes = ChangeCache()    # and their changes once per (table, versions)
 
     def not_run(self, step: RefreshStep, stopping: bool | str) -> RefreshRecord | None:

@@ -41,7 +41,11 @@ _PIN = "__dt_pinned"
 class PinnedReads:
     """The run's DataFrames by (path, version); safe to use from the refresh threads."""
 
-    def __init__(self) -> None:
+    def __init__(self, written: frozenset[str] = frozenset()) -> None:
+        # the tables the run writes are never cached: a write makes Spark re-plan every cached
+        # plan of its path into a cache entry of its own, which outlives the run's `clear`
+        # (a time-travel read of a DT cached before the DT's commit stayed behind, in memory)
+        self._written = frozenset(written)
         self._lock = Lock()
         self._frames: dict[tuple[str, int], object] = {}
         self._loaded: set[tuple[str, int]] = set()
@@ -88,6 +92,8 @@ class PinnedReads:
         input's old version is asked for by each refresh that reads it)."""
         from pyspark.sql import functions as F
 
+        if key[0] in self._written:
+            return df
         frame = in_session(df, spark)
         size = _file_bytes(*key) if frame is not None else None
         budget = _budget(spark)
