@@ -40,9 +40,8 @@ class Applied(NamedTuple):
     version: int          # the DT's version after the commit
     copied: int = 0       # unchanged rows written again
     how: str | None = None
-    # the commit's change as the table's change feed nets it, when known on the driver:
-    # (the version before it, fields: the table's columns then WEIGHT, netted rows); see
-    # ChangeCache.seed
+    # the commit's change, when known on the driver: (the version before it, fields: the
+    # table's columns then WEIGHT, rows with their weights), for ChangeCache.seed to net
     change: tuple[int, list, list[tuple]] | None = None
 
 

@@ -85,7 +85,7 @@ class ChangeCache:
     def seed(self, path: str, start: int, end: int, fields: list, rows: list[tuple]) -> None:
         """A change this run committed itself (versions start+1..end of `path`), its rows known on
         the driver: `fields` (the table's data columns as the table types them, then WEIGHT) and
-        `rows` netted as the table's own change feed would net. Later readers of the change (a
+        `rows` with their weights, netted here as the table's change feed is. Later readers of the change (a
         DT over a DT, a DT over its internal table) take it without reading the feed. Columns of
         a type not kept here (`plain`) are left out and the rows netted again, as `_read` does."""
         data = list(fields[:-1])

@@ -16,7 +16,7 @@ from functools import reduce
 from dtcli.engine.runtime import commit
 from dtcli.engine.runtime import key_predicates as keys_sql
 from dtcli.engine.runtime.apply import ROWS_MISSING, Applied, checked, commit_nothing, replace
-from dtcli.engine.runtime.change_cache import local_frame, net, plain
+from dtcli.engine.runtime.change_cache import local_frame, plain
 from dtcli.engine.runtime.changes import quote
 from dtcli.engine.runtime.materialize import LOCAL_ROWS, kept
 from dtcli.engine.runtime.rewrite import replace_whole
@@ -127,7 +127,7 @@ def _written_from_driver(spark, path: str, predicate: str, joined, out: dict, ke
     """A small change's groups before and after, collected in one job, and the new rows written
     from the driver: the commit's change is then known (old rows out, new rows in, netted) and
     handed on with the result, so that the run's readers of this table's change (its DT, for
-    an internal table) need not read its change feed (ChangeCache.seed)."""
+    an internal table) need not read its change feed (ChangeCache.seed, which nets it)."""
     from pyspark.sql import functions as F
     from pyspark.sql.types import LongType, StructField
 
@@ -142,10 +142,8 @@ def _written_from_driver(spark, path: str, predicate: str, joined, out: dict, ke
     fields = list(target.schema.fields)
     before = commit.last_commit(path)["version"]
     done = write(spark, path, predicate, local_frame(spark, fields, new), frontier)
-    weight = StructField(WEIGHT, LongType(), False)
-    floats = {k for k, f in enumerate(fields) if type(f.dataType).__name__ in ("FloatType", "DoubleType")}
-    change = net([(*r, -1) for r in old] + [(*r, 1) for r in new], list(range(width)), floats)
-    return done._replace(change=(before, fields + [weight], change))
+    weight = StructField(WEIGHT, LongType(), False)      # ChangeCache.seed nets the rows
+    return done._replace(change=(before, fields + [weight], [(*r, -1) for r in old] + [(*r, 1) for r in new]))
 
 
 def window(spark, sql, path: str, target, upkeep: WindowUpkeep, frontier: Frontier,

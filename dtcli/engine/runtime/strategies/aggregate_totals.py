@@ -125,10 +125,11 @@ class _Totals(ChangeRefresh):
             return self._write_difference(rows, target, FROM_TOTALS)
         if done.version == recorded and not done.replaced:
             return self._nothing()
-        if not split.keys and self._totals_unmoved(spec, recorded, done.version):
-            return self._nothing()
         if not split.keys:         # one row: written over the DT's, as query_shape.py's is
-            return self._one_row_from(_typed(_over(self._one_total(spec, recorded, done.version), split, types),
+            handed = self.ctx.changes.seeded(spec.state.path, recorded, done.version) if self.ctx.changes else None
+            if handed is not None and not handed.rows:      # the totals did not move: nor does the row
+                return self._nothing()
+            return self._one_row_from(_typed(_over(self._one_total(handed, done.version), split, types),
                                              target.schema))
         if done.replaced or has_drops():
             return whole()
@@ -143,24 +144,15 @@ class _Totals(ChangeRefresh):
         return self._apply(_typed(_over(cs.weighted, split, types, carry=(WEIGHT,)), target.schema, (WEIGHT,)),
                            target.columns)
 
-    def _totals_unmoved(self, spec: TotalsSpec, recorded: int, version: int) -> bool:
-        """Whether the refresh of the totals committed a change the run holds, and it nets to
-        nothing (the DT's row, computed from them, stays)."""
-        shared = self.ctx.changes.seeded(spec.state.path, recorded, version) if self.ctx.changes else None
-        return shared is not None and not shared.rows
-
-    def _one_total(self, spec: TotalsSpec, recorded: int, version: int):
-        """A global aggregate's totals row at `version`: from the change the refresh of the
-        totals committed (its new row: weight +1) when the run holds it, else read. A change
-        that nets to nothing left the row as it was (read: the DT's row is then written again
-        as it is)."""
+    def _one_total(self, handed, version: int):
+        """A global aggregate's totals row at `version`: the new row (weight +1) of the change
+        the refresh of the totals handed on (`handed`, ChangeCache.seeded), else read."""
         from dtcli.engine.runtime.change_cache import local_frame
 
-        shared = self.ctx.changes.seeded(spec.state.path, recorded, version) if self.ctx.changes else None
-        new = [row[:-1] for row in shared.rows if row[-1] > 0] if shared is not None else []
+        new = [row[:-1] for row in handed.rows if row[-1] > 0] if handed is not None else []
         if len(new) != 1:
             return _totals_at(self.ctx, version)
-        return local_frame(self.spark, shared.fields[:-1], new)
+        return local_frame(self.spark, handed.fields[:-1], new)
 
     def _one_row_from(self, rows) -> RefreshResult:
         """A global aggregate's row (or none, under HAVING) over the DT's: no change feed read."""

@@ -257,7 +257,8 @@ class ChangeRefresh:
         how = OWN_ROWS_AGGREGATE if isinstance(upkeep, AggregateUpkeep) else OWN_ROWS_WINDOW
         if done.change is not None and self.ctx.changes is not None:    # the run's readers need no feed
             start, fields, rows = done.change
-            self.ctx.changes.seed(self.step.path, start, done.version, fields, rows)
+            if done.version == start + 1:
+                self.ctx.changes.seed(self.step.path, start, done.version, fields, rows)
         return RefreshResult(inserted=done.inserted, deleted=done.deleted, table_version=done.version,
                              strategy=how)
 
