@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from threading import Lock
 
+from dtcli.engine.runtime.listed import LISTED_BYTES, listed
 from dtcli.engine.runtime.spark_errors import SPARK_ERRORS
 
 # The Spark setting naming the bytes of input files a run keeps in memory, and its default: the
@@ -52,6 +53,8 @@ class PinnedReads:
         self._cached: list = []          # the cached plans, let go at `clear`
         self._cached_bytes = 0
         self._requests: dict[tuple[str, int], int] = {}
+        self._sizes: dict[tuple[str, int], int | None] = {}
+        self._making: dict[tuple[str, int], Lock] = {}
 
     def first_load(self, path: str, version: int) -> bool:
         """Whether this is the run's first request to build (path, version)'s state (and, from
@@ -76,9 +79,7 @@ class PinnedReads:
                 self._requests[key] = self._requests.get(key, 0) + 1
             again = counted and self._requests[key] == 2
         if df is None:
-            df = _read(spark, path, version)
-            with self._lock:
-                df = self._frames.setdefault(key, df)
+            df = self._first_read(spark, key)
         if again:
             df = self._keep(spark, key, df)
         return in_session(df, spark) or _read(spark, path, version)
@@ -95,7 +96,7 @@ class PinnedReads:
         if key[0] in self._written:
             return df
         frame = in_session(df, spark)
-        size = _file_bytes(*key) if frame is not None else None
+        size = self._size(key) if frame is not None else None
         budget = _budget(spark)
         with self._lock:
             if size is None or self._cached_bytes + size > budget:
@@ -109,6 +110,32 @@ class PinnedReads:
             self._frames[key] = shown
         return shown
 
+    def _first_read(self, spark, key: tuple[str, int]):
+        """The run's DataFrame of `key`, made once: a small table's over its file list
+        (engine/runtime/listed.py), made while other readers of it wait."""
+        with self._lock:
+            making = self._making.setdefault(key, Lock())
+        with making:
+            with self._lock:
+                df = self._frames.get(key)
+            if df is None:
+                df = _read(spark, *key)
+                size = self._size(key)
+                if size is not None and size <= LISTED_BYTES:
+                    df = listed(df)
+                with self._lock:
+                    df = self._frames.setdefault(key, df)
+        return df
+
+    def _size(self, key: tuple[str, int]) -> int | None:
+        """The bytes of the files of `key` (its log read once per run)."""
+        with self._lock:
+            if key in self._sizes:
+                return self._sizes[key]
+        size = _file_bytes(*key)
+        with self._lock:
+            return self._sizes.setdefault(key, size)
+
     def clear(self) -> None:
         with self._lock:
             for kept in self._cached:
@@ -121,6 +148,8 @@ class PinnedReads:
             self._cached.clear()
             self._cached_bytes = 0
             self._requests.clear()
+            self._sizes.clear()
+            self._making.clear()
             self._frames.clear()
             self._loaded.clear()
 

@@ -1,0 +1,91 @@
+"""A small table at a pinned version read over its file list (engine/runtime/listed.py, through
+engine/runtime/pinned.py): the same rows as Delta's own read at that version (deletion vectors,
+partitions, column mapping, a version behind later deletes), queries over it plan no Delta file
+filtering, and a larger table is read as Delta reads it."""
+
+from __future__ import annotations
+
+import pytest
+
+pytestmark = pytest.mark.spark
+
+
+def _jobs(spark, group: str, action) -> int:
+    """How many Spark jobs `action` ran."""
+    spark.sparkContext.setJobGroup(group, group)
+    try:
+        action()
+    finally:
+        spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
+    return len(spark.sparkContext.statusTracker().getJobIdsForGroup(group))
+
+
+def _index(df) -> str:
+    """The class of the file index `df` reads its table through."""
+    return df._jdf.queryExecution().analyzed().relation().location().getClass().getSimpleName()
+
+
+@pytest.fixture
+def tables(spark, tmp_path):
+    """Three small tables with deletion vectors: plain, partitioned, with column mapping; each
+    with rows deleted and updated after version 2 (the version read)."""
+    made = {}
+    for name, extra in (("plain", ""), ("parted", "PARTITIONED BY (p)"),
+                        ("mapped", "TBLPROPERTIES (delta.columnMapping.mode = 'name', "
+                                   "delta.enableDeletionVectors = true)")):
+        path = str(tmp_path / name)
+        props = "" if "TBLPROPERTIES" in extra else "TBLPROPERTIES (delta.enableDeletionVectors = true)"
+        spark.sql(f"CREATE TABLE delta.`{path}` (k INT, p STRING, v DOUBLE) USING delta {extra} {props}")
+        spark.sql(f"INSERT INTO delta.`{path}` VALUES (1, 'a', 1.5), (2, 'a', NULL), (3, 'b', 3.0), "
+                  "(NULL, 'b', 4.0), (5, NULL, 5.0), (5, NULL, 5.0)")
+        spark.sql(f"DELETE FROM delta.`{path}` WHERE k = 3")                # version 2: a deletion vector
+        spark.sql(f"UPDATE delta.`{path}` SET v = -1 WHERE k = 1")          # after the version read
+        spark.sql(f"DELETE FROM delta.`{path}` WHERE p = 'b'")
+        made[name] = path
+    return made
+
+
+def test_a_small_table_read_over_its_files_has_delta_rows_and_plans_no_file_filtering(spark, tables):
+    from dtcli.engine.runtime.pinned import PinnedReads, _read
+
+    query = "SELECT p, count(*), sum(v) FROM {} WHERE k > 1 OR p = 'a' GROUP BY p"
+    run = PinnedReads()
+    try:
+        for name, path in tables.items():
+            listed = run.at(spark, path, 2)
+            assert _index(listed) == "TahoeBatchFileIndex", name
+            delta = _read(spark, path, 2)
+            assert listed.columns == delta.columns
+            assert sorted(map(tuple, listed.collect()), key=repr) == sorted(map(tuple, delta.collect()), key=repr)
+            assert len(listed.collect()) == 5, name          # the deleted row is not read, the later changes not seen
+            listed.createOrReplaceTempView("listed_t")
+            delta.createOrReplaceTempView("delta_t")
+            assert sorted(spark.sql(query.format("listed_t")).collect(), key=repr) == \
+                sorted(spark.sql(query.format("delta_t")).collect(), key=repr), name
+            # the table's state is built by now: planning the plain read still filters its files
+            # (twice, deletion vectors enabled), with a job each; the listed one plans none
+            over_files = _jobs(spark, f"delta-{name}", lambda: spark.sql(query.format("delta_t")).collect())
+            over_list = _jobs(spark, f"listed-{name}", lambda: spark.sql(query.format("listed_t")).collect())
+            assert over_list + 2 <= over_files, (name, over_list, over_files)
+        # the partitioned table's partitions are still pruned (a run's first read: not cached)
+        run.clear()
+        parted = run.at(spark, tables["parted"], 2).filter("p = 'a'")
+        assert "PartitionFilters: [isnotnull(p" in parted._jdf.queryExecution().executedPlan().toString()
+        assert sorted(r.k for r in parted.collect()) == [1, 2]
+    finally:
+        run.clear()
+        for view in ("listed_t", "delta_t"):
+            spark.catalog.dropTempView(view)
+
+
+def test_a_table_over_the_size_is_read_as_delta_reads_it(spark, tables, monkeypatch):
+    from dtcli.engine.runtime import pinned
+
+    monkeypatch.setattr(pinned, "LISTED_BYTES", 10)
+    run = pinned.PinnedReads()
+    try:
+        read = run.at(spark, tables["plain"], 2)
+        assert _index(read) == "TahoeLogFileIndex"
+        assert len(read.collect()) == 5
+    finally:
+        run.clear()
