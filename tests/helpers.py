@@ -245,3 +245,13 @@ def checkpoint_blocks(spark, at_most: int | None = None) -> int:
         if at_most is None or count <= at_most or time.monotonic() > deadline:
             return count
         time.sleep(0.2)
+
+
+def jobs_run(spark, group: str, action) -> tuple[object, int]:
+    """`action()`'s result and how many Spark jobs it ran (under job group `group`, unique)."""
+    spark.sparkContext.setJobGroup(group, group)
+    try:
+        result = action()
+    finally:
+        spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
+    return result, len(spark.sparkContext.statusTracker().getJobIdsForGroup(group))

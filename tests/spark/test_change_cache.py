@@ -7,18 +7,10 @@ import pytest
 
 from dtcli.engine.runtime import change_cache, changes
 from dtcli.model import INCREMENTAL, SUCCEEDED
+from tests.helpers import jobs_run
 from tests.spark.harness import Env
 
 pytestmark = pytest.mark.spark
-
-
-def _jobs(spark, group: str, action):
-    spark.sparkContext.setJobGroup(group, group)
-    try:
-        result = action()
-    finally:
-        spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
-    return result, len(spark.sparkContext.statusTracker().getJobIdsForGroup(group))
 
 
 def _rows(cs):
@@ -42,7 +34,7 @@ def test_each_projection_equals_its_own_read_and_costs_no_job(spark, tmp_path):
     cache = change_cache.ChangeCache()
     for columns in (["k", "g"], ["G"], ["v"], ["d"], ["d", "k"], [], None, ["ts", "k"]):
         own = changes.read_changes(spark, "a", path, start, end, columns)
-        shared, jobs = _jobs(spark, f"cc-{columns}", lambda columns=columns: changes.read_changes(
+        shared, jobs = jobs_run(spark, f"cc-{columns}", lambda columns=columns: changes.read_changes(
             spark, "a", path, start, end, columns, cache=cache))
         assert shared.weighted.schema == own.weighted.schema, columns
         assert _rows(shared) == _rows(own), columns

@@ -7,17 +7,9 @@ from __future__ import annotations
 
 import pytest
 
+from tests.helpers import jobs_run
+
 pytestmark = pytest.mark.spark
-
-
-def _jobs(spark, group: str, action) -> int:
-    """How many Spark jobs `action` ran."""
-    spark.sparkContext.setJobGroup(group, group)
-    try:
-        action()
-    finally:
-        spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
-    return len(spark.sparkContext.statusTracker().getJobIdsForGroup(group))
 
 
 def _index(df) -> str:
@@ -28,7 +20,7 @@ def _index(df) -> str:
 @pytest.fixture
 def tables(spark, tmp_path):
     """Two small tables with deletion vectors, one of them partitioned with column mapping;
-    each with a row deleted at version 2 (the version read) and rows updated and deleted after."""
+    each with a row deleted at version 2 (the version read) and rows deleted after it."""
     made = {}
     for name, extra in (("plain", ""), ("parted", "PARTITIONED BY (p)")):
         path = str(tmp_path / name)
@@ -62,8 +54,8 @@ def test_a_small_table_read_over_its_files_has_delta_rows_and_plans_no_file_filt
                 sorted(spark.sql(query.format("delta_t")).collect(), key=repr), name
             # the table's state is built by now: planning the plain read still filters its files
             # (twice, deletion vectors enabled), with a job each; the listed one plans none
-            over_files = _jobs(spark, f"delta-{name}", lambda: spark.sql(query.format("delta_t")).collect())
-            over_list = _jobs(spark, f"listed-{name}", lambda: spark.sql(query.format("listed_t")).collect())
+            over_files = jobs_run(spark, f"delta-{name}", lambda: spark.sql(query.format("delta_t")).collect())[1]
+            over_list = jobs_run(spark, f"listed-{name}", lambda: spark.sql(query.format("listed_t")).collect())[1]
             assert over_list + 2 <= over_files, (name, over_list, over_files)
         # the partitioned table's partitions are still pruned (a run's first read: not cached)
         run.clear()

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import pytest
 
+from tests.helpers import jobs_run
+
 pytestmark = pytest.mark.spark
 
 TYPED = """
@@ -17,24 +19,15 @@ SELECT * FROM VALUES
 """
 
 
-def _jobs(spark, group: str, action):
-    spark.sparkContext.setJobGroup(group, group)
-    try:
-        result = action()
-    finally:
-        spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
-    return result, len(spark.sparkContext.statusTracker().getJobIdsForGroup(group))
-
-
 def test_a_small_result_is_collected_once_and_read_again_without_a_job(spark):
     from dtcli.engine.runtime.materialize import kept
 
     query = spark.sql(TYPED).groupBy("k", "d", "ts", "dt", "s", "arr", "st", "f", "b").count()
     expected = sorted(map(repr, query.collect()))
-    (df, rows), jobs = _jobs(spark, "kept-small", lambda: kept(query, 10, small=True))
+    (df, rows), jobs = jobs_run(spark, "kept-small", lambda: kept(query, 10, small=True))
     assert sorted(map(repr, rows)) == expected
     assert df._jdf.queryExecution().optimizedPlan().getClass().getSimpleName() == "LocalRelation"
-    again, more = _jobs(spark, "kept-again", lambda: df.filter("k = 2").collect())
+    again, more = jobs_run(spark, "kept-again", lambda: df.filter("k = 2").collect())
     assert more == 0 and [r["count"] for r in again] == [2]
     assert sorted(map(repr, df.collect())) == expected
     assert jobs >= 1

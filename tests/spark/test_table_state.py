@@ -5,16 +5,9 @@ from __future__ import annotations
 
 import pytest
 
+from tests.helpers import jobs_run
+
 pytestmark = pytest.mark.spark
-
-
-def _jobs_in(spark, group: str, action) -> int:
-    spark.sparkContext.setJobGroup(group, group)
-    try:
-        action()
-    finally:
-        spark.sparkContext.setLocalProperty("spark.jobGroup.id", None)
-    return len(spark.sparkContext.statusTracker().getJobIdsForGroup(group))
 
 
 def _cold(spark) -> None:
@@ -33,7 +26,7 @@ def test_prefetched_state_spares_a_later_scan_its_state_jobs(spark, tmp_path):
             ._jdf.queryExecution().executedPlan()
 
     _cold(spark)
-    cold = _jobs_in(spark, "state-cold", plan_scan)
+    cold = jobs_run(spark, "state-cold", plan_scan)[1]
     _cold(spark)
     spark.sparkContext.setJobGroup("state-prefetch", "prefetch")
     try:
@@ -43,7 +36,7 @@ def test_prefetched_state_spares_a_later_scan_its_state_jobs(spark, tmp_path):
     tracker = spark.sparkContext.statusTracker()
     # its jobs ran under the job group of the thread that started it (a refresh's progress)
     assert tracker.getJobIdsForGroup("state-prefetch"), "the prefetch ran no job in the group"
-    warm = _jobs_in(spark, "state-warm", plan_scan)
+    warm = jobs_run(spark, "state-warm", plan_scan)[1]
     assert warm < cold, f"planning the scan ran {warm} jobs after the prefetch, {cold} without"
 
 
@@ -59,11 +52,11 @@ def test_a_table_that_cannot_be_read_is_left_to_the_refresh(spark, tmp_path):
         spark.read.format("delta").load(path).filter("k < 5")._jdf.queryExecution().executedPlan()
 
     _cold(spark)
-    cold = _jobs_in(spark, "missing-cold", plan_scan)
+    cold = jobs_run(spark, "missing-cold", plan_scan)[1]
     _cold(spark)
     missing = str(tmp_path / "missing")
     Prefetch(spark, [(missing, None), (path, 3), (path, None)]).join()
-    warm = _jobs_in(spark, "missing-warm", plan_scan)
+    warm = jobs_run(spark, "missing-warm", plan_scan)[1]
     assert warm < cold, f"the table after the missing one was not loaded: {warm} jobs, {cold} cold"
 
 
@@ -97,7 +90,7 @@ def test_a_run_reads_a_table_once_per_version_for_every_session(spark, tmp_path)
         return one.sql(count).collect()[0][0]
 
     assert fresh() == 30
-    alone = _jobs_in(one, "pinned-fresh", fresh)
+    alone = jobs_run(one, "pinned-fresh", fresh)[1]
     pinned = PinnedReads()
     try:
         pinned.at(one, path, 0).createOrReplaceTempView("pinned_in")
@@ -108,7 +101,7 @@ def test_a_run_reads_a_table_once_per_version_for_every_session(spark, tmp_path)
             return two.sql(count).collect()[0][0]
 
         assert shared() == 30 and two.table("pinned_in").count() == 40      # version 0's rows, not 1's
-        again = _jobs_in(two, "pinned-shared", shared)
+        again = jobs_run(two, "pinned-shared", shared)[1]
         assert again < alone, f"a shared read ran {again} jobs, a read of its own {alone}"
         two.catalog.dropTempView("pinned_in")
         assert one.table("pinned_in").count() == 40     # the other session's view is untouched
@@ -128,11 +121,11 @@ def test_a_run_builds_a_pinned_tables_state_once_for_all_its_refreshes(spark, tm
     spark.range(300, 310).selectExpr("id AS k").write.format("delta").mode("append").save(path)
     _cold(spark)
     run = PinnedReads()
-    first = _jobs_in(spark, "shared-first", lambda: Prefetch(spark, [(path, 1)], run).join())
-    again = _jobs_in(spark, "shared-again", lambda: Prefetch(spark, [(path, 1)], run).join())
+    first = jobs_run(spark, "shared-first", lambda: Prefetch(spark, [(path, 1)], run).join())[1]
+    again = jobs_run(spark, "shared-again", lambda: Prefetch(spark, [(path, 1)], run).join())[1]
     assert first > 0 and again == 0, f"the second refresh's prefetch ran {again} jobs, the first {first}"
     run.clear()
-    assert _jobs_in(spark, "shared-next-run", lambda: Prefetch(spark, [(path, 1)], run).join()) > 0
+    assert jobs_run(spark, "shared-next-run", lambda: Prefetch(spark, [(path, 1)], run).join())[1] > 0
 
 
 def _reads_from_memory(session, sql: str) -> bool:
@@ -168,9 +161,9 @@ def test_a_run_keeps_its_small_inputs_rows_in_memory_within_its_budget(spark, tm
         two.catalog.dropTempView("pinned_own")
         two.catalog.dropTempView("pinned_small")
         assert _reads_from_memory(one, count)
-        cached = _jobs_in(one, "pinned-cached", lambda: one.sql(count).collect())
+        cached = jobs_run(one, "pinned-cached", lambda: one.sql(count).collect())[1]
         one.read.format("delta").option("versionAsOf", 0).load(small).createOrReplaceTempView("pinned_own")
-        fresh = _jobs_in(one, "pinned-fresh-read", lambda: one.sql(count.replace("pinned_small", "pinned_own")).collect())
+        fresh = jobs_run(one, "pinned-fresh-read", lambda: one.sql(count.replace("pinned_small", "pinned_own")).collect())[1]
         one.catalog.dropTempView("pinned_own")
         assert cached < fresh, f"a query over the cached rows ran {cached} jobs, over the files {fresh}"
         for _ in range(2):

@@ -5,7 +5,7 @@ query*, and for a table with deletion vectors enabled a second one (Delta's dele
 planning asks for the table's files again, with filters that never match the ones the scan was
 prepared with). An incremental refresh of a join runs several queries over each input, so a
 10-row table cost a refresh of a four-way join tens of those jobs (tests/spark/test_pushdown.py:
-705 of its 1,887 jobs). Delta's own commands read a table over a fixed list of files (a batch
+695 of its 1,887 jobs). Delta's own commands read a table over a fixed list of files (a batch
 file index), which plans with no job: dt lists a small table's files once (one job) when the run
 first reads it, and every query of the run over it plans none.
 
@@ -17,10 +17,12 @@ that fails (another Delta, a Spark Connect session), the read is returned as it 
 
 from __future__ import annotations
 
+from dtcli.engine.runtime.narrowing import SMALL_INPUT_BYTES
 from dtcli.engine.runtime.spark_errors import SPARK_ERRORS
 
-# The most bytes of files (at the version read) a table is listed at: narrowing's "read whole".
-LISTED_BYTES = 16 << 20
+# The most bytes of files (at the version read) a table is listed at: the size narrowing reads
+# whole, so that no scan it would narrow loses its file skipping.
+LISTED_BYTES = SMALL_INPUT_BYTES
 
 
 def listed(df):
