@@ -5,6 +5,8 @@ Delta file filtering), and a larger table is read as Delta reads it."""
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
 
 from tests.helpers import jobs_run
@@ -79,3 +81,33 @@ def test_a_table_over_the_size_is_read_as_delta_reads_it(spark, tables, monkeypa
         assert len(read.collect()) == 5
     finally:
         run.clear()
+
+
+def test_a_table_dt_writes_is_listed_once_per_version_and_never_served_stale(spark, tables, tmp_path):
+    """listed.read, as refreshes read the DT and its internal tables: the newest version over
+    its file list, the same list for every read of that version, a new one once the table moves
+    on, and none kept for a table created again at the same path."""
+    from dtcli.engine.runtime import listed
+
+    path = tables["plain"]
+    try:
+        first = listed.read(spark, path)
+        assert _index(first) == "TahoeBatchFileIndex"
+        assert sorted(r.k for r in first.collect()) == [2, 5, 5]         # version 3, the newest
+        again = listed.read(spark, path)
+        plain = spark.read.format("delta").load(path)
+        plain.filter("k > 1").collect()         # its state built: what is left is planning the scan
+        # the second read of the version is neither listed again nor filtered (twice with
+        # deletion vectors), as a plain read of the table is
+        assert jobs_run(spark, "listed-again", again.filter("k > 1").collect)[1] + 2 <= \
+            jobs_run(spark, "plain", plain.filter("k > 1").collect)[1]
+        assert sorted((r.k for r in listed.read(spark, path, 2).collect()), key=repr) == [1, 2, 5, 5, None]
+        spark.sql(f"INSERT INTO delta.`{path}` VALUES (7, 'c', 7.0)")
+        assert sorted(r.k for r in listed.read(spark, path).collect()) == [2, 5, 5, 7]
+        shutil.rmtree(path)
+        spark.sql(f"CREATE TABLE delta.`{path}` (k INT, p STRING, v DOUBLE) USING delta")
+        spark.sql(f"INSERT INTO delta.`{path}` VALUES (9, 'z', 9.0)")
+        spark.sql(f"INSERT INTO delta.`{path}` VALUES (10, 'z', 9.0), (11, 'z', 9.0), (12, 'z', 9.0)")
+        assert sorted(r.k for r in listed.read(spark, path).collect()) == [9, 10, 11, 12]   # version 2, as a list kept of the old one
+    finally:
+        listed.forget()

@@ -137,7 +137,7 @@ def test_a_run_keeps_its_small_inputs_rows_in_memory_within_its_budget(spark, tm
     cached for the run, so later queries plan no Delta scan of it; the views refreshes make of it
     and drop do not let it go; a table read once, or beyond the run's budget, is read from its
     files; the run's end lets it go."""
-    from dtcli.engine.runtime.pinned import CACHE_SETTING, PinnedReads, _file_bytes
+    from dtcli.engine.runtime.pinned import CACHE_SETTING, PinnedReads, file_bytes
 
     small, other = str(tmp_path / "small"), str(tmp_path / "other")
     spark.range(40).selectExpr("id AS k").repartition(2).write.format("delta").save(small)
@@ -145,7 +145,7 @@ def test_a_run_keeps_its_small_inputs_rows_in_memory_within_its_budget(spark, tm
     spark.range(10).selectExpr("id AS k").write.format("delta").save(other)
     one, two = spark.newSession(), spark.newSession()
     for session in (one, two):      # room for the first table read, not for the second
-        session.conf.set(CACHE_SETTING, str(_file_bytes(small, 0)))
+        session.conf.set(CACHE_SETTING, str(file_bytes(small, 0)))
     run = PinnedReads()
     try:
         count = "SELECT count(*) FROM pinned_small WHERE k < 30"

@@ -21,7 +21,7 @@ from __future__ import annotations
 from functools import reduce
 from typing import NamedTuple
 
-from dtcli.engine.runtime import audit, commit, key_predicates
+from dtcli.engine.runtime import audit, commit, key_predicates, listed
 from dtcli.engine.runtime.changes import WEIGHT, quote
 from dtcli.engine.runtime.checkpoints import release
 from dtcli.model import Frontier
@@ -119,7 +119,7 @@ def _apply_row_changes(spark, path: str, changes, frontier: Frontier, local: lis
                               deleted)._replace(how=SLICE_REPLACED)
     sources = [inserts.select(*rows, F.lit(INSERT).alias(OP))]
     negative = changes.filter(w < 0)
-    target = spark.read.format("delta").load(path)
+    target = listed.read(spark, path)
     if region:
         target = target.filter(region)
     held = (target.alias("t").join(F.broadcast(negative.select(*rows).alias("s")),
@@ -199,7 +199,7 @@ def _replace_slice(spark, path: str, changes, cols: list[str], frontier: Frontie
     from pyspark.sql import functions as F
 
     rows = [F.col(quote(c)) for c in cols]
-    held = (spark.read.format("delta").load(path).filter(predicate)
+    held = (listed.read(spark, path).filter(predicate)
             .select(*rows, F.lit(1).cast("long").alias(WEIGHT)))
     slice_ = (held.unionByName(changes.select(*rows, F.col(WEIGHT)))
               .groupBy(*rows).agg(F.sum(WEIGHT).alias(WEIGHT))

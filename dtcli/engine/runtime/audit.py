@@ -31,6 +31,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 
 from dtcli.data_tests import KEEP_OUT, KEY
+from dtcli.engine.runtime import listed
 from dtcli.engine.runtime.auditor import AuditFailed, Auditor, Pending
 from dtcli.engine.runtime.changes import WEIGHT, quote
 from dtcli.engine.runtime.materialize import LOCAL_ROWS, checkpointed, kept
@@ -84,7 +85,7 @@ def change(spark, path: str, changes, local: list | None) -> Iterator[tuple[obje
     if auditor is None or auditor.inside:
         yield changes, local
         return
-    target = spark.read.format("delta").load(path)
+    target = listed.read(spark, path)
     # `unique` and combinations wait for the commit path: a slice replacement reads the old rows
     # of the slice anyway, and checks its keys there (`rows`); any other path checks them
     # against the table as it is (`settle`), before it writes
@@ -124,7 +125,7 @@ def rows(spark, path: str | None, new_rows, replaced: str | None):
         settle()
         return new_rows
     kept_rows = None if replaced is None else \
-        spark.read.format("delta").load(path).filter(f"NOT coalesce(({replaced}), false)")
+        listed.read(spark, path).filter(f"NOT coalesce(({replaced}), false)")
     if auditor.inside:
         return _slice_keys(auditor, new_rows, kept_rows, _columns_of(replaced))
     return _screened(auditor, new_rows, kept_rows, _columns_of(replaced))

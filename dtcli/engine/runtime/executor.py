@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from dtcli import events
-from dtcli.engine.runtime import audit, commit, deletion_vectors
+from dtcli.engine.runtime import audit, commit, deletion_vectors, listed
 from dtcli.engine.runtime.change_cache import ChangeCache
 from dtcli.engine.runtime.context import RefreshContext, RefreshResult
 from dtcli.engine.runtime.pinned import PinnedReads, read_at
@@ -155,6 +155,7 @@ def execute_plan(spark, plan: Plan, emit: events.Events = lambda event: None,
     finally:
         run.pinned.clear()      # the snapshots and rows the run's reads held go with it
         run.changes.clear()     # and the changes it kept on the driver
+        listed.forget()         # and the file lists of the tables it wrote
     records = [run.records[s.name] for s in steps]
     if plan.registrations or plan.unregistrations:
         from dtcli.engine.runtime.catalog import publish

@@ -136,7 +136,7 @@ class PinnedReads:
         with self._lock:
             if key in self._sizes:
                 return self._sizes[key]
-        size = _file_bytes(*key)
+        size = file_bytes(*key)
         with self._lock:
             return self._sizes.setdefault(key, size)
 
@@ -195,7 +195,7 @@ def _budget(spark) -> int:
         return CACHE_BYTES
 
 
-def _file_bytes(path: str, version: int) -> int | None:
+def file_bytes(path: str, version: int) -> int | None:
     """The bytes of `path`'s files at `version` as its log counts them; None where the log
     cannot be read here (the table is then read as it is, never cached)."""
     from dtcli.state.delta_log import file_stats

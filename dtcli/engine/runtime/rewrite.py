@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import time
 
-from dtcli.engine.runtime import audit
+from dtcli.engine.runtime import audit, listed
 from dtcli.engine.runtime.apply import ROWS_MISSING, Applied, _copies, _write, checked, inconsistent_error
 from dtcli.engine.runtime.changes import WEIGHT, quote
 from dtcli.engine.runtime.commit import LastCommit
@@ -51,7 +51,7 @@ def replace_whole(spark, path: str, predicate: str, rows, frontier: Frontier) ->
 
     rows = audit.rows(spark, path, rows, predicate)
     held, kept, new = _observation(), _observation(), _observation()
-    table = spark.read.format("delta").load(path).observe(held, _count())
+    table = listed.read(spark, path).observe(held, _count())
     inside = F.coalesce(F.expr(f"({predicate})"), F.lit(False))
     staying = table.filter(~inside).observe(kept, _count())
     # a row outside the predicate fails the job. The check is a column's value, not a filter: the
@@ -84,7 +84,7 @@ def changes_whole(spark, path: str, changes, cols: list[str], frontier: Frontier
 
     rows = [F.col(quote(c)) for c in cols]
     held, new = _observation(), _observation()
-    table = (spark.read.format("delta").load(path).observe(held, _count())
+    table = (listed.read(spark, path).observe(held, _count())
              .select(*rows, F.lit(1).cast("long").alias(WEIGHT)))
     summed = (table.unionByName(changes.select(*rows, F.col(WEIGHT)))
               .groupBy(*rows).agg(F.sum(WEIGHT).alias(WEIGHT)).filter(F.col(WEIGHT) != 0))

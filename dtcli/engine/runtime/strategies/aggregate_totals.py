@@ -27,7 +27,7 @@ commits loses and doubles nothing.
 
 from __future__ import annotations
 
-from dtcli.engine.runtime import internal_state
+from dtcli.engine.runtime import internal_state, listed
 from dtcli.engine.runtime.audit import has_drops
 from dtcli.engine.runtime.changes import WEIGHT, ChangesUnavailable, quote, read_changes
 from dtcli.engine.runtime.context import RefreshContext, RefreshResult
@@ -85,7 +85,7 @@ def _recompute(ctx: RefreshContext) -> RefreshResult:
 
 
 def _totals_at(ctx: RefreshContext, version: int):
-    return ctx.spark.read.format("delta").option("versionAsOf", version).load(ctx.step.options.totals.state.path)
+    return listed.read(ctx.spark, ctx.step.options.totals.state.path, version)
 
 
 def _over(totals, split: rule.Totals, types: dict[int, object], carry: tuple[str, ...] = ()):
@@ -112,7 +112,7 @@ class _Totals(ChangeRefresh):
         split, types = found
         spec: TotalsSpec = self.step.options.totals
         role = spec.state.role
-        target = self.spark.read.format("delta").load(self.step.path)
+        target = listed.read(self.spark, self.step.path)
         check_types(target.schema)
         recorded = (self.step.previous.state_versions or {}).get(role) if self.step.previous else None
         if self._state_unchanged(role, recorded):

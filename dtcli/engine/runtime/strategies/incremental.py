@@ -20,7 +20,7 @@ from functools import partial
 from sqlglot import exp
 
 from dtcli.engine.runtime import apply as applier
-from dtcli.engine.runtime import commit, key_predicates, own_rows, rewrite
+from dtcli.engine.runtime import commit, key_predicates, listed, own_rows, rewrite
 from dtcli.engine.runtime.audit import has_drops
 from dtcli.engine.runtime.changes import WEIGHT, ChangeSet, ChangesUnavailable, quote, read_changes
 from dtcli.engine.runtime.checkpoints import release
@@ -106,7 +106,7 @@ class ChangeRefresh:
         if not bindings.changed:
             return self._nothing()
         compiler = DeltaCompiler(bindings, self._materialize, self._narrow)
-        target = spark.read.format("delta").load(step.path)
+        target = listed.read(spark, step.path)
         columns = target.columns
         check_types(target.schema)
         query = step.options.delta_sql or step.sql   # columns bound to their inputs

@@ -23,7 +23,7 @@ frontier.
 
 from __future__ import annotations
 
-from dtcli.engine.runtime import audit, internal_state
+from dtcli.engine.runtime import audit, internal_state, listed
 from dtcli.engine.runtime.changes import WEIGHT, ChangesUnavailable, quote, read_changes
 from dtcli.engine.runtime.context import RefreshContext, RefreshResult
 from dtcli.engine.runtime.fallback import guarded
@@ -63,7 +63,7 @@ def _as_written(ctx: RefreshContext):
 
 def _from_state(ctx: RefreshContext, spec: TopNSpec, version: int, schema):
     """The top-N of the internal table at `version`, as the DT's columns."""
-    rows = (ctx.spark.read.format("delta").option("versionAsOf", version).load(spec.state.path))
+    rows = listed.read(ctx.spark, spec.state.path, version)
     return _typed(window(rows, spec), schema)
 
 
@@ -100,7 +100,7 @@ def _typed(df, schema):
 class _TopN(ChangeRefresh):
     def _run(self) -> RefreshResult:
         self.spec: TopNSpec = self.step.options.top_n
-        self.target = self.spark.read.format("delta").load(self.step.path)
+        self.target = listed.read(self.spark, self.step.path)
         check_types(self.target.schema)
         if self.spec.state is not None:
             return self._over_state()
