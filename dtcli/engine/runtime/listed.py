@@ -49,7 +49,9 @@ def listed(df):
         snapshot = location.getSnapshot()
         session = df.sparkSession
         jvm = session._jvm
-        files = jvm.scala.jdk.javaapi.CollectionConverters.asScala(snapshot.allFiles().collectAsList()).toSeq()
+        files = _checksum_files(snapshot)
+        if files is None:
+            files = jvm.scala.jdk.javaapi.CollectionConverters.asScala(snapshot.allFiles().collectAsList()).toSeq()
         made = location.deltaLog().createDataFrame(snapshot, files, False, jvm.scala.Option.empty())
         # made in the session the table's log was first opened in: its plan, as `df`'s session's
         jdf = jvm.org.apache.spark.sql.classic.Dataset.ofRows(session._jsparkSession, made.logicalPlan())
@@ -58,6 +60,25 @@ def listed(df):
     listed_df = DataFrame(jdf, session)
     return listed_df if listed_df.columns == df.columns else df
 
+
+
+def _checksum_files(snapshot):
+    """The version's files as its checksum file lists them (Delta writes them there for a table
+    of a few files), or None: read without a Spark job."""
+    checksum = snapshot.checksumOpt()
+    if not checksum.isDefined():
+        return None
+    crc = checksum.get()
+    files = crc.allFiles()
+    if not files.isDefined() or files.get().size() != crc.numFiles():
+        return None
+    return files.get()
+
+
+def _checksum_bytes(snapshot) -> int | None:
+    """The bytes of the version's files as its checksum file counts them, or None."""
+    checksum = snapshot.checksumOpt()
+    return int(checksum.get().tableSizeBytes()) if checksum.isDefined() else None
 
 
 # The lists kept, by (path, table id, version): a table dropped and created again at the same
@@ -77,6 +98,7 @@ def read(spark, path: str, version: int | None = None):
     try:
         snapshot = df._jdf.queryExecution().analyzed().relation().location().getSnapshot()
         key = (path, str(snapshot.metadata().id()), int(snapshot.version()))
+        counted = _checksum_bytes(snapshot)
     except (AttributeError, ImportError, *SPARK_ERRORS):
         return df
     with _lock:
@@ -84,7 +106,7 @@ def read(spark, path: str, version: int | None = None):
     if made is None:
         if version is None:         # the version found, fixed: the list and the read agree
             df = spark.read.format("delta").option("versionAsOf", key[2]).load(path)
-        size = file_bytes(path, key[2])
+        size = file_bytes(path, key[2]) if counted is None else counted
         made = listed(df) if size is not None and size <= LISTED_BYTES else df
         with _lock:
             made = _kept.setdefault(key, made)
