@@ -124,7 +124,7 @@ def test_a_version_whose_checksum_lists_no_files_is_listed_by_a_job(spark, table
     monkeypatch.setattr(listed, "_checksum_files", lambda snapshot: None)
     try:
         for path in tables.values():
-            made, jobs = jobs_run(spark, f"listed-state-{path}", lambda: listed.read(spark, path, 2))
+            made, jobs = jobs_run(spark, f"listed-state-{path}", lambda path=path: listed.read(spark, path, 2))
             assert jobs >= 1 and _index(made) == "TahoeBatchFileIndex"
             delta = spark.read.format("delta").option("versionAsOf", 2).load(path)
             assert sorted(map(tuple, made.collect()), key=repr) == sorted(map(tuple, delta.collect()), key=repr)
