@@ -14,7 +14,17 @@ def _cold(spark) -> None:
     spark._jvm.org.apache.spark.sql.delta.DeltaLog.clearCache()
 
 
-def test_prefetched_state_spares_a_later_scan_its_state_jobs(spark, tmp_path):
+@pytest.fixture
+def as_large(monkeypatch) -> None:
+    """The tables read as tables too large to be read over their file list are (a small one
+    has no state to build: engine/runtime/listed.py)."""
+    from dtcli.engine.runtime import listed, pinned
+
+    monkeypatch.setattr(listed, "LISTED_BYTES", 0)
+    monkeypatch.setattr(pinned, "LISTED_BYTES", 0)
+
+
+def test_prefetched_state_spares_a_later_scan_its_state_jobs(spark, tmp_path, as_large):
     from dtcli.engine.runtime.table_state import Prefetch
 
     path = str(tmp_path / "t")
@@ -40,7 +50,7 @@ def test_prefetched_state_spares_a_later_scan_its_state_jobs(spark, tmp_path):
     assert warm < cold, f"planning the scan ran {warm} jobs after the prefetch, {cold} without"
 
 
-def test_a_table_that_cannot_be_read_is_left_to_the_refresh(spark, tmp_path):
+def test_a_table_that_cannot_be_read_is_left_to_the_refresh(spark, tmp_path, as_large):
     """A missing table (or version) neither fails the prefetch nor stops it: the tables after it
     in the list are still loaded, and their scans find their state built."""
     from dtcli.engine.runtime.table_state import Prefetch
@@ -109,16 +119,24 @@ def test_a_run_reads_a_table_once_per_version_for_every_session(spark, tmp_path)
         pinned.clear()      # as a run's end does: its cached rows would outlive the test
 
 
-def test_a_run_builds_a_pinned_tables_state_once_for_all_its_refreshes(spark, tmp_path):
+def test_a_run_builds_a_pinned_tables_state_once_for_all_its_refreshes(spark, tmp_path, request):
     """The 22 TPC-H DTs read lineitem at one version in 17 refreshes of a run: the first
     refresh's prefetch builds its state, the others' run no job for it (their own scans find
-    it built), and a new run (a new PinnedReads) loads it again."""
+    it built), and a new run (a new PinnedReads) loads it again. A table as large as lineitem
+    is not read over its file list (as a small one is, with no state to build: no job)."""
     from dtcli.engine.runtime.pinned import PinnedReads
     from dtcli.engine.runtime.table_state import Prefetch
 
     path = str(tmp_path / "shared")
     spark.range(300).selectExpr("id AS k").repartition(3).write.format("delta").save(path)
     spark.range(300, 310).selectExpr("id AS k").write.format("delta").mode("append").save(path)
+    _cold(spark)
+    listed_run = PinnedReads()
+    try:
+        assert jobs_run(spark, "shared-listed", lambda: Prefetch(spark, [(path, 1)], listed_run).join())[1] == 0
+    finally:
+        listed_run.clear()
+    request.getfixturevalue("as_large")
     _cold(spark)
     run = PinnedReads()
     first = jobs_run(spark, "shared-first", lambda: Prefetch(spark, [(path, 1)], run).join())[1]
@@ -137,7 +155,8 @@ def test_a_run_keeps_its_small_inputs_rows_in_memory_within_its_budget(spark, tm
     cached for the run, so later queries plan no Delta scan of it; the views refreshes make of it
     and drop do not let it go; a table read once, or beyond the run's budget, is read from its
     files; the run's end lets it go."""
-    from dtcli.engine.runtime.pinned import CACHE_SETTING, PinnedReads, file_bytes
+    from dtcli.engine.runtime.listed import file_bytes
+    from dtcli.engine.runtime.pinned import CACHE_SETTING, PinnedReads
 
     small, other = str(tmp_path / "small"), str(tmp_path / "other")
     spark.range(40).selectExpr("id AS k").repartition(2).write.format("delta").save(small)

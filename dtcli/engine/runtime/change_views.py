@@ -11,6 +11,7 @@ one DELETE + INSERT pair. APPEND_ONLY keeps the inserted rows only.
 
 from __future__ import annotations
 
+from dtcli.engine.runtime import listed
 from dtcli.engine.runtime.changes import CDF_COLUMNS, ChangesUnavailable, quote
 from dtcli.engine.runtime.checkpoints import release
 from dtcli.engine.runtime.spark_errors import SPARK_ERRORS, is_unavailable
@@ -70,7 +71,7 @@ def read(spark, name: str, path: str, mode: str, start: int, end: int, current, 
                                      f"(now {', '.join(current.columns)}); {_fix(name, path)}")
         kind = F.col("_change_type")
         if key:
-            old = spark.read.format("delta").option("versionAsOf", start).load(path)
+            old = listed.read(spark, path, start)
             rows = _compacted(feed, old, current, data, key, name, held)
         else:
             # the range is pinned at both ends: the statement may read it several times

@@ -91,8 +91,6 @@ _kept: OrderedDict[tuple[str, str, int], object] = OrderedDict()
 def read(spark, path: str, version: int | None = None):
     """`path` at `version` (None: its newest) as a DataFrame of `spark`: over its file list,
     made once per version, when its files fit LISTED_BYTES; else as Delta reads it."""
-    from dtcli.engine.runtime.pinned import file_bytes, in_session
-
     df = spark.read.format("delta")
     df = (df.option("versionAsOf", int(version)) if version is not None else df).load(path)
     try:
@@ -119,3 +117,30 @@ def forget() -> None:
     """Let the lists (and the snapshots they hold) go: at the end of a run."""
     with _lock:
         _kept.clear()
+
+
+def in_session(df, spark):
+    """`df`'s plan as a DataFrame of `spark` (a session of the same application): the analysed
+    relation, and the snapshot it holds, are shared; a temporary view made from it is `spark`'s.
+    None where the JVM cannot be reached (a Spark Connect session)."""
+    if df.sparkSession is spark:
+        return df
+    try:
+        from pyspark.sql.classic.dataframe import DataFrame
+
+        jdf = spark._jvm.org.apache.spark.sql.classic.Dataset.ofRows(spark._jsparkSession, df._jdf.logicalPlan())
+        return DataFrame(jdf, spark)
+    except (AttributeError, ImportError, *SPARK_ERRORS):
+        return None
+
+
+def file_bytes(path: str, version: int) -> int | None:
+    """The bytes of `path`'s files at `version` as its log counts them; None where the log
+    cannot be read here (the table is then read as it is, never cached)."""
+    from dtcli.state.delta_log import file_stats
+
+    try:
+        stats = file_stats(path, version)
+    except Exception:       # broad: any reason not to cache is a reason to read the table as is
+        return None
+    return stats.bytes if stats is not None else None

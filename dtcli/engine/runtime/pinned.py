@@ -30,7 +30,7 @@ from __future__ import annotations
 
 from threading import Lock
 
-from dtcli.engine.runtime.listed import LISTED_BYTES, listed
+from dtcli.engine.runtime.listed import LISTED_BYTES, file_bytes, in_session, listed
 from dtcli.engine.runtime.spark_errors import SPARK_ERRORS
 
 # The Spark setting naming the bytes of input files a run keeps in memory, and its default: the
@@ -163,21 +163,6 @@ class PinnedReads:
             return len(self._cached)
 
 
-def in_session(df, spark):
-    """`df`'s plan as a DataFrame of `spark` (a session of the same application): the analysed
-    relation, and the snapshot it holds, are shared; a temporary view made from it is `spark`'s.
-    None where the JVM cannot be reached (a Spark Connect session)."""
-    if df.sparkSession is spark:
-        return df
-    try:
-        from pyspark.sql.classic.dataframe import DataFrame
-
-        jdf = spark._jvm.org.apache.spark.sql.classic.Dataset.ofRows(spark._jsparkSession, df._jdf.logicalPlan())
-        return DataFrame(jdf, spark)
-    except (AttributeError, ImportError, *SPARK_ERRORS):
-        return None
-
-
 def read_at(pinned: PinnedReads | None, spark, path: str, version: int, *, counted: bool = True):
     """`path` at `version` in `spark`: through the run's shared reads when there are some."""
     return pinned.at(spark, path, version, counted=counted) if pinned is not None \
@@ -193,15 +178,3 @@ def _budget(spark) -> int:
         return int(spark.conf.get(CACHE_SETTING, str(CACHE_BYTES)))
     except (ValueError, *SPARK_ERRORS):
         return CACHE_BYTES
-
-
-def file_bytes(path: str, version: int) -> int | None:
-    """The bytes of `path`'s files at `version` as its log counts them; None where the log
-    cannot be read here (the table is then read as it is, never cached)."""
-    from dtcli.state.delta_log import file_stats
-
-    try:
-        stats = file_stats(path, version)
-    except Exception:       # broad: any reason not to cache is a reason to read the table as is
-        return None
-    return stats.bytes if stats is not None else None

@@ -12,6 +12,7 @@ cannot be read here is left to the refresh, which reports its own error.
 
 from __future__ import annotations
 
+from dtcli.engine.runtime import listed
 from dtcli.engine.runtime.pinned import read_at
 from dtcli.engine.runtime.spark_errors import SPARK_ERRORS
 
@@ -66,9 +67,10 @@ def load(spark, path: str, version: int | None = None, pinned=None) -> None:
     and parses the files' statistics, as the refresh's own filtered scans need them, and runs
     nothing else. A pinned version is read through the run's shared reads (`pinned`,
     engine/runtime/pinned.py) when given: a snapshot read on its own would be built for
-    nobody else, since each read of an older version makes a snapshot of its own."""
+    nobody else, since each read of an older version makes a snapshot of its own. A small table
+    read over its file list (engine/runtime/listed.py) plans no job: loading it makes the list."""
     df = read_at(pinned, spark, path, version, counted=False) if version is not None \
-        else spark.read.format("delta").load(path)
+        else listed.read(spark, path)
     predicate = _skipping_predicate(df.schema)
     (df.filter(predicate) if predicate is not None else df)._jdf.queryExecution().executedPlan()
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from dtcli.engine.runtime import apply, audit, backfill, change_views, column_mapping, commit
+from dtcli.engine.runtime import apply, audit, backfill, change_views, column_mapping, commit, listed
 from dtcli.engine.runtime.changes import ChangesUnavailable, quote
 from dtcli.engine.runtime.checkpoints import release
 from dtcli.engine.runtime.context import RefreshContext, RefreshResult
@@ -61,7 +61,7 @@ def _run(ctx: RefreshContext, views: list[str], held: list) -> RefreshResult:
             .createOrReplaceTempView(SELF_VIEW)
     else:       # SELF with the columns it gains (NULL in its rows), added once the audit passed
         before = commit.last_commit(step.path)["version"]
-        old = spark.read.format("delta").option("versionAsOf", before).load(step.path)
+        old = listed.read(spark, step.path, before)
         old.selectExpr("*", *[f"CAST(NULL AS {c['type']}) AS {quote(c['name'])}" for c in opts.add_columns]) \
             .createOrReplaceTempView(SELF_VIEW)
     views.append(SELF_VIEW)
