@@ -6,8 +6,9 @@ planning asks for the table's files again, with filters that never match the one
 prepared with). An incremental refresh of a join runs several queries over each input, so a
 10-row table cost a refresh of a four-way join tens of those jobs (tests/spark/test_pushdown.py:
 695 of its 1,887 jobs). Delta's own commands read a table over a fixed list of files (a batch
-file index), which plans with no job: dt lists a small table's files once (one job) when the run
-first reads it, and every query of the run over it plans none.
+file index), which plans with no job: dt lists a small table's files once when the run first
+reads it (from the version's checksum file where Delta wrote them there, else with one job), and
+every query of the run over it plans none.
 
 What it gives up is skipping files by their statistics, which a table this small is never worth
 (engine/runtime/narrowing.py reads such a table whole); partitions are still pruned and Parquet
@@ -61,7 +62,6 @@ def listed(df):
     return listed_df if listed_df.columns == df.columns else df
 
 
-
 def _checksum_files(snapshot):
     """The version's files as its checksum file lists them (Delta writes them there for a table
     of a few files), or None: read without a Spark job."""
@@ -81,8 +81,9 @@ def _checksum_bytes(snapshot) -> int | None:
     return int(checksum.get().tableSizeBytes()) if checksum.isDefined() else None
 
 
-# The lists kept, by (path, table id, version): a table dropped and created again at the same
-# path starts again at version 0 with other rows. A few per refresh running side by side.
+# The reads kept (over a list, or as Delta reads a larger table), by (path, table id, version): a
+# table dropped and created again at the same path starts again at version 0 with other rows. A
+# few per refresh running side by side.
 _KEPT = 16
 _lock = Lock()
 _kept: OrderedDict[tuple[str, str, int], object] = OrderedDict()
@@ -136,7 +137,7 @@ def in_session(df, spark):
 
 def file_bytes(path: str, version: int) -> int | None:
     """The bytes of `path`'s files at `version` as its log counts them; None where the log
-    cannot be read here (the table is then read as it is, never cached)."""
+    cannot be read here (the table is then read as Delta reads it, never listed or cached)."""
     from dtcli.state.delta_log import file_stats
 
     try:
