@@ -151,10 +151,10 @@ def _reads_from_memory(session, sql: str) -> bool:
 
 
 def test_a_run_keeps_its_small_inputs_rows_in_memory_within_its_budget(spark, tmp_path):
-    """engine/runtime/pinned.py: a small table the run reads at a pinned version a second time is
-    cached for the run, so later queries plan no Delta scan of it; the views refreshes make of it
-    and drop do not let it go; a table read once, or beyond the run's budget, is read from its
-    files; the run's end lets it go."""
+    """engine/runtime/pinned.py, with `spark.dt.inputCacheBytes` set: a small table the run reads
+    at a pinned version a second time is cached for the run, so later queries plan no Delta scan
+    of it; the views refreshes make of it and drop do not let it go; a table read once, or beyond
+    the run's budget, is read from its files; the run's end lets it go; unset, nothing is cached."""
     from dtcli.engine.runtime.listed import file_bytes
     from dtcli.engine.runtime.pinned import CACHE_SETTING, PinnedReads
 
@@ -192,7 +192,7 @@ def test_a_run_keeps_its_small_inputs_rows_in_memory_within_its_budget(spark, tm
         assert run.cached() == 0 and not _reads_from_memory(one, count)
         assert one.sql(count).collect()[0][0] == 30
 
-        one.conf.set(CACHE_SETTING, "0")      # off: every table read from its files
+        one.conf.unset(CACHE_SETTING)      # off by default: every table read from its files
         off = PinnedReads()
         for _ in range(2):
             off.at(one, small, 0).createOrReplaceTempView("pinned_small")

@@ -13,17 +13,13 @@ and the state it built for every later read.
 The sharing lasts one run (one `executor.execute`): every input is pinned for the run, so a
 (path, version) names one content for its whole length, and the snapshots are let go with it.
 
-A small table's rows are also kept in memory for the run (Spark's columnar cache, filled by the
-first query that reads them): each query over a Delta table plans its scan with a Spark job of
-its own (*Filtering files for query*) whatever the table's size, and an incremental refresh of a
-join runs several queries over the same inputs. Measured on the 22 TPC-H DTs at SF0.1 (a whole
-`dt run` after a small change): 316 of its 963 jobs were those. A table is cached when the run
-asks for it a second time, while the files cached fit `spark.dt.inputCacheBytes` in all (see
-CACHE_BYTES).
+A small table (engine/runtime/listed.py: its files within 16 MiB) is read over the list of its
+files made at its first read, so that a query over it plans no Delta file filtering (a job of its
+own per query otherwise, whatever the table's size).
 
-Before that, a small table (engine/runtime/listed.py: its files within 16 MiB) is read over the
-list of its files made at its first read, so that a query over it plans no Delta file filtering
-even before (or without) its rows being cached.
+On request (`spark.dt.inputCacheBytes`, off by default: see CACHE_BYTES) a small table's rows
+are also kept in memory for the run (Spark's columnar cache, filled by the first query that reads
+them), once the run asks for it a second time and while the files cached fit the budget.
 """
 
 from __future__ import annotations
@@ -33,10 +29,13 @@ from threading import Lock
 from dtcli.engine.runtime.listed import LISTED_BYTES, file_bytes, in_session, listed
 from dtcli.engine.runtime.spark_errors import SPARK_ERRORS
 
-# The Spark setting naming the bytes of input files a run keeps in memory, and its default: the
-# files of the tables at the versions read (as their logs count them); `0` keeps none.
+# The Spark setting naming the bytes of input files a run keeps in memory (the files of the
+# tables at the versions read, as their logs count them), and its default: none. Once small
+# inputs were read over their file list, the cache no longer paid for itself: the 22 TPC-H DTs at
+# SF0.1 after a small change ran 100 s without it against 106-131 s with 128 MiB, and a `--watch`
+# pass, which fills and empties it anew, took 10.4 s against 14.5 s (benchmarks/README.md).
 CACHE_SETTING = "spark.dt.inputCacheBytes"
-CACHE_BYTES = 128 << 20
+CACHE_BYTES = 0
 # A column the cached plan has and the plan every reader sees has not: Spark uncaches a cached
 # plan when a temporary view of that very plan is dropped or replaced, as every refresh does with
 # its views (the rows would then be read from the table again by the next query).
