@@ -12,7 +12,9 @@ The commit is, from cheapest to most general:
 * a `replaceWhere` over a *locator* column: the changed rows' values of one column, as
   literals, select the slice of the table to rewrite; the slice is read, the change added to it,
   and the result replaces it. With deletion vectors on (dt's default) Delta marks the slice's
-  old rows deleted and writes only the new slice: the cost follows the change, not the table;
+  old rows deleted and writes only the new slice: the cost follows the change, not the table.
+  A small table is written whole instead, in a commit dt builds from its list of files, with the
+  same change data (slice_commit.py): one Spark job against Delta's twelve;
 * a MERGE matching whole rows null-safely, when no column narrows the change to few values.
 """
 
@@ -21,7 +23,7 @@ from __future__ import annotations
 from functools import reduce
 from typing import NamedTuple
 
-from dtcli.engine.runtime import audit, commit, key_predicates, listed
+from dtcli.engine.runtime import audit, commit, key_predicates, listed, slice_commit
 from dtcli.engine.runtime.changes import WEIGHT, quote
 from dtcli.engine.runtime.checkpoints import release
 from dtcli.model import Frontier
@@ -242,6 +244,12 @@ def replace(spark, path: str, predicate: str, rows, frontier: Frontier) -> Appli
     """Delete the rows matching `predicate` and insert `rows` (which all match it) in one
     commit; `inserted` / `deleted` are the rows written / removed."""
     rows = audit.rows(spark, path, rows, predicate)
+    small = slice_commit.target(spark, path)
+    done = slice_commit.replace(spark, path, small, predicate, _inside(rows, predicate), frontier) \
+        if small else None
+    if done is not None:
+        written, removed, version = done
+        return Applied(written, removed, version)
     last = _write(spark, path, rows, frontier, "overwrite", replaceWhere=predicate)
     if last is None:
         return Applied(0, 0, commit_nothing(spark, path, frontier))
@@ -250,6 +258,18 @@ def replace(spark, path: str, predicate: str, rows, frontier: Frontier) -> Appli
     # rewritten; without them they really are copied. Either way they are not new rows.
     written = int(metrics.get("numOutputRows", 0)) - int(metrics.get("numCopiedRows", 0))
     return Applied(written, int(metrics.get("numDeletedRows", 0)), last["version"])
+
+
+def _inside(rows, predicate: str):
+    """`rows`, a row of which outside `predicate` fails the job that reads it (as replaceWhere
+    checks what it writes). A column's value, not a filter: the optimizer would push a filter on
+    the keys below an aggregate, onto the input rows."""
+    from pyspark.sql import functions as F
+
+    first = rows.columns[0]
+    outside = inconsistent_error("a recomputed row lies outside the slice it replaces")
+    inside = F.coalesce(F.expr(f"({predicate})"), F.lit(False))
+    return rows.withColumn(first, F.when(inside, F.col(quote(first))).otherwise(outside))
 
 
 def _append(spark, path: str, rows, frontier: Frontier) -> Applied:

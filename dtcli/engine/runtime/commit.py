@@ -45,7 +45,7 @@ def replace_table(spark, df, path: str, frontier: Frontier, *, partition_by: lis
         if properties:
             clauses.append("TBLPROPERTIES (" + ", ".join(f"{_string(k)} = {_string(v)}"
                                                          for k, v in sorted(properties.items())) + ")")
-        with user_metadata(spark, frontier), _session_conf(spark, MAX_RECORDS_CONF, max_rows_per_file):
+        with user_metadata(spark, frontier), session_conf(spark, MAX_RECORDS_CONF, max_rows_per_file):
             spark.sql(f"CREATE OR REPLACE TABLE delta.{quote(path)} USING delta {' '.join(clauses)} "
                       f"AS SELECT * FROM {view}")
     finally:
@@ -56,7 +56,7 @@ MAX_RECORDS_CONF = "spark.sql.files.maxRecordsPerFile"
 
 
 @contextmanager
-def _session_conf(spark, key: str, value) -> Iterator[None]:
+def session_conf(spark, key: str, value) -> Iterator[None]:
     """`key` set to `value` for one statement (unset: left as it is), then put back."""
     if not value:
         yield

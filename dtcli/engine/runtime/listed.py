@@ -62,6 +62,18 @@ def listed(df):
     return listed_df if listed_df.columns == df.columns else df
 
 
+def files_of(df):
+    """(snapshot, files) of a read made by `listed`: the version it reads and its AddFiles (JVM
+    objects), or None for any other read."""
+    try:
+        location = df._jdf.queryExecution().analyzed().relation().location()
+        if "TahoeBatchFileIndex" not in location.getClass().getName():
+            return None
+        return location.snapshot(), location.addFiles()
+    except (AttributeError, ImportError, *SPARK_ERRORS):
+        return None
+
+
 def _checksum_files(snapshot):
     """The version's files as its checksum file lists them (Delta writes them there for a table
     of a few files), or None: read without a Spark job."""
@@ -75,10 +87,21 @@ def _checksum_files(snapshot):
     return files.get()
 
 
-def _checksum_bytes(snapshot) -> int | None:
-    """The bytes of the version's files as its checksum file counts them, or None."""
-    checksum = snapshot.checksumOpt()
-    return int(checksum.get().tableSizeBytes()) if checksum.isDefined() else None
+def table_bytes(df, path: str, version: int) -> int | None:
+    """The bytes of the files of `df` (a read of `path` at `version`): from the version's checksum
+    file where there is one (no log to read), else as the log counts them (`file_bytes`)."""
+    try:
+        checksum = _snapshot(df).checksumOpt()
+        if checksum.isDefined():
+            return int(checksum.get().tableSizeBytes())
+    except (AttributeError, ImportError, *SPARK_ERRORS):
+        pass
+    return file_bytes(path, version)
+
+
+def _snapshot(df):
+    """The Delta snapshot a read of one Delta table scans (AttributeError for any other plan)."""
+    return df._jdf.queryExecution().analyzed().relation().location().getSnapshot()
 
 
 # The reads kept (over a list, or as Delta reads a larger table), by (path, table id, version): a
@@ -95,9 +118,8 @@ def read(spark, path: str, version: int | None = None):
     df = spark.read.format("delta")
     df = (df.option("versionAsOf", int(version)) if version is not None else df).load(path)
     try:
-        snapshot = df._jdf.queryExecution().analyzed().relation().location().getSnapshot()
+        snapshot = _snapshot(df)
         key = (path, str(snapshot.metadata().id()), int(snapshot.version()))
-        counted = _checksum_bytes(snapshot)
     except (AttributeError, ImportError, *SPARK_ERRORS):
         return df
     with _lock:
@@ -105,7 +127,7 @@ def read(spark, path: str, version: int | None = None):
     if made is None:
         if version is None:         # the version found, fixed: the list and the read agree
             df = spark.read.format("delta").option("versionAsOf", key[2]).load(path)
-        size = file_bytes(path, key[2]) if counted is None else counted
+        size = table_bytes(df, path, key[2])
         made = listed(df) if size is not None and size <= LISTED_BYTES else df
         with _lock:
             made = _kept.setdefault(key, made)

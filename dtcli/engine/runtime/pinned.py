@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from threading import Lock
 
-from dtcli.engine.runtime.listed import LISTED_BYTES, file_bytes, in_session, listed
+from dtcli.engine.runtime.listed import LISTED_BYTES, in_session, listed, table_bytes
 from dtcli.engine.runtime.spark_errors import SPARK_ERRORS
 
 # The Spark setting naming the bytes of input files a run keeps in memory (the files of the
@@ -99,7 +99,7 @@ class PinnedReads:
         if key[0] in self._written:
             return df
         frame = in_session(df, spark)
-        size = self._size(key) if frame is not None else None
+        size = self._size(key, frame) if frame is not None else None
         budget = _budget(spark)
         with self._lock:
             if size is None or self._cached_bytes + size > budget:
@@ -123,19 +123,19 @@ class PinnedReads:
                 df = self._frames.get(key)
             if df is None:
                 df = _read(spark, *key)
-                size = self._size(key)
+                size = self._size(key, df)
                 if size is not None and size <= LISTED_BYTES:
                     df = listed(df)
                 with self._lock:
                     df = self._frames.setdefault(key, df)
         return df
 
-    def _size(self, key: tuple[str, int]) -> int | None:
-        """The bytes of the files of `key` (its log read once per run)."""
+    def _size(self, key: tuple[str, int], df=None) -> int | None:
+        """The bytes of the files of `key` (`df` its read), found once per run."""
         with self._lock:
             if key in self._sizes:
                 return self._sizes[key]
-        size = file_bytes(*key)
+        size = table_bytes(df, *key)
         with self._lock:
             return self._sizes.setdefault(key, size)
 

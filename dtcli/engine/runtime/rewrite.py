@@ -17,16 +17,16 @@ held, the rows it keeps, the rows that replace the others.
 
 from __future__ import annotations
 
-import time
-
 from dtcli.engine.runtime import audit, listed
 from dtcli.engine.runtime.apply import ROWS_MISSING, Applied, _copies, _write, checked, inconsistent_error
 from dtcli.engine.runtime.changes import WEIGHT, quote
 from dtcli.engine.runtime.commit import LastCommit
+from dtcli.engine.runtime.observed import count as _count
+from dtcli.engine.runtime.observed import counts as _counts
+from dtcli.engine.runtime.observed import observation as _observation
 from dtcli.model import Frontier, StepOptions
 
 TABLE_REWRITTEN = "table_rewritten"    # the history's refresh_strategy for a row change written so
-OBSERVED_WAIT = 60.0                   # seconds an observation may take to arrive after its write
 
 
 def applies(options: StepOptions) -> bool:
@@ -110,32 +110,3 @@ def _overwrite(spark, path: str, rows, frontier: Frontier) -> LastCommit:
     if last is None:        # an overwrite always commits (it removes every file)
         raise RuntimeError(f"the overwrite of {path} wrote no commit")
     return last
-
-
-def _observation():
-    from pyspark.sql import Observation
-
-    return Observation()
-
-
-def _count():
-    from pyspark.sql import functions as F
-
-    return F.count(F.lit(1)).alias("n")
-
-
-def _counts(*observations) -> tuple[int, ...] | None:
-    """The observed counts, once each has arrived (Spark delivers them on its listener bus,
-    after the write returned); None when one has not within OBSERVED_WAIT seconds."""
-    deadline = time.monotonic() + OBSERVED_WAIT
-    for obs in observations:
-        future = obs._jo.future()
-        while not future.isCompleted():
-            if time.monotonic() > deadline:
-                return None
-            time.sleep(0.005)
-    rows = [obs._jo.getRow() for obs in observations]
-    # a plan the optimizer found empty (a filter that is always false) observes nothing
-    if any(row.length() == 0 for row in rows):
-        return None
-    return tuple(int(row.getLong(0)) for row in rows)

@@ -8,7 +8,7 @@ rows for the rest), made in one commit and never read again.
 
 from __future__ import annotations
 
-from dtcli.engine.runtime import apply, backfill, column_mapping, commit
+from dtcli.engine.runtime import apply, audit, backfill, column_mapping, commit, listed, slice_commit
 from dtcli.engine.runtime.checkpoints import release
 from dtcli.engine.runtime.context import RefreshContext, RefreshResult
 from dtcli.engine.runtime.deletion_vectors import table_property
@@ -29,6 +29,9 @@ def full_refresh(ctx: RefreshContext, rows=None) -> RefreshResult:
         active = options.regions.active
         done = apply.replace(spark, step.path, active, df.filter(active), ctx.frontier)
         return RefreshResult(inserted=done.inserted, deleted=done.deleted, table_version=done.version)
+    done = _rows_replaced(ctx, df)
+    if done is not None:
+        return done
     _replace_table(ctx, df)
     last = commit.last_commit(step.path)
     inserted = int(last["metrics"].get("numOutputRows", 0))
@@ -41,10 +44,34 @@ def _replace_table(ctx: RefreshContext, rows) -> None:
     layout = ctx.step.options.layout
     commit.replace_table(ctx.spark, rows, ctx.step.path, ctx.frontier,
                          partition_by=layout.partition_by, cluster_by=layout.cluster_by,
-                         comment=layout.comment,
-                         properties={**table_property(layout.deletion_vectors),
-                                     **column_mapping.table_property(layout.column_mapping)},
+                         comment=layout.comment, properties=_properties(layout),
                          sort_by=layout.sort_by, max_rows_per_file=layout.max_rows_per_file or 0)
+
+
+def _properties(layout) -> dict[str, str]:
+    return {**table_property(layout.deletion_vectors), **column_mapping.table_property(layout.column_mapping)}
+
+
+def _rows_replaced(ctx: RefreshContext, rows) -> RefreshResult | None:
+    """Every row of a small DT replaced in a commit dt builds from its file list
+    (slice_commit.py) rather than by `CREATE OR REPLACE`, which rebuilds the table's state from
+    its log first: where the DT exists with the definition the replace would give it (no
+    clustering or sorted files to lay out; a REINITIALIZE always replaces the table). None,
+    with nothing written, where it does not apply."""
+    step, spark, layout = ctx.step, ctx.spark, ctx.step.options.layout
+    if step.action == REINITIALIZE or step.previous is None or layout.cluster_by or layout.sort_by:
+        return None
+    # any table listed: a FULL writes it whole either way (`spark.dt.wholeWriteBytes` is about slices)
+    at = slice_commit.target(spark, step.path, most=listed.LISTED_BYTES)
+    if at is None or not at.holds(rows, partition_by=layout.partition_by, comment=layout.comment,
+                                  properties=_properties(layout)):
+        return None
+    done = slice_commit.replace(spark, step.path, at, None, audit.rows(spark, None, rows, None), ctx.frontier,
+                                max_rows_per_file=layout.max_rows_per_file or 0)
+    if done is None:
+        return None
+    written, _, version = done
+    return RefreshResult(inserted=written, deleted=int(step.options.previous_rows or 0), table_version=version)
 
 
 def _backfilled(ctx: RefreshContext, computed) -> RefreshResult:
