@@ -245,7 +245,7 @@ def replace(spark, path: str, predicate: str, rows, frontier: Frontier) -> Appli
     commit; `inserted` / `deleted` are the rows written / removed."""
     rows = audit.rows(spark, path, rows, predicate)
     small = slice_commit.target(spark, path)
-    done = slice_commit.replace(spark, path, small, predicate, _inside(rows, predicate), frontier) \
+    done = slice_commit.replace(spark, path, small, predicate, inside_only(rows, predicate), frontier) \
         if small else None
     if done is not None:
         written, removed, version = done
@@ -260,14 +260,14 @@ def replace(spark, path: str, predicate: str, rows, frontier: Frontier) -> Appli
     return Applied(written, int(metrics.get("numDeletedRows", 0)), last["version"])
 
 
-def _inside(rows, predicate: str):
+def inside_only(rows, predicate: str):
     """`rows`, a row of which outside `predicate` fails the job that reads it (as replaceWhere
-    checks what it writes). A column's value, not a filter: the optimizer would push a filter on
-    the keys below an aggregate, onto the input rows."""
+    checks what it writes), for the commits that write a table whole. A column's value, not a
+    filter: the optimizer would push a filter on the keys below an aggregate, onto the input rows."""
     from pyspark.sql import functions as F
 
     first = rows.columns[0]
-    outside = inconsistent_error("a recomputed row lies outside the slice it replaces")
+    outside = inconsistent_error("a recomputed row lies outside the keys it replaces")
     inside = F.coalesce(F.expr(f"({predicate})"), F.lit(False))
     return rows.withColumn(first, F.when(inside, F.col(quote(first))).otherwise(outside))
 

@@ -43,8 +43,7 @@ def listed(df):
     from pyspark.sql.classic.dataframe import DataFrame
 
     try:
-        relation = df._jdf.queryExecution().analyzed()
-        location = relation.relation().location()
+        location = _location(df)
         if "TahoeLogFileIndex" not in location.getClass().getName():
             return df
         snapshot = location.getSnapshot()
@@ -66,7 +65,7 @@ def files_of(df):
     """(snapshot, files) of a read made by `listed`: the version it reads and its AddFiles (JVM
     objects), or None for any other read."""
     try:
-        location = df._jdf.queryExecution().analyzed().relation().location()
+        location = _location(df)
         if "TahoeBatchFileIndex" not in location.getClass().getName():
             return None
         return location.snapshot(), location.addFiles()
@@ -87,21 +86,34 @@ def _checksum_files(snapshot):
     return files.get()
 
 
-def table_bytes(df, path: str, version: int) -> int | None:
-    """The bytes of the files of `df` (a read of `path` at `version`): from the version's checksum
-    file where there is one (no log to read), else as the log counts them (`file_bytes`)."""
+def table_bytes(snapshot, path: str, version: int) -> int | None:
+    """The bytes of the files of `path` at `version` (`snapshot`: that version's, or None): from
+    the version's checksum file where there is one (no log to read), else as the log counts them
+    (`file_bytes`)."""
     try:
-        checksum = _snapshot(df).checksumOpt()
-        if checksum.isDefined():
+        checksum = snapshot.checksumOpt() if snapshot is not None else None
+        if checksum is not None and checksum.isDefined():
             return int(checksum.get().tableSizeBytes())
-    except (AttributeError, ImportError, *SPARK_ERRORS):
+    except (AttributeError, *SPARK_ERRORS):
         pass
     return file_bytes(path, version)
 
 
-def _snapshot(df):
-    """The Delta snapshot a read of one Delta table scans (AttributeError for any other plan)."""
-    return df._jdf.queryExecution().analyzed().relation().location().getSnapshot()
+def snapshot_of(df):
+    """The Delta snapshot a read of one Delta table scans (read as Delta reads it, or over its
+    list of files), or None for any other plan."""
+    try:
+        location = _location(df)
+        if "TahoeBatchFileIndex" in location.getClass().getName():
+            return location.snapshot()
+        return location.getSnapshot()
+    except (AttributeError, ImportError, *SPARK_ERRORS):
+        return None
+
+
+def _location(df):
+    """The file index of the relation `df` reads (AttributeError where it reads no one relation)."""
+    return df._jdf.queryExecution().analyzed().relation().location()
 
 
 # The reads kept (over a list, or as Delta reads a larger table), by (path, table id, version): a
@@ -117,17 +129,17 @@ def read(spark, path: str, version: int | None = None):
     made once per version, when its files fit LISTED_BYTES; else as Delta reads it."""
     df = spark.read.format("delta")
     df = (df.option("versionAsOf", int(version)) if version is not None else df).load(path)
+    snapshot = snapshot_of(df)
     try:
-        snapshot = _snapshot(df)
         key = (path, str(snapshot.metadata().id()), int(snapshot.version()))
-    except (AttributeError, ImportError, *SPARK_ERRORS):
+    except (AttributeError, *SPARK_ERRORS):      # not a Delta read (snapshot None)
         return df
     with _lock:
         made = _kept.get(key)
     if made is None:
         if version is None:         # the version found, fixed: the list and the read agree
             df = spark.read.format("delta").option("versionAsOf", key[2]).load(path)
-        size = table_bytes(df, path, key[2])
+        size = table_bytes(snapshot, path, key[2])
         made = listed(df) if size is not None and size <= LISTED_BYTES else df
         with _lock:
             made = _kept.setdefault(key, made)

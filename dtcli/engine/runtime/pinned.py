@@ -26,7 +26,7 @@ from __future__ import annotations
 
 from threading import Lock
 
-from dtcli.engine.runtime.listed import LISTED_BYTES, in_session, listed, table_bytes
+from dtcli.engine.runtime.listed import LISTED_BYTES, in_session, listed, snapshot_of, table_bytes
 from dtcli.engine.runtime.spark_errors import SPARK_ERRORS
 
 # The Spark setting naming the bytes of input files a run keeps in memory (the files of the
@@ -135,7 +135,7 @@ class PinnedReads:
         with self._lock:
             if key in self._sizes:
                 return self._sizes[key]
-        size = table_bytes(df, *key)
+        size = table_bytes(snapshot_of(df) if df is not None else None, *key)
         with self._lock:
             return self._sizes.setdefault(key, size)
 

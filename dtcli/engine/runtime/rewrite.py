@@ -18,7 +18,7 @@ held, the rows it keeps, the rows that replace the others.
 from __future__ import annotations
 
 from dtcli.engine.runtime import audit, listed
-from dtcli.engine.runtime.apply import ROWS_MISSING, Applied, _copies, _write, checked, inconsistent_error
+from dtcli.engine.runtime.apply import ROWS_MISSING, Applied, _copies, _write, checked, inside_only
 from dtcli.engine.runtime.changes import WEIGHT, quote
 from dtcli.engine.runtime.commit import LastCommit
 from dtcli.engine.runtime.observed import count as _count
@@ -54,12 +54,7 @@ def replace_whole(spark, path: str, predicate: str, rows, frontier: Frontier) ->
     table = listed.read(spark, path).observe(held, _count())
     inside = F.coalesce(F.expr(f"({predicate})"), F.lit(False))
     staying = table.filter(~inside).observe(kept, _count())
-    # a row outside the predicate fails the job. The check is a column's value, not a filter: the
-    # optimizer would push a filter on the keys below an aggregate, onto the input rows
-    first = rows.columns[0]
-    outside = inconsistent_error("a recomputed row lies outside the keys it replaces")
-    arriving = rows.withColumn(first, F.when(inside, F.col(quote(first))).otherwise(outside)) \
-        .observe(new, _count())
+    arriving = inside_only(rows, predicate).observe(new, _count())
     last = _overwrite(spark, path, staying.unionByName(arriving), frontier)
     counts = _counts(held, kept, new)
     if counts is None:      # the observations did not arrive: counted again

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from dtcli.engine.runtime import audit, listed
 from dtcli.engine.runtime.changes import quote
 from dtcli.engine.runtime.commit import MAX_RECORDS_CONF, session_conf
-from dtcli.engine.runtime.observed import counts, observation
+from dtcli.engine.runtime.observed import count, counts, observation
 from dtcli.engine.runtime.spark_errors import SPARK_ERRORS
 from dtcli.model import Frontier
 from dtcli.state.delta_log import frontier_metadata
@@ -89,7 +89,7 @@ def target(spark, path: str, most: int | None = None) -> Target | None:
     snapshot, files = found
     try:
         version = int(snapshot.version())
-        size = listed.table_bytes(old, path, version)
+        size = listed.table_bytes(snapshot, path, version)
         if size is None or size > most:
             return None
         metadata = snapshot.metadata()
@@ -128,10 +128,12 @@ def replace(spark, path: str, at: Target, predicate: str, rows, frontier: Fronti
     audit.settle()
 
     cols = [quote(c) for c in at.old.columns]
-    inside = F.coalesce(F.expr(f"({predicate or 'true'})"), F.lit(False))
-    gone, new = observation(), observation()
-    old = at.old.observe(gone, F.count(F.when(inside, F.lit(1))).alias("n"))
-    arriving = rows.select(*cols).observe(new, F.count(F.lit(1)).alias("n"))
+    new = observation()
+    arriving = rows.select(*cols).observe(new, count())
+    if predicate is not None:
+        inside = F.coalesce(F.expr(f"({predicate})"), F.lit(False))
+        gone = observation()
+        old = at.old.observe(gone, F.count(F.when(inside, F.lit(1))).alias("n"))
     if predicate is None:
         written = arriving
     elif at.cdf:
