@@ -32,6 +32,7 @@ class StepInput:
     kind: str                     # source | dynamic_table
     path: str
     version: int | None           # pinned version; None for a DT refreshed earlier in the same run
+    table_id: str | None = None   # its Delta table id at that version (None: not known yet)
 
 
 @dataclass(frozen=True)

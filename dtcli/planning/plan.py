@@ -84,14 +84,13 @@ def _steps(checked: Checked, selected: set[str], trigger: str, full_refresh: boo
         changed: list[str] = []
         previous_versions = frontier.source_versions if frontier else {}
         for inp in table.inputs:
-            if inp in project.sources:
-                version = snapshot.sources[inp].version
-            elif inp in refreshed:
-                version = None          # the version this run commits, known to the driver
+            if inp in refreshed:
+                read = None             # the version this run commits, known to the driver
             else:
-                up = snapshot.tables.get(inp)
-                version = up.version if up else None
-            inputs.append(StepInput(inp, project.input_kind(inp), project.input_path(inp), version))
+                read = snapshot.sources[inp] if inp in project.sources else snapshot.tables.get(inp)
+            version = read.version if read else None
+            inputs.append(StepInput(inp, project.input_kind(inp), project.input_path(inp), version,
+                                    read.table_id if read else None))
             if version is None or previous_versions.get(inp) != version:
                 changed.append(inp)
 

@@ -3,6 +3,8 @@ refresh does for the tables it scans after reading its changes."""
 
 from __future__ import annotations
 
+import shutil
+
 import pytest
 
 from tests.helpers import jobs_run
@@ -203,3 +205,39 @@ def test_a_run_keeps_its_small_inputs_rows_in_memory_within_its_budget(spark, tm
         for session in (one, two):
             for view in ("pinned_small", "pinned_other"):
                 session.catalog.dropTempView(view)
+
+
+def test_a_later_run_of_the_application_reuses_a_version_by_its_tables_id(spark, tmp_path):
+    """engine/runtime/pinned.py: in one application (a `--watch`), a run finds ready a version an
+    earlier run read, when the plan names the table's Delta id: no Spark job, the same rows. A
+    table dropped and created again at the same path counts its versions from 0 again under
+    another id: its version 0 is read anew, never taken for the old table's."""
+    from dtcli.engine.runtime.pinned import PinnedReads
+    from dtcli.state.delta_log import table_info
+
+    path = str(tmp_path / "carried")
+
+    def make(first: int) -> str:
+        spark.range(first, first + 30).selectExpr("id AS k").repartition(2).write.format("delta").save(path)
+        spark.range(100, 105).selectExpr("id AS k").write.format("delta").mode("append").save(path)
+        return table_info(path).table_id
+
+    def keys(run, table_id):
+        return sorted(r.k for r in run.at(spark, path, 0, table_id=table_id).collect())
+
+    old_id = make(0)
+    first = PinnedReads()
+    assert keys(first, old_id) == list(range(30))
+    first.clear()                       # the run ends; the application goes on
+    later = PinnedReads()
+    read, jobs = jobs_run(spark, "carried-again", lambda: later.at(spark, path, 0, table_id=old_id)
+                          ._jdf.queryExecution().executedPlan())
+    assert jobs == 0, f"reading a version an earlier run read ran {jobs} jobs"
+    assert keys(later, old_id) == list(range(30))
+    later.clear()
+    shutil.rmtree(path)
+    new_id = make(50)
+    assert new_id != old_id
+    again = PinnedReads()
+    assert keys(again, new_id) == list(range(50, 80))     # the new table's version 0
+    again.clear()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import timedelta
 
 import pytest
@@ -21,8 +22,9 @@ OFF = {"manual": "scheduler: disable\n"}
 
 
 def _checked(project, now=T0, exists=("manual", "report")):
-    src = info(project, "manual")   # any TableInfo: only its version is read for a source
-    tables = {n: (info(project, n) if n in exists else None) for n in project.tables}
+    src = info(project, "manual")   # any TableInfo: only its version and id are read for a source
+    tables = {n: (replace(info(project, n), table_id=f"id-of-{n}") if n in exists else None)
+              for n in project.tables}
     return check(project, Snapshot(now, {"src": src}, tables))
 
 
@@ -43,6 +45,7 @@ def test_the_schedule_never_refreshes_it_and_its_consumer_reads_it_as_it_is(tmp_
     plan = build_plan(checked, decision.refresh, SCHEDULED)
     assert [s.name for s in plan.steps] == ["report"]           # not pulled in as an upstream
     assert plan.steps[0].inputs[0].version == 0                 # read at its committed version
+    assert plan.steps[0].inputs[0].table_id == "id-of-manual"   # and known by its table's id
     # --all without a selection does not name it either; watch has nothing to wake for
     assert "manual" not in _decide(checked, T0, all_tables=True).refresh
     assert scheduler.next_due_at(project, "manual", True, checked.effective_lags,

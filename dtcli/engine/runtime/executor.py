@@ -43,7 +43,7 @@ def bind_inputs(spark, step: RefreshStep, produced: dict[str, int],
         version = produced.get(inp.name, inp.version)
         if version is None:
             raise RuntimeError(f"input {inp.name} has no version to read (was it refreshed?)")
-        read_at(pinned, spark, inp.path, version).createOrReplaceTempView(inp.name)
+        read_at(pinned, spark, inp.path, version, table_id=inp.table_id).createOrReplaceTempView(inp.name)
         versions[inp.name] = int(version)
     return versions
 

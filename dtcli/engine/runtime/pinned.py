@@ -17,6 +17,15 @@ A small table (engine/runtime/listed.py: its files within 16 MiB) is read over t
 files made at its first read, so that a query over it plans no Delta file filtering (a job of its
 own per query otherwise, whatever the table's size).
 
+The reads outlive their run in one application (`dt run --watch`, a notebook's session), in a
+store of the last CARRIED of them keyed by (path, Delta table id, version): a version of a table
+never changes, so the next pass finds ready the snapshots of the sources that did not move (one
+Spark job each otherwise, its snapshot and list made again) and the old versions its incremental
+refreshes read (three jobs each for a table whose log has no checksum file: those versions were
+the previous pass's new ones). The id is the planner's (the step's input) when a read is looked
+up and the read's own when it is stored, so a table dropped and created again at the same path
+(its versions counting from 0 again) is never taken for the one before.
+
 On request (`spark.dt.inputCacheBytes`, off by default: see CACHE_BYTES) a small table's rows
 are also kept in memory for the run (Spark's columnar cache, filled by the first query that reads
 them), once the run asks for it a second time and while the files cached fit the budget.
@@ -24,6 +33,7 @@ them), once the run asks for it a second time and while the files cached fit the
 
 from __future__ import annotations
 
+from collections import OrderedDict
 from threading import Lock
 
 from dtcli.engine.runtime.listed import LISTED_BYTES, in_session, listed, snapshot_of, table_bytes
@@ -40,6 +50,9 @@ CACHE_BYTES = 0
 # plan when a temporary view of that very plan is dropped or replaced, as every refresh does with
 # its views (the rows would then be read from the table again by the next query).
 _PIN = "__dt_pinned"
+# The reads kept from one run to the next in an application: the inputs of a few passes of a
+# large project at several versions each (a table's snapshot and, when small, its file list).
+CARRIED = 64
 
 
 class PinnedReads:
@@ -58,6 +71,7 @@ class PinnedReads:
         self._requests: dict[tuple[str, int], int] = {}
         self._sizes: dict[tuple[str, int], int | None] = {}
         self._making: dict[tuple[str, int], Lock] = {}
+        self._ids: dict[str, str] = {}      # path -> the Delta table id the plan read it with
 
     def first_load(self, path: str, version: int) -> bool:
         """Whether this is the run's first request to build (path, version)'s state (and, from
@@ -70,13 +84,17 @@ class PinnedReads:
             self._loaded.add(key)
             return True
 
-    def at(self, spark, path: str, version: int, *, counted: bool = True):
+    def at(self, spark, path: str, version: int, *, counted: bool = True, table_id: str | None = None):
         """`path` at `version`, as a DataFrame of `spark`'s session; from the run's second
         request for it on, over rows kept in memory when the budget has room (`_keep`).
         `counted=False`: a request that is not a reader's (the side thread building the state
-        of what a refresh bound already) and makes nothing cached."""
+        of what a refresh bound already) and makes nothing cached. `table_id`: the table's
+        Delta id as the plan knows it, under which an earlier run's read of it is looked up
+        (for this version and the others the run reads)."""
         key = (path, int(version))
         with self._lock:
+            if table_id:
+                self._ids.setdefault(path, table_id)
             df = self._frames.get(key)
             if counted:
                 self._requests[key] = self._requests.get(key, 0) + 1
@@ -122,12 +140,26 @@ class PinnedReads:
             with self._lock:
                 df = self._frames.get(key)
             if df is None:
+                df = self._carried(key)
+            if df is None:
                 df = _read(spark, *key)
                 size = self._size(key, df)
                 if size is not None and size <= LISTED_BYTES:
                     df = listed(df)
-                with self._lock:
-                    df = self._frames.setdefault(key, df)
+                _carry(key, df)
+            with self._lock:
+                df = self._frames.setdefault(key, df)
+        return df
+
+    def _carried(self, key: tuple[str, int]):
+        """An earlier run's read of `key`, when the plan gave the table's id (and then its state
+        is built: the side thread need not plan a scan of it again)."""
+        with self._lock:
+            table_id = self._ids.get(key[0])
+        df = _carried.get((key[0], table_id, key[1])) if table_id else None
+        if df is not None:
+            with self._lock:
+                self._loaded.add(key)
         return df
 
     def _size(self, key: tuple[str, int], df=None) -> int | None:
@@ -155,6 +187,7 @@ class PinnedReads:
             self._making.clear()
             self._frames.clear()
             self._loaded.clear()
+            self._ids.clear()
 
     def cached(self) -> int:
         """How many tables' rows the run keeps in memory."""
@@ -162,10 +195,52 @@ class PinnedReads:
             return len(self._cached)
 
 
-def read_at(pinned: PinnedReads | None, spark, path: str, version: int, *, counted: bool = True):
+def read_at(pinned: PinnedReads | None, spark, path: str, version: int, *, counted: bool = True,
+            table_id: str | None = None):
     """`path` at `version` in `spark`: through the run's shared reads when there are some."""
-    return pinned.at(spark, path, version, counted=counted) if pinned is not None \
+    return pinned.at(spark, path, version, counted=counted, table_id=table_id) if pinned is not None \
         else _read(spark, path, version)
+
+
+class _Carried:
+    """The last CARRIED reads of the application, by (path, table id, version)."""
+
+    def __init__(self) -> None:
+        self._lock = Lock()
+        self._reads: OrderedDict[tuple[str, str, int], object] = OrderedDict()
+
+    def get(self, key: tuple[str, str, int]):
+        with self._lock:
+            df = self._reads.get(key)
+            if df is not None:
+                self._reads.move_to_end(key)
+            return df
+
+    def put(self, key: tuple[str, str, int], df) -> None:
+        with self._lock:
+            self._reads[key] = df
+            self._reads.move_to_end(key)
+            while len(self._reads) > CARRIED:
+                self._reads.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._reads.clear()
+
+
+_carried = _Carried()
+
+
+def _carry(key: tuple[str, int], df) -> None:
+    """Keep `df` (the read of `key` a run made) for the application's later runs, under the id
+    of the table it read (none found: not kept)."""
+    snapshot = snapshot_of(df)
+    try:
+        table_id = str(snapshot.metadata().id()) if snapshot is not None else None
+    except (AttributeError, *SPARK_ERRORS):
+        table_id = None
+    if table_id:
+        _carried.put((key[0], table_id, key[1]), df)
 
 
 def _read(spark, path: str, version: int):
