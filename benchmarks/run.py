@@ -142,7 +142,11 @@ def copy_tree(source: Path, target: Path) -> None:
 
 
 def clear_delta_cache(spark) -> None:
-    """Tables were replaced on disk behind Spark's back: drop its cached Delta snapshots."""
+    """Tables were replaced on disk behind Spark's back: drop its cached Delta snapshots (and
+    the reads dt keeps from one run to the next, engine/runtime/pinned.py)."""
+    from dtcli.engine.runtime.pinned import forget_carried
+
+    forget_carried()
     spark._jvm.org.apache.spark.sql.delta.DeltaLog.clearCache()
     spark.catalog.clearCache()
 

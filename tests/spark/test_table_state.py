@@ -211,7 +211,8 @@ def test_a_later_run_of_the_application_reuses_a_version_by_its_tables_id(spark,
     """engine/runtime/pinned.py: in one application (a `--watch`), a run finds ready a version an
     earlier run read, when the plan names the table's Delta id: no Spark job, the same rows. A
     table dropped and created again at the same path counts its versions from 0 again under
-    another id: its version 0 is read anew, never taken for the old table's."""
+    another id: its version 0 is read anew, never taken for the old table's; a directory put
+    back from a copy and written on (same id, another version 1) is read anew too."""
     from dtcli.engine.runtime.pinned import PinnedReads
     from dtcli.state.delta_log import table_info
 
@@ -219,6 +220,8 @@ def test_a_later_run_of_the_application_reuses_a_version_by_its_tables_id(spark,
 
     def make(first: int) -> str:
         spark.range(first, first + 30).selectExpr("id AS k").repartition(2).write.format("delta").save(path)
+        shutil.rmtree(str(tmp_path / "at0"), ignore_errors=True)
+        shutil.copytree(path, str(tmp_path / "at0"))
         spark.range(100, 105).selectExpr("id AS k").write.format("delta").mode("append").save(path)
         return table_info(path).table_id
 
@@ -234,7 +237,17 @@ def test_a_later_run_of_the_application_reuses_a_version_by_its_tables_id(spark,
                           ._jdf.queryExecution().executedPlan())
     assert jobs == 0, f"reading a version an earlier run read ran {jobs} jobs"
     assert keys(later, old_id) == list(range(30))
+    latest = sorted(r.k for r in later.at(spark, path, 1, table_id=old_id).collect())
     later.clear()
+    # the directory put back as it was at version 0 and written on: another version 1, same id
+    shutil.rmtree(path)
+    shutil.copytree(str(tmp_path / "at0"), path)
+    spark.range(200, 203).selectExpr("id AS k").write.format("delta").mode("append").save(path)
+    put_back = PinnedReads()
+    assert latest == list(range(30)) + list(range(100, 105))
+    assert sorted(r.k for r in put_back.at(spark, path, 1, table_id=old_id).collect()) == \
+        list(range(30)) + [200, 201, 202]
+    put_back.clear()
     shutil.rmtree(path)
     new_id = make(50)
     assert new_id != old_id
