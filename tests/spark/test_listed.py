@@ -70,17 +70,21 @@ def test_a_small_table_read_over_its_files_has_delta_rows_and_plans_no_file_filt
             spark.catalog.dropTempView(view)
 
 
-def test_a_table_over_the_size_is_read_as_delta_reads_it(spark, tables, monkeypatch):
-    from dtcli.engine.runtime import pinned
+def test_a_table_over_the_size_is_listed_when_it_has_few_files_else_read_as_delta_reads_it(
+        spark, tables, monkeypatch):
+    from dtcli.engine.runtime import listed, pinned
 
-    monkeypatch.setattr(pinned, "LISTED_BYTES", 10)
-    run = pinned.PinnedReads()
-    try:
-        read = run.at(spark, tables["plain"], 2)
-        assert _index(read) == "TahoeLogFileIndex"
-        assert len(read.collect()) == 5
-    finally:
-        run.clear()
+    monkeypatch.setattr(listed, "LISTED_BYTES", 10)
+    files = len(spark.read.format("delta").option("versionAsOf", 2).load(tables["plain"]).inputFiles())
+    for most, index in ((files, "TahoeBatchFileIndex"), (files - 1, "TahoeLogFileIndex")):
+        monkeypatch.setattr(listed, "LISTED_FILES", most)
+        run = pinned.PinnedReads()
+        try:
+            read = run.at(spark, tables["plain"], 2)
+            assert _index(read) == index, f"{files} files, listed up to {most}"
+            assert len(read.collect()) == 5
+        finally:
+            run.clear()
 
 
 def test_a_table_dt_writes_is_listed_once_per_version_and_never_served_stale(spark, tables, tmp_path):

@@ -20,10 +20,10 @@ def _cold(spark) -> None:
 def as_large(monkeypatch) -> None:
     """The tables read as tables too large to be read over their file list are (a small one
     has no state to build: engine/runtime/listed.py)."""
-    from dtcli.engine.runtime import listed, pinned
+    from dtcli.engine.runtime import listed
 
     monkeypatch.setattr(listed, "LISTED_BYTES", 0)
-    monkeypatch.setattr(pinned, "LISTED_BYTES", 0)
+    monkeypatch.setattr(listed, "LISTED_FILES", 0)
 
 
 def test_prefetched_state_spares_a_later_scan_its_state_jobs(spark, tmp_path, as_large):

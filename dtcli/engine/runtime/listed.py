@@ -35,6 +35,12 @@ from dtcli.engine.runtime.spark_errors import SPARK_ERRORS
 # The most bytes of files (at the version read) a table is listed at: the size narrowing reads
 # whole, so that no scan it would narrow loses its file skipping.
 LISTED_BYTES = SMALL_INPUT_BYTES
+# A table of at most this many files is listed whatever their size: among so few, Delta's file
+# skipping has little to skip (Parquet still skips the row groups a filter excludes, inside each
+# file), while each query over a table read as Delta reads it plans its scan with a job of its
+# own. TPC-H's lineitem at SF0.1 is one 18 MB file (two after a batch): listing it took Q21's
+# incremental refresh from 108 Spark jobs to 79 (refresh_profile.py at SF0.1).
+LISTED_FILES = 8
 
 
 def listed(df):
@@ -87,16 +93,29 @@ def _checksum_files(snapshot):
 
 
 def table_bytes(snapshot, path: str, version: int) -> int | None:
-    """The bytes of the files of `path` at `version` (`snapshot`: that version's, or None): from
-    the version's checksum file where there is one (no log to read), else as the log counts them
-    (`file_bytes`)."""
+    """The bytes of the files of `path` at `version` (`snapshot`: that version's, or None), see
+    `table_size`."""
+    size = table_size(snapshot, path, version)
+    return size[0] if size is not None else None
+
+
+def table_size(snapshot, path: str, version: int) -> tuple[int, int] | None:
+    """(bytes, number) of the files of `path` at `version` (`snapshot`: that version's, or None):
+    from the version's checksum file where there is one (no log to read), else as the log counts
+    them; None where the log cannot be read here."""
     try:
         checksum = snapshot.checksumOpt() if snapshot is not None else None
         if checksum is not None and checksum.isDefined():
-            return int(checksum.get().tableSizeBytes())
+            return int(checksum.get().tableSizeBytes()), int(checksum.get().numFiles())
     except (AttributeError, *SPARK_ERRORS):
         pass
-    return file_bytes(path, version)
+    stats = _file_stats(path, version)
+    return (stats.bytes, len(stats.sizes)) if stats is not None else None
+
+
+def worth_listing(size: tuple[int, int] | None) -> bool:
+    """Whether a table of `size` (table_size's) is read over its file list: small, or few files."""
+    return size is not None and (size[0] <= LISTED_BYTES or size[1] <= LISTED_FILES)
 
 
 def snapshot_of(df):
@@ -126,7 +145,8 @@ _kept: OrderedDict[tuple[str, str, int], object] = OrderedDict()
 
 def read(spark, path: str, version: int | None = None):
     """`path` at `version` (None: its newest) as a DataFrame of `spark`: over its file list,
-    made once per version, when its files fit LISTED_BYTES; else as Delta reads it."""
+    made once per version, when its files fit LISTED_BYTES or are at most LISTED_FILES; else as
+    Delta reads it."""
     df = spark.read.format("delta")
     df = (df.option("versionAsOf", int(version)) if version is not None else df).load(path)
     snapshot = snapshot_of(df)
@@ -139,8 +159,7 @@ def read(spark, path: str, version: int | None = None):
     if made is None:
         if version is None:         # the version found, fixed: the list and the read agree
             df = spark.read.format("delta").option("versionAsOf", key[2]).load(path)
-        size = table_bytes(snapshot, path, key[2])
-        made = listed(df) if size is not None and size <= LISTED_BYTES else df
+        made = listed(df) if worth_listing(table_size(snapshot, path, key[2])) else df
         with _lock:
             made = _kept.setdefault(key, made)
             while len(_kept) > _KEPT:
@@ -172,10 +191,14 @@ def in_session(df, spark):
 def file_bytes(path: str, version: int) -> int | None:
     """The bytes of `path`'s files at `version` as its log counts them; None where the log
     cannot be read here (the table is then read as Delta reads it, never listed or cached)."""
+    stats = _file_stats(path, version)
+    return stats.bytes if stats is not None else None
+
+
+def _file_stats(path: str, version: int):
     from dtcli.state.delta_log import file_stats
 
     try:
-        stats = file_stats(path, version)
-    except Exception:       # broad: any reason not to cache is a reason to read the table as is
+        return file_stats(path, version)
+    except Exception:       # broad: any reason not to list is a reason to read the table as is
         return None
-    return stats.bytes if stats is not None else None

@@ -13,9 +13,9 @@ and the state it built for every later read.
 The sharing lasts one run (one `executor.execute`): every input is pinned for the run, so a
 (path, version) names one content for its whole length, and the snapshots are let go with it.
 
-A small table (engine/runtime/listed.py: its files within 16 MiB) is read over the list of its
-files made at its first read, so that a query over it plans no Delta file filtering (a job of its
-own per query otherwise, whatever the table's size).
+A small table (engine/runtime/listed.py: its files within 16 MiB, or at most 8 of them) is read
+over the list of its files made at its first read, so that a query over it plans no Delta file
+filtering (a job of its own per query otherwise, whatever the table's size).
 
 The reads outlive their run in one application (`dt run --watch`, a notebook's session), in a
 store of the last CARRIED of them keyed by (path, Delta table id, version): a version of a table
@@ -36,7 +36,7 @@ from __future__ import annotations
 from collections import OrderedDict
 from threading import Lock
 
-from dtcli.engine.runtime.listed import LISTED_BYTES, in_session, listed, snapshot_of, table_bytes
+from dtcli.engine.runtime.listed import in_session, listed, snapshot_of, table_size, worth_listing
 from dtcli.engine.runtime.spark_errors import SPARK_ERRORS
 
 # The Spark setting naming the bytes of input files a run keeps in memory (the files of the
@@ -69,7 +69,7 @@ class PinnedReads:
         self._cached: list = []          # the cached plans, let go at `clear`
         self._cached_bytes = 0
         self._requests: dict[tuple[str, int], int] = {}
-        self._sizes: dict[tuple[str, int], int | None] = {}
+        self._sizes: dict[tuple[str, int], tuple[int, int] | None] = {}
         self._making: dict[tuple[str, int], Lock] = {}
         self._ids: dict[str, str] = {}      # path -> the Delta table id the plan read it with
 
@@ -117,7 +117,8 @@ class PinnedReads:
         if key[0] in self._written:
             return df
         frame = in_session(df, spark)
-        size = self._size(key, frame) if frame is not None else None
+        found = self._size(key, frame) if frame is not None else None
+        size = found[0] if found is not None else None
         budget = _budget(spark)
         with self._lock:
             if size is None or self._cached_bytes + size > budget:
@@ -143,8 +144,7 @@ class PinnedReads:
                 df = self._carried(key)
             if df is None:
                 df = _read(spark, *key)
-                size = self._size(key, df)
-                if size is not None and size <= LISTED_BYTES:
+                if worth_listing(self._size(key, df)):
                     df = listed(df)
                 _carry(key, df)
             with self._lock:
@@ -162,12 +162,12 @@ class PinnedReads:
                 self._loaded.add(key)
         return df
 
-    def _size(self, key: tuple[str, int], df=None) -> int | None:
-        """The bytes of the files of `key` (`df` its read), found once per run."""
+    def _size(self, key: tuple[str, int], df=None) -> tuple[int, int] | None:
+        """(bytes, number) of the files of `key` (`df` its read), found once per run."""
         with self._lock:
             if key in self._sizes:
                 return self._sizes[key]
-        size = table_bytes(snapshot_of(df) if df is not None else None, *key)
+        size = table_size(snapshot_of(df) if df is not None else None, *key)
         with self._lock:
             return self._sizes.setdefault(key, size)
 
