@@ -11,20 +11,22 @@ re-based onto the session of each refresh (its temporary views are its own), kee
 and the state it built for every later read.
 
 The sharing lasts one run (one `executor.execute`): every input is pinned for the run, so a
-(path, version) names one content for its whole length, and the snapshots are let go with it.
+(path, version) names one content for its whole length. Past it, only the store below keeps reads.
 
 A small table (engine/runtime/listed.py: its files within 16 MiB, or at most 8 of them) is read
 over the list of its files made at its first read, so that a query over it plans no Delta file
 filtering (a job of its own per query otherwise, whatever the table's size).
 
 The reads outlive their run in one application (`dt run --watch`, a notebook's session), in a
-store of the last CARRIED of them keyed by (path, Delta table id, version): a version of a table
-never changes, so the next pass finds ready the snapshots of the sources that did not move (one
-Spark job each otherwise, its snapshot and list made again) and the old versions its incremental
-refreshes read (three jobs each for a table whose log has no checksum file: those versions were
-the previous pass's new ones). The id is the planner's (the step's input) when a read is looked
+store of the last CARRIED of them keyed by (path, Delta table id, version, and the time the
+version's commit file was written, for a local table): a version of a table never changes, so
+the next pass finds ready the snapshots of the sources that did not move (one Spark job each
+otherwise, its snapshot and list made again) and the old versions its incremental refreshes read
+(three jobs each for a table whose log has no checksum file: those versions were the previous
+pass's new ones). The id is the planner's (the step's input) when a read is looked
 up and the read's own when it is stored, so a table dropped and created again at the same path
-(its versions counting from 0 again) is never taken for the one before.
+(its versions counting from 0 again) is never taken for the one before, nor is a directory put
+back from a copy and written on (same id, other versions).
 
 On request (`spark.dt.inputCacheBytes`, off by default: see CACHE_BYTES) a small table's rows
 are also kept in memory for the run (Spark's columnar cache, filled by the first query that reads
