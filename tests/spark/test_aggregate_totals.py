@@ -188,3 +188,32 @@ def test_totals_ahead_of_their_dt_are_read_from_the_version_the_dt_recorded(spar
     env.check("per_g")
     rows = {r["g"]: r["s"] for r in spark.read.format("delta").load(project.table_path("per_g")).collect()}
     assert rows.get("q") == Decimal("10.00"), rows
+
+
+def test_a_full_refresh_rewrites_the_totals_in_place_keeping_the_table(spark, tmp_path):
+    """A FULL of a DT rebuilds its totals by a commit of every row (engine/runtime/slice_commit.py),
+    not by `CREATE OR REPLACE`: the totals keep their Delta table id (readers of it by id, the
+    watch's carried reads, see the same table) and the DT equals its recompute after it, and
+    after the incremental refresh that follows."""
+    from dtcli import api
+    from dtcli.engine.runtime.executor import execute_plan
+    from dtcli.state import internal
+
+    env = _env(spark, tmp_path)
+    env.write({"joined": GROUPED["joined"]})
+    env.refresh()
+    path = internal.path(env.project().warehouse, "joined", "aggregate_totals")
+    before = table_info(path, with_stats=False)
+    env.sql("INSERT INTO {a} VALUES (50, 'x', 3, 1.50), (51, NULL, NULL, NULL)")
+    plan = api.plan_run(api.check(env.root / "proj", with_stats=True), ["joined"], full_refresh=True)
+    record = execute_plan(spark, plan, write_history=False)[0]
+    assert (record.state, record.refresh_action) == (SUCCEEDED, "FULL"), record
+    env.check("joined")
+    after = table_info(path, with_stats=False)
+    assert after.table_id == before.table_id and after.version > before.version
+    last = spark.sql(f"DESCRIBE HISTORY delta.`{path}` LIMIT 1").collect()[0]
+    assert last["operation"] == "WRITE", last["operation"]
+    env.sql("DELETE FROM {b} WHERE k = 2")
+    record = env.refresh(["joined"])["joined"]
+    assert (record.refresh_action, record.refresh_strategy) == (INCREMENTAL, "aggregate_totals"), record
+    env.check("joined")
