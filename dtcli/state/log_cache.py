@@ -47,9 +47,9 @@ _CODE = _code_stamp()
 def newest_commit(path: str) -> tuple[int, int, int] | None:
     """(version, size, mtime_ns) of the newest commit file of the local table at `path`; None
     when there is none to be found this way (no table, a remote path, an unreadable log)."""
-    if storage.is_remote(path):
+    log = _local_log(path)
+    if log is None:
         return None
-    log = os.path.join(path.removeprefix("file://"), "_delta_log")
     try:
         names = os.listdir(log)
     except OSError:
@@ -63,6 +63,23 @@ def newest_commit(path: str) -> tuple[int, int, int] | None:
     except OSError:
         return None
     return version, st.st_size, st.st_mtime_ns
+
+
+def commit_stamp(path: str, version: int) -> int | None:
+    """When the commit file of `version` of the local table at `path` was written (mtime_ns);
+    None for a remote path or a commit file not there. A table's directory put back from a copy
+    and written on has other commits under the same table id and versions, which Delta never
+    makes otherwise (tests and benchmarks do)."""
+    log = _local_log(path)
+    try:
+        return os.stat(os.path.join(log, f"{version:020d}.json")).st_mtime_ns if log is not None else None
+    except OSError:
+        return None
+
+
+def _local_log(path: str) -> str | None:
+    """The `_delta_log` directory of the local table at `path`; None for a remote path."""
+    return None if storage.is_remote(path) else os.path.join(path.removeprefix("file://"), "_delta_log")
 
 
 class LogCache:

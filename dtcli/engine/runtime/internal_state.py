@@ -35,8 +35,7 @@ def recompute(ctx: RefreshContext, table: InternalTable) -> Refreshed:
     """Rebuild the internal table from the DT's inputs at the run's versions. An existing table
     (its frontier read from its log) is replaced as a DT's FULL replaces the DT: by a commit dt
     builds from its file list where it still fits the rows (strategies/full.py), which keeps
-    its Delta table id, rather than by `CREATE OR REPLACE`, which gives it a new one and first
-    rebuilds its state from its log."""
+    its Delta table id, rather than by `CREATE OR REPLACE`, which gives it a new one."""
     from dtcli.engine.runtime.strategies.full import full_refresh
 
     info = table_info(table.path, with_stats=False)

@@ -26,10 +26,8 @@ these tables (a refresh holds the DT's lock), so that version is the one the wri
 
 from __future__ import annotations
 
-from collections import OrderedDict
-from threading import Lock
-
 from dtcli.engine.runtime.narrowing import SMALL_INPUT_BYTES
+from dtcli.engine.runtime.read_store import ReadStore
 from dtcli.engine.runtime.spark_errors import SPARK_ERRORS
 
 # The most bytes of files (at the version read) a table is listed at: the size narrowing reads
@@ -138,9 +136,7 @@ def _location(df):
 # The reads kept (over a list, or as Delta reads a larger table), by (path, table id, version): a
 # table dropped and created again at the same path starts again at version 0 with other rows. A
 # few per refresh running side by side.
-_KEPT = 16
-_lock = Lock()
-_kept: OrderedDict[tuple[str, str, int], object] = OrderedDict()
+_kept = ReadStore(16)
 
 
 def read(spark, path: str, version: int | None = None):
@@ -154,23 +150,17 @@ def read(spark, path: str, version: int | None = None):
         key = (path, str(snapshot.metadata().id()), int(snapshot.version()))
     except (AttributeError, *SPARK_ERRORS):      # not a Delta read (snapshot None)
         return df
-    with _lock:
-        made = _kept.get(key)
+    made = _kept.get(key)
     if made is None:
         if version is None:         # the version found, fixed: the list and the read agree
             df = spark.read.format("delta").option("versionAsOf", key[2]).load(path)
-        made = listed(df) if worth_listing(table_size(snapshot, path, key[2])) else df
-        with _lock:
-            made = _kept.setdefault(key, made)
-            while len(_kept) > _KEPT:
-                _kept.popitem(last=False)
+        made = _kept.keep(key, listed(df) if worth_listing(table_size(snapshot, path, key[2])) else df)
     return in_session(made, spark) or df
 
 
 def forget() -> None:
     """Let the lists (and the snapshots they hold) go: at the end of a run."""
-    with _lock:
-        _kept.clear()
+    _kept.clear()
 
 
 def in_session(df, spark):

@@ -23,8 +23,8 @@ version's commit file was written, for a local table): a version of a table neve
 the next pass finds ready the snapshots of the sources that did not move (one Spark job each
 otherwise, its snapshot and list made again) and the old versions its incremental refreshes read
 (three jobs each for a table whose log has no checksum file: those versions were the previous
-pass's new ones). The id is the planner's (the step's input) when a read is looked
-up and the read's own when it is stored, so a table dropped and created again at the same path
+pass's new ones). The id is the planner's (the step's input) when a read is looked up and the
+read's own when it is stored, so a table dropped and created again at the same path
 (its versions counting from 0 again) is never taken for the one before, nor is a directory put
 back from a copy and written on (same id, other versions).
 
@@ -35,11 +35,12 @@ them), once the run asks for it a second time and while the files cached fit the
 
 from __future__ import annotations
 
-from collections import OrderedDict
 from threading import Lock
 
 from dtcli.engine.runtime.listed import in_session, listed, snapshot_of, table_size, worth_listing
+from dtcli.engine.runtime.read_store import ReadStore
 from dtcli.engine.runtime.spark_errors import SPARK_ERRORS
+from dtcli.state.log_cache import commit_stamp
 
 # The Spark setting naming the bytes of input files a run keeps in memory (the files of the
 # tables at the versions read, as their logs count them), and its default: none. Once small
@@ -143,7 +144,7 @@ class PinnedReads:
             with self._lock:
                 df = self._frames.get(key)
             if df is None:
-                df = self._carried(key)
+                df = self._from_earlier_run(key)
             if df is None:
                 df = _read(spark, *key)
                 if worth_listing(self._size(key, df)):
@@ -153,12 +154,12 @@ class PinnedReads:
                 df = self._frames.setdefault(key, df)
         return df
 
-    def _carried(self, key: tuple[str, int]):
+    def _from_earlier_run(self, key: tuple[str, int]):
         """An earlier run's read of `key`, when the plan gave the table's id (and then its state
         is built: the side thread need not plan a scan of it again)."""
         with self._lock:
             table_id = self._ids.get(key[0])
-        df = _carried.get((key[0], table_id, *key[1:], _commit_stamp(*key))) if table_id else None
+        df = _carried.get((key[0], table_id, key[1], commit_stamp(*key))) if table_id else None
         if df is not None:
             with self._lock:
                 self._loaded.add(key)
@@ -204,34 +205,8 @@ def read_at(pinned: PinnedReads | None, spark, path: str, version: int, *, count
         else _read(spark, path, version)
 
 
-class _Carried:
-    """The last CARRIED reads of the application, by (path, table id, version, commit stamp)."""
-
-    def __init__(self) -> None:
-        self._lock = Lock()
-        # (path, table id, version, its commit file's stamp) -> the read
-        self._reads: OrderedDict[tuple[str, str, int, int | None], object] = OrderedDict()
-
-    def get(self, key: tuple[str, str, int, int | None]):
-        with self._lock:
-            df = self._reads.get(key)
-            if df is not None:
-                self._reads.move_to_end(key)
-            return df
-
-    def put(self, key: tuple[str, str, int, int | None], df) -> None:
-        with self._lock:
-            self._reads[key] = df
-            self._reads.move_to_end(key)
-            while len(self._reads) > CARRIED:
-                self._reads.popitem(last=False)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._reads.clear()
-
-
-_carried = _Carried()
+# the reads kept for the application's later runs (see the module's docstring)
+_carried = ReadStore(CARRIED)
 
 
 def forget_carried() -> None:
@@ -249,23 +224,7 @@ def _carry(key: tuple[str, int], df) -> None:
     except (AttributeError, *SPARK_ERRORS):
         table_id = None
     if table_id:
-        _carried.put((key[0], table_id, key[1], _commit_stamp(*key)), df)
-
-
-def _commit_stamp(path: str, version: int) -> int | None:
-    """When the commit file of `version` was written (a local table; None elsewhere): a table's
-    directory put back from a copy and written on from there has other commits under the same
-    id and versions, which Delta never makes otherwise (tests and benchmarks do)."""
-    import os
-
-    from dtcli.state import storage
-
-    if storage.is_remote(path):
-        return None
-    try:
-        return os.stat(os.path.join(path.removeprefix("file://"), "_delta_log", f"{version:020d}.json")).st_mtime_ns
-    except OSError:
-        return None
+        _carried.keep((key[0], table_id, key[1], commit_stamp(*key)), df)
 
 
 def _read(spark, path: str, version: int):
