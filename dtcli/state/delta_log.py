@@ -237,6 +237,38 @@ def file_stats(path: str, version: int | None = None) -> FileStats | None:
         return None
 
 
+@dataclass(frozen=True)
+class DataFiles:
+    """A table version's data files as its log lists them: (path as written in the log, bytes,
+    modification time in ms) each, and what a reader must know besides paths to read them."""
+
+    table_id: str | None
+    reader_version: int               # 1: no deletion vectors, no column mapping
+    partitioned: bool
+    files: tuple[tuple[str, int, int], ...]
+
+
+def data_files(path: str, version: int) -> DataFiles | None:
+    """The data files of the table at `path` at `version`, from its log; None when there is no
+    such table or version here."""
+    from deltalake import DeltaTable
+    from deltalake.exceptions import DeltaError
+
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            table = DeltaTable(storage.uri(path), version=version, storage_options=storage.options(path))
+        adds = table.get_add_actions(flatten=False)
+        names = adds.column_names
+        columns = [adds.column(names.index(n)).to_pylist() if adds.num_rows else []
+                   for n in ("path", "size_bytes", "modification_time")]
+        meta = table.metadata()
+        return DataFiles(meta.id or None, int(table.protocol().min_reader_version),
+                         bool(meta.partition_columns), tuple(zip(*columns)))
+    except (DeltaError, OSError, ValueError):
+        return None
+
+
 def frontier_metadata(frontier: Frontier) -> str:
     return json.dumps({FRONTIER_KEY: frontier.to_dict()}, sort_keys=True, separators=(",", ":"))
 

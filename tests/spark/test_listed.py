@@ -134,3 +134,49 @@ def test_a_version_whose_checksum_lists_no_files_is_listed_by_a_job(spark, table
             assert sorted(map(tuple, made.collect()), key=repr) == sorted(map(tuple, delta.collect()), key=repr)
     finally:
         listed.forget()
+
+
+def test_a_version_another_writer_left_without_checksum_is_listed_from_its_log_without_a_job(
+        spark, tmp_path, monkeypatch):
+    """A table written by a writer that leaves no checksum files (deltalake, as the TPC-H
+    sources): its files are listed from the log read in Python, with the jobs of Delta's state
+    rebuild spared and the same rows at every version; a table whose files need more than paths
+    (deletion vectors) is still listed by Delta."""
+    from dtcli.engine.runtime import listed
+
+    def versions(path: str):
+        return {v: sorted(map(tuple, spark.read.format("delta").option("versionAsOf", v).load(path).collect()),
+                          key=repr) for v in (1, 2, 3)}
+
+    paths = {}
+    for name, dv in (("plain", "false"), ("vectors", "true")):
+        path = paths[name] = str(tmp_path / name)
+        spark.sql(f"CREATE TABLE delta.`{path}` (k INT, s STRING, v DECIMAL(10, 2)) USING delta "
+                  f"TBLPROPERTIES (delta.enableDeletionVectors = {dv}, delta.enableChangeDataFeed = true)")
+        spark.sql(f"INSERT INTO delta.`{path}` VALUES (1, 'a', 1.50), (2, NULL, NULL), (3, 'c', 3.00)")
+        spark.sql(f"DELETE FROM delta.`{path}` WHERE k = 2")
+        spark.sql(f"INSERT INTO delta.`{path}` VALUES (4, 'd', 4.00), (4, 'd', 4.00)")
+    expected = {name: versions(path) for name, path in paths.items()}
+    for path in paths.values():
+        for crc in (tmp_path / path).glob("_delta_log/*.crc"):
+            crc.unlink()
+    try:
+        for name, path in paths.items():
+            for version, rows in expected[name].items():
+                listed.forget()
+                spark._jvm.org.apache.spark.sql.delta.DeltaLog.clearCache()     # as a new application finds it
+                made, jobs = jobs_run(spark, f"log-{name}-{version}", lambda p=path, v=version: listed.read(spark, p, v))
+                assert _index(made) == "TahoeBatchFileIndex"
+                assert sorted(map(tuple, made.collect()), key=repr) == rows, (name, version)
+                monkeypatch.setattr(listed, "_log_files", lambda jvm, snapshot: None)
+                listed.forget()
+                spark._jvm.org.apache.spark.sql.delta.DeltaLog.clearCache()
+                _, by_state = jobs_run(spark, f"state-{name}-{version}",
+                                       lambda p=path, v=version: listed.read(spark, p, v))
+                monkeypatch.undo()
+                if name == "plain":     # listed from the log: the state rebuild's two jobs spared
+                    assert jobs + 2 <= by_state, (version, jobs, by_state)
+                else:                   # deletion vectors enabled: listed by Delta, as before
+                    assert jobs >= by_state, (version, jobs, by_state)
+    finally:
+        listed.forget()

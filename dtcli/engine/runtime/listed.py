@@ -7,8 +7,9 @@ prepared with). An incremental refresh of a join runs several queries over each 
 10-row table cost a refresh of a four-way join tens of those jobs (tests/spark/test_pushdown.py:
 695 of its 1,887 jobs). Delta's own commands read a table over a fixed list of files (a batch
 file index), which plans with no job: dt lists a small table's files once when the run first
-reads it (from the version's checksum file where Delta wrote them there, else with one job), and
-every query of the run over it plans none.
+reads it (from the version's checksum file where Delta wrote them there, else from its log read in
+Python where the files' paths are all a reader needs, else with Delta's jobs), and every query of
+the run over it plans none.
 
 What it gives up is skipping files by their statistics, which a table this small is never worth
 (engine/runtime/narrowing.py reads such a table whole); partitions are still pruned and Parquet
@@ -25,6 +26,8 @@ these tables (a refresh holds the DT's lock), so that version is the one the wri
 """
 
 from __future__ import annotations
+
+import re
 
 from dtcli.engine.runtime.narrowing import SMALL_INPUT_BYTES
 from dtcli.engine.runtime.read_store import ReadStore
@@ -54,6 +57,8 @@ def listed(df):
         session = df.sparkSession
         jvm = session._jvm
         files = _checksum_files(snapshot)
+        if files is None:
+            files = _log_files(jvm, snapshot)
         if files is None:
             files = jvm.scala.jdk.javaapi.CollectionConverters.asScala(snapshot.allFiles().collectAsList()).toSeq()
         made = location.deltaLog().createDataFrame(snapshot, files, False, jvm.scala.Option.empty())
@@ -88,6 +93,48 @@ def _checksum_files(snapshot):
     if not files.isDefined() or files.get().size() != crc.numFiles():
         return None
     return files.get()
+
+
+# A file's path in the log that reads the same encoded and decoded (deltalake gives it decoded,
+# Delta's AddFile takes it as the log writes it, URL-encoded): every other path is left to Delta.
+_PLAIN_PATH = re.compile(r"[A-Za-z0-9._/=-]+")
+
+
+def _log_files(jvm, snapshot):
+    """The version's files from its log read in Python (deltalake), for a table whose writer
+    left no checksum file to list them from (`deltalake` writes none): Delta would list them with
+    two Spark jobs rebuilding the version's state. Only where a path and a size are all a reader
+    needs of a file: a table that reads without deletion vectors or column mapping (reader
+    version 1), not partitioned, the same table (its id) as the snapshot's, and plain paths; else
+    None. The files carry no statistics: a listed read skips none by them (see above)."""
+    from dtcli.state.delta_log import data_files
+
+    try:
+        path, version = _local(str(snapshot.deltaLog().dataPath().toString())), int(snapshot.version())
+        table_id = str(snapshot.metadata().id())
+    except (AttributeError, *SPARK_ERRORS):
+        return None
+    found = data_files(path, version)
+    if (found is None or found.table_id != table_id or found.reader_version != 1 or found.partitioned
+            or not all(_PLAIN_PATH.fullmatch(f) for f, _, _ in found.files)):
+        return None
+    try:
+        none, no_map = jvm.scala.Option.empty(), jvm.scala.Predef.Map().empty()
+        make = jvm.org.apache.spark.sql.delta.actions.AddFile
+        files = jvm.java.util.ArrayList()
+        for name, size, modified in found.files:
+            # path, partition values, size, modification time, data change, stats, tags,
+            # deletion vector, base row id, default row commit version, clustering provider,
+            # and two more options of Delta 4.4's AddFile
+            files.add(make(name, no_map, size, modified, False, None, None, None, *[none] * 5))
+        return jvm.scala.jdk.javaapi.CollectionConverters.asScala(files).toSeq()
+    except (AttributeError, *SPARK_ERRORS):
+        return None
+
+
+def _local(path: str) -> str:
+    """A Hadoop `file:` path as a local one; any other as it is."""
+    return path[len("file:"):] if path.startswith("file:/") and not path.startswith("file://") else path
 
 
 def table_bytes(snapshot, path: str, version: int) -> int | None:
