@@ -99,6 +99,20 @@ def test_inner_cross_and_comma_joins():
     assert "keep one side small" in by["CROSS JOIN regions"].considerations[0]
 
 
+def test_comma_joins_on_an_equality_in_where_are_inner_joins_on_its_columns():
+    """TPC-H's and TPC-DS's `FROM a, b WHERE a.k = b.k`: an inner join on k (explain said CROSS
+    JOIN and advised keeping one side small), qualified or not; a comma join with no equality
+    of its columns is still a cross join."""
+    sql = ("SELECT o.id FROM orders o, customers c, items, regions r "
+           "WHERE o.customer_id = c.customer_id AND item_order = order_key AND r.name = 'EU'")
+    by = {op.operator: op for op in assert_incremental(sql).operators}
+    assert "customer_id" in by["INNER JOIN customers"].considerations[0]
+    assert "item_order, order_key" in by["INNER JOIN items"].considerations[0]
+    assert "keep one side small" in by["CROSS JOIN regions"].considerations[0]
+    strategy = "ΔA ⋈ B_new + A_old ⋈ ΔB over pinned versions"
+    assert {by[n].strategy for n in ("INNER JOIN customers", "INNER JOIN items", "CROSS JOIN regions")} == {strategy}
+
+
 @pytest.mark.parametrize("written, shown", [
     ("LEFT JOIN", "LEFT OUTER JOIN"), ("LEFT OUTER JOIN", "LEFT OUTER JOIN"),
     ("RIGHT JOIN", "RIGHT OUTER JOIN"), ("FULL OUTER JOIN", "FULL OUTER JOIN"),

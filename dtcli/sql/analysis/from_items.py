@@ -7,7 +7,7 @@ from sqlglot import exp
 from sqlglot.tokens import TokenType as T
 
 from dtcli.sql import functions as fn
-from dtcli.sql.analysis.nodes import join_keys, text_of
+from dtcli.sql.analysis.nodes import join_keys, text_of, where_keys
 from dtcli.sql.analysis.strategies import (
     ADVICE,
     CONSTANT,
@@ -80,6 +80,10 @@ class FromItemRules:
         where = self.pos(join, T.JOIN)
         side, kind = (join.side or "").upper(), (join.kind or "").upper()
         keys = join_keys(join)
+        # `FROM a, b WHERE a.k = b.k` (sqlglot makes the comma a CROSS join) or `CROSS JOIN b`
+        # with the same WHERE: an inner join whose condition is in WHERE
+        if kind in ("", "CROSS") and not (side or join.args.get("on") or join.args.get("using") or join.method):
+            keys = where_keys(join, rel)
         key_text = ", ".join(keys) or "the join key"
         no_keys = ("the join has no equality condition, so every change is matched against "
                    "the whole other side; join on equal keys if you can",)
@@ -94,7 +98,7 @@ class FromItemRules:
                       f"{key_text} so those lookups prune files",) if keys or join.method \
                 else no_keys
             self.relation(rel, f"{side} OUTER JOIN", where, OUTER, advice)
-        elif kind == "CROSS" or not (join.args.get("on") or keys or join.method):
+        elif not (join.args.get("on") or join.args.get("using") or keys or join.method):
             self.relation(rel, "CROSS JOIN", where, INNER, (
                 "every changed row pairs with every row of the other side; keep one side "
                 "small",))

@@ -81,6 +81,40 @@ def join_keys(join: exp.Join) -> list[str]:
     return keys
 
 
+def where_keys(join: exp.Join, rel: exp.Expression) -> list[str]:
+    """The columns a comma join (`FROM a, b WHERE a.k = b.k`) is joined on in its SELECT's WHERE:
+    those of each top-level equality between a column of `rel` (qualified by its name) and one
+    of another item. Without the tables' columns, an equality of two unqualified columns cannot
+    be placed: it is taken as `rel`'s when the query never qualifies a column by `rel`'s name
+    (as TPC-H and TPC-DS write their joins), so that an item the query always qualifies is not
+    given another item's keys.
+
+    >>> from sqlglot import parse_one
+    >>> q = parse_one("SELECT 1 FROM a, b, c AS z WHERE a.k = b.k AND z.v > 1 AND x = y")
+    >>> [where_keys(j, j.this) for j in q.args["joins"]]
+    [['k'], []]
+    >>> q = parse_one("SELECT 1 FROM a, b WHERE x = y")
+    >>> where_keys(q.args["joins"][0], q.args["joins"][0].this)
+    ['x', 'y']
+    """
+    select, name = join.parent, (rel.alias_or_name or "").lower()
+    where = select.args.get("where") if isinstance(select, exp.Select) else None
+    if where is None:
+        return []
+    qualified = any(c.table.lower() == name for c in select.find_all(exp.Column))
+    keys: list[str] = []
+    for eq in where.this.flatten() if isinstance(where.this, exp.And) else [where.this]:
+        if not (isinstance(eq, (exp.EQ, exp.NullSafeEQ)) and isinstance(eq.this, exp.Column)
+                and isinstance(eq.expression, exp.Column)):
+            continue
+        tables = {eq.this.table.lower(), eq.expression.table.lower()}
+        if (tables == {""} and not qualified) or (name in tables and len(tables) == 2 and "" not in tables):
+            for col in (eq.this, eq.expression):
+                if col.name not in keys:
+                    keys.append(col.name)
+    return keys
+
+
 def named_outputs(select: exp.Select) -> list[tuple[str, exp.Expression]]:
     return [(e.alias_or_name.lower(), e.unalias()) for e in select.expressions]
 
