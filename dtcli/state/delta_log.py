@@ -246,6 +246,7 @@ class DataFiles:
     reader_version: int               # 1: no deletion vectors, no column mapping
     partitioned: bool
     files: tuple[tuple[str, int, int], ...]
+    schema_json: str = ""             # the table's schema as the log writes it (Spark's JSON)
 
 
 def data_files(path: str, version: int) -> DataFiles | None:
@@ -264,7 +265,7 @@ def data_files(path: str, version: int) -> DataFiles | None:
                    for n in ("path", "size_bytes", "modification_time")]
         meta = table.metadata()
         return DataFiles(meta.id or None, int(table.protocol().min_reader_version),
-                         bool(meta.partition_columns), tuple(zip(*columns)))
+                         bool(meta.partition_columns), tuple(zip(*columns)), table.schema().to_json())
     except (DeltaError, OSError, ValueError):
         return None
 

@@ -100,6 +100,11 @@ def _checksum_files(snapshot):
 _PLAIN_PATH = re.compile(r"[A-Za-z0-9._/=-]+")
 
 
+def plain_path(name: str) -> bool:
+    """Whether a data file's path in a log reads the same URL-encoded and decoded."""
+    return _PLAIN_PATH.fullmatch(name) is not None
+
+
 def _log_files(jvm, snapshot):
     """The version's files from its log read in Python (deltalake), for a table whose writer
     left no checksum file to list them from (`deltalake` writes none): Delta would list them with
@@ -116,7 +121,7 @@ def _log_files(jvm, snapshot):
         return None
     found = data_files(path, version)
     if (found is None or found.table_id != table_id or found.reader_version != 1 or found.partitioned
-            or not all(_PLAIN_PATH.fullmatch(f) for f, _, _ in found.files)):
+            or not all(plain_path(f) for f, _, _ in found.files)):
         return None
     try:
         none, no_map = jvm.scala.Option.empty(), jvm.scala.Predef.Map().empty()

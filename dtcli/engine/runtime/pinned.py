@@ -37,6 +37,7 @@ from __future__ import annotations
 
 from threading import Lock
 
+from dtcli.engine.runtime import log_read
 from dtcli.engine.runtime.listed import in_session, listed, snapshot_of, table_size, worth_listing
 from dtcli.engine.runtime.read_store import ReadStore
 from dtcli.engine.runtime.spark_errors import SPARK_ERRORS
@@ -145,6 +146,11 @@ class PinnedReads:
                 df = self._frames.get(key)
             if df is None:
                 df = self._from_earlier_run(key)
+            if df is None and worth_listing(self._size(key)):
+                found = log_read.read(spark, *key, self._id_of(key[0]))
+                if found is not None:
+                    df = found[0]
+                    _carry(key, df, found[1])
             if df is None:
                 df = _read(spark, *key)
                 if worth_listing(self._size(key, df)):
@@ -153,6 +159,10 @@ class PinnedReads:
             with self._lock:
                 df = self._frames.setdefault(key, df)
         return df
+
+    def _id_of(self, path: str) -> str | None:
+        with self._lock:
+            return self._ids.get(path)
 
     def _from_earlier_run(self, key: tuple[str, int]):
         """An earlier run's read of `key`, when the plan gave the table's id (and then its state
@@ -215,14 +225,15 @@ def forget_carried() -> None:
     _carried.clear()
 
 
-def _carry(key: tuple[str, int], df) -> None:
+def _carry(key: tuple[str, int], df, table_id: str | None = None) -> None:
     """Keep `df` (the read of `key` a run made) for the application's later runs, under the id
-    of the table it read (none found: not kept)."""
-    snapshot = snapshot_of(df)
-    try:
-        table_id = str(snapshot.metadata().id()) if snapshot is not None else None
-    except (AttributeError, *SPARK_ERRORS):
-        table_id = None
+    of the table it read (`table_id`, else its snapshot's; none found: not kept)."""
+    if table_id is None:
+        snapshot = snapshot_of(df)
+        try:
+            table_id = str(snapshot.metadata().id()) if snapshot is not None else None
+        except (AttributeError, *SPARK_ERRORS):
+            table_id = None
     if table_id:
         _carried.keep((key[0], table_id, key[1], commit_stamp(*key)), df)
 
