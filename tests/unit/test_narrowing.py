@@ -99,7 +99,7 @@ def test_a_key_set_value_not_written_as_a_literal_narrows_nothing():
 
     from pyspark.sql.types import DecimalType
 
-    from dtcli.engine.runtime.strategies.incremental import _column_filter
+    from dtcli.engine.runtime.key_sets import column_filter as _column_filter
 
     column = exp.column("k", table="t")
     restrict = _column_filter([Decimal("1.50"), Decimal("NaN")], DecimalType(10, 2))

@@ -26,6 +26,7 @@ from dtcli.engine.runtime.changes import WEIGHT, ChangeSet, ChangesUnavailable, 
 from dtcli.engine.runtime.checkpoints import release
 from dtcli.engine.runtime.context import RefreshContext, RefreshResult
 from dtcli.engine.runtime.fallback import guarded
+from dtcli.engine.runtime.key_sets import key_set
 from dtcli.engine.runtime.materialize import LOCAL_ROWS, kept
 from dtcli.engine.runtime.narrowing import Narrowing
 from dtcli.engine.runtime.pinned import read_at
@@ -388,32 +389,7 @@ class ChangeRefresh:
         df, rows = kept(df, LOCAL_ROWS, self._small())
         self.cached.append(df)
         self._view(name, df)
-        # a key set small enough is also named in scans as literals, so that Delta's file skipping
-        # prunes the files without an affected key, and a keyed DT replaces exactly those keys' rows
-        if rows is None or len(rows) > key_predicates.MAX_LITERALS:
-            return KeySet(name)
-        types = [field.dataType for field in df.schema.fields]
-        filters = [_column_filter([r[k] for r in rows], t) for k, t in enumerate(types)]
-        values = [tuple(r) for r in rows] if all(key_predicates.renderable(t) for t in types) else None
-        return KeySet(name, filters=filters, rows=values)
-
-
-def _column_filter(values: list, data_type):
-    """Restricts an expression to `values` (NULL included when it is one), prunably."""
-    if not key_predicates.renderable(data_type):
-        return None
-    has_null = any(v is None for v in values)
-    present = [v for v in values if v is not None]
-
-    def restrict(expr: exp.Expression) -> exp.Expression | None:
-        column = expr.sql(dialect="spark")
-        sql = key_predicates.among(column, present, data_type) if present else None
-        if present and sql is None:       # a value not written as a literal: not narrowed
-            return None
-        if has_null:
-            sql = f"{column} IS NULL" if sql is None else f"({column} IS NULL OR {sql})"
-        return exp.Var(this=sql) if sql is not None else exp.false()
-    return restrict
+        return key_set(name, rows, [field.dataType for field in df.schema.fields])
 
 
 def check_types(schema) -> None:
