@@ -26,10 +26,10 @@ from dtcli.sql.incremental_rewrite.own_rows import (
     SUM,
     WEIGHT,
     AggregateUpkeep,
-    WindowUpkeep,
     delta_column,
     output_column,
 )
+from dtcli.sql.incremental_rewrite.own_rows_window import WindowUpkeep
 
 
 def _exact_sum_type(data_type) -> bool:

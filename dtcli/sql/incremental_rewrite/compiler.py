@@ -8,7 +8,7 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from dtcli.sql.incremental_rewrite import own_rows, shapes
+from dtcli.sql.incremental_rewrite import own_rows, own_rows_window, shapes
 from dtcli.sql.incremental_rewrite.affected_keys import affected_keys
 from dtcli.sql.incremental_rewrite.ctes import inline_ctes
 from dtcli.sql.incremental_rewrite.pushdown import Narrow, pushed_keys
@@ -116,12 +116,12 @@ class DeltaCompiler:
         keys = affected_keys(self, sel, shape, changed)
         return Keyed(restricted(self, sel, shape, keys, NEW), positions, keys)
 
-    def own_rows(self, sql: str | exp.Query) -> own_rows.AggregateUpkeep | own_rows.WindowUpkeep | None:
+    def own_rows(self, sql: str | exp.Query) -> own_rows.AggregateUpkeep | own_rows_window.WindowUpkeep | None:
         """How the DT is maintained from its own rows (see own_rows.py), or None."""
         query = unordered(inline_ctes(parse(sql)))
         check_tables(query, self.b)
         self.root = query
-        return own_rows.aggregate_upkeep(self, query) or own_rows.window_upkeep(self, query)
+        return own_rows.aggregate_upkeep(self, query) or own_rows_window.window_upkeep(self, query)
 
     # -- versions ---------------------------------------------------------------------------
 
