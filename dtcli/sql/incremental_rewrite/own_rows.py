@@ -165,6 +165,16 @@ def _new_only_term(compiler, block: exp.Select, changes: set[int], negative: boo
     return out.select(exp.alias_(weight, WEIGHT), copy=False)
 
 
+def keyed_shape(sel: exp.Select):
+    """The block's shape (shapes.py) when the compiler takes it, it joins nothing and its rows
+    have keys; else None (the compiler refusing it is its own reason: no fast path)."""
+    try:
+        shape = shapes.shape(sel)
+    except Unsupported:
+        return None
+    return None if shape is None or shape.join is not None or shape.keys is None else shape
+
+
 def _positions(outputs: list[exp.Expression], exprs: list[exp.Expression]) -> list[int] | None:
     found = []
     for e in exprs:
@@ -183,11 +193,8 @@ def aggregate_upkeep(compiler, query: exp.Expression) -> AggregateUpkeep | None:
         return None
     if any(isinstance(n, exp.Window) for n in scope_nodes(sel, ("expressions",))):
         return None
-    try:
-        shape = shapes.shape(sel)
-    except Unsupported:     # the compiler refuses the block for its own reason: no fast path
-        return None
-    if shape is None or shape.join is not None or shape.keys is None:
+    shape = keyed_shape(sel)
+    if shape is None:
         return None
     if sel.args.get("group") is None and shape.keys:
         return None

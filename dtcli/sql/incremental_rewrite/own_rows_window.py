@@ -12,9 +12,8 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from dtcli.sql import functions as fn
-from dtcli.sql.incremental_rewrite import shapes
-from dtcli.sql.incremental_rewrite.own_rows import _outermost, _positions, _weighted, output_column
-from dtcli.sql.incremental_rewrite.relations import Unsupported, scope_nodes
+from dtcli.sql.incremental_rewrite.own_rows import _outermost, _positions, _weighted, keyed_shape, output_column
+from dtcli.sql.incremental_rewrite.relations import scope_nodes
 
 
 @dataclass
@@ -42,11 +41,8 @@ def window_upkeep(compiler, query: exp.Expression) -> WindowUpkeep | None:
     if not windows or any(fn.is_aggregate(n) and not fn.is_windowed(n)
                           for n in scope_nodes(sel, ("expressions",))):
         return None
-    try:
-        shape = shapes.shape(sel)
-    except Unsupported:     # the compiler refuses the block for its own reason: no fast path
-        return None
-    if shape is None or shape.join is not None or shape.keys is None:
+    shape = keyed_shape(sel)
+    if shape is None:
         return None
     with_window = {k for k, o in enumerate(outputs) if any(isinstance(n, exp.Window) for n in o.walk())}
     plain = [k for k in range(len(outputs)) if k not in with_window]
