@@ -7,6 +7,7 @@ under a second and never start Spark.
 from __future__ import annotations
 
 import json
+import re
 import warnings
 from dataclasses import dataclass, field
 
@@ -247,6 +248,22 @@ class DataFiles:
     partitioned: bool
     files: tuple[tuple[str, int, int], ...]
     schema_json: str = ""             # the table's schema as the log writes it (Spark's JSON)
+
+    @property
+    def bytes(self) -> int:
+        return sum(size for _, size, _ in self.files)
+
+    @property
+    def paths_suffice(self) -> bool:
+        """Whether a file's path (and size) is all a reader needs of it: reader version 1 (no
+        deletion vectors, no column mapping), not partitioned, and every path one that reads the
+        same URL-encoded and decoded (deltalake gives it decoded, Delta's AddFile takes it as the
+        log writes it)."""
+        return (self.reader_version == 1 and not self.partitioned
+                and all(_PLAIN_PATH.fullmatch(name) for name, _, _ in self.files))
+
+
+_PLAIN_PATH = re.compile(r"[A-Za-z0-9._/=-]+")
 
 
 def data_files(path: str, version: int) -> DataFiles | None:

@@ -27,8 +27,6 @@ these tables (a refresh holds the DT's lock), so that version is the one the wri
 
 from __future__ import annotations
 
-import re
-
 from dtcli.engine.runtime.narrowing import SMALL_INPUT_BYTES
 from dtcli.engine.runtime.read_store import ReadStore
 from dtcli.engine.runtime.spark_errors import SPARK_ERRORS
@@ -95,16 +93,6 @@ def _checksum_files(snapshot):
     return files.get()
 
 
-# A file's path in the log that reads the same encoded and decoded (deltalake gives it decoded,
-# Delta's AddFile takes it as the log writes it, URL-encoded): every other path is left to Delta.
-_PLAIN_PATH = re.compile(r"[A-Za-z0-9._/=-]+")
-
-
-def plain_path(name: str) -> bool:
-    """Whether a data file's path in a log reads the same URL-encoded and decoded."""
-    return _PLAIN_PATH.fullmatch(name) is not None
-
-
 def _log_files(jvm, snapshot):
     """The version's files from its log read in Python (deltalake), for a table whose writer
     left no checksum file to list them from (`deltalake` writes none): Delta would list them with
@@ -120,8 +108,7 @@ def _log_files(jvm, snapshot):
     except (AttributeError, *SPARK_ERRORS):
         return None
     found = data_files(path, version)
-    if (found is None or found.table_id != table_id or found.reader_version != 1 or found.partitioned
-            or not all(plain_path(f) for f, _, _ in found.files)):
+    if found is None or found.table_id != table_id or not found.paths_suffice:
         return None
     try:
         none, no_map = jvm.scala.Option.empty(), jvm.scala.Predef.Map().empty()

@@ -9,8 +9,9 @@ table's schema: a table that reads with no reader feature at all (reader version
 vectors, column mapping, type widening or timestamps without time zone), not partitioned, whose
 files were written under the columns' own names (columns a file lacks, added later, read as NULL,
 as Delta reads them). Its log is read in Python (deltalake, as the planner reads it) and Spark
-reads those files with no job. Any other version, a remote table, or one of many files (which
-Spark would list with a job of its own) is read by Delta.
+reads those files with no job. Any other version, a remote table, one too large to read over a
+file list (listed.py), or one of many files (which Spark would list with a job of its own) is
+read by Delta. The one log read decides, sizes and lists the version.
 """
 
 from __future__ import annotations
@@ -53,15 +54,14 @@ def read(spark, path: str, version: int, table_id: str | None = None):
 
 
 def _plain(found: DataFiles | None, table_id: str | None) -> bool:
-    """Whether `found` reads as its files alone (see the module's docstring), of the table the
-    plan knows."""
-    from dtcli.engine.runtime.listed import plain_path
+    """Whether `found` reads as its files alone (see the module's docstring), is small enough to
+    be read over a file list at all (listed.py), and is the table the plan knows."""
+    from dtcli.engine.runtime.listed import worth_listing
 
-    return (found is not None and found.reader_version == 1 and not found.partitioned
-            and bool(found.schema_json) and not any(key in found.schema_json for key in _READ_AS_DECLARED)
-            and len(found.files) <= MOST_FILES
-            and (table_id is None or found.table_id == table_id)
-            and all(plain_path(name) for name, _, _ in found.files))
+    return (found is not None and found.paths_suffice and bool(found.schema_json)
+            and not any(key in found.schema_json for key in _READ_AS_DECLARED)
+            and len(found.files) <= MOST_FILES and worth_listing((found.bytes, len(found.files)))
+            and (table_id is None or found.table_id == table_id))
 
 
 def _checksum(path: str, version: int) -> str:

@@ -146,7 +146,7 @@ class PinnedReads:
                 df = self._frames.get(key)
             if df is None:
                 df = self._from_earlier_run(key)
-            if df is None and worth_listing(self._size(key)):
+            if df is None:      # one log read decides, sizes and lists it (no Delta snapshot)
                 found = log_read.read(spark, *key, self._id_of(key[0]))
                 if found is not None:
                     df = found[0]
