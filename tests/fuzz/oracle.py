@@ -195,6 +195,10 @@ def norm(rows) -> Counter:
     return Counter(tuple(_value(x) for x in r) for r in rows)
 
 
+# the share of cases whose join blocks may read a hub's kept rows (incremental_rewrite/hub.py)
+HUB_SHARE = 0.7
+
+
 class Case:
     def __init__(self, con, seed: int, rng: random.Random, sql: str, sources=None):
         self.con, self.seed, self.rng = con, seed, rng
@@ -202,6 +206,9 @@ class Case:
         # the inputs the query reads (views of the others are never read)
         self.inputs = sorted(set(re.findall(r"\b([a-z]) AS t\d+", sql)))
         self.key_views = 0
+        # join blocks read a hub's kept rows (hub.py) in most cases; drawn apart from `rng`, whose
+        # draws make the case
+        self.hubs = random.Random(f"hub{seed}").random() < HUB_SHARE
         # DuckDB 2.0.1's common-subplan optimizer loses rows of a UNION ALL whose branches read
         # the same joins (seed 2087: a grouping set's branch row missing from the change query,
         # right with the optimizer off, or this one alone): the oracle must not report DuckDB's
@@ -233,6 +240,17 @@ class Case:
         literal = all(_RENDERABLE.fullmatch(str(d[1])) for d in result.description)
         small = len(rows) <= MAX_LITERALS and self.rng.random() < 0.7 and literal
         return KeySet(name, rows=[tuple(r) for r in rows] if small else None)
+
+    def keep(self, query) -> str:
+        """The engine's hub rows (incremental_rewrite/hub.py): the query's rows, duplicates kept."""
+        self.key_views += 1
+        name = f"__dt_k{self.key_views}"
+        self.con.execute(f"CREATE OR REPLACE TABLE {name} AS {duck(query.sql(dialect='spark'))}")
+        return name
+
+    def size(self, name: str) -> int:
+        """Every input large enough for a hub in most cases, so that both ways are checked."""
+        return 1 << 30 if self.hubs else 0
 
     def bind(self, before: dict[str, list], after: dict[str, list], feeds: dict[str, list]) -> Bindings:
         changed = set()
@@ -267,7 +285,7 @@ class Case:
         if not bindings.changed:
             out.paths.append("no_data")
             return table
-        compiler = DeltaCompiler(bindings, self.materialize)
+        compiler = DeltaCompiler(bindings, self.materialize, keep=self.keep, size=self.size)
         keyed = compiler.keyed(delta_sql)
         if keyed is not None and keyed.keys.rows is not None:
             keys = set(keyed.keys.rows)

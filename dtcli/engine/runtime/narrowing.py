@@ -31,6 +31,10 @@ SMALL_INPUT_BYTES = 16 << 20
 # A predicate is pushed into a larger table's scan only when its files' statistics say it skips
 # more than this many bytes of them.
 SKIP_WORTH_BYTES = 16 << 20
+# A join's hub (sql/incremental_rewrite/hub.py) has its rows a change reaches kept once, a Spark
+# job, instead of being scanned by every term that reads it: worth it from the size at which a
+# scan costs about as much as a job (SMALL_INPUT_BYTES's trade).
+HUB_MIN_BYTES = SMALL_INPUT_BYTES
 
 
 class Narrowing:
@@ -39,6 +43,9 @@ class Narrowing:
 
     def __init__(self, changes: dict, inputs: dict[str, tuple[str, int | None]]):
         self.changes = changes
+        # rows the refresh keeps on the driver, by view (a join hub's, sql/incremental_rewrite/
+        # hub.py): their join values are pushed as a change's are
+        self.kept: dict[str, KeptRows] = {}
         self.inputs = {name.lower(): where for name, where in inputs.items()}
         self._stats: dict[str, FileStats | None] = {}
 
@@ -48,7 +55,7 @@ class Narrowing:
         that is no input: None) to the values `column` takes in input `name`'s change; None when
         they are not known, too many or not written as literals, or the restriction is not worth
         its scan (see above)."""
-        cs = self.changes.get(name)
+        cs = self.changes.get(name) or self.kept.get(name)
         found = cs.values(column) if cs is not None else None
         if found is None:
             return None
@@ -72,6 +79,11 @@ class Narrowing:
             return exp.Var(this=key_predicates.among(expr.sql(dialect="spark"), present, data_type))
         return restrict
 
+    def hub_bytes(self, name: str) -> int | None:
+        """Input `name`'s bytes when it is large enough to be a join's hub, else None."""
+        stats = self.stats(name)
+        return stats.bytes if stats is not None and stats.bytes >= HUB_MIN_BYTES else None
+
     def stats(self, name: str) -> FileStats | None:
         """Input `name`'s files at the version the refresh reads (None: not an input, no log)."""
         key = name.lower()
@@ -79,3 +91,19 @@ class Narrowing:
             where = self.inputs.get(key)
             self._stats[key] = file_stats(*where) if where is not None else None
         return self._stats[key]
+
+
+class KeptRows:
+    """Rows collected on the driver and their schema, read for their values as a change is."""
+
+    def __init__(self, rows: list, schema):
+        self.rows, self.schema = rows, schema
+
+    def values(self, column: str) -> tuple[list, object] | None:
+        """The distinct values `column` takes, with its Spark type; None without that column."""
+        fields = {f.name.lower(): (k, f.dataType) for k, f in enumerate(self.schema.fields)}
+        found = fields.get(column.lower())
+        if found is None:
+            return None
+        index, data_type = found
+        return list(dict.fromkeys(row[index] for row in self.rows)), data_type

@@ -35,6 +35,7 @@ from dtcli.sql.incremental_rewrite.relations import (
     PRIOR,
     WEIGHTED,
     Bindings,
+    Keep,
     KeySet,
     Materialize,
     Unsupported,
@@ -44,8 +45,8 @@ from dtcli.sql.incremental_rewrite.relations import (
 from dtcli.sql.incremental_rewrite.shapes import OuterJoin, Shape
 
 __all__ = ["BOTH", "KEY_PREFIX", "MINUS", "NEW", "OLD", "PLUS", "PRIOR", "WEIGHTED", "Bindings", "DeltaCompiler",
-           "KeySet", "Keyed", "Materialize", "OuterJoin", "Shape", "Unsupported", "inline_ctes", "key_column", "parse",
-           "unsupported_reason"]
+           "Keep", "KeySet", "Keyed", "Materialize", "OuterJoin", "Shape", "Unsupported", "inline_ctes", "key_column",
+           "parse", "unsupported_reason"]
 
 
 def unsupported_reason(sql: str | exp.Query, inputs: list[str]) -> str | None:

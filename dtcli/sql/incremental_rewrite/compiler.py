@@ -4,10 +4,12 @@ block's affected keys, affected_keys.py; the block restricted to them, restricti
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from sqlglot import exp
 
+from dtcli.sql.incremental_rewrite import hub as hubs
 from dtcli.sql.incremental_rewrite import own_rows, own_rows_window, shapes
 from dtcli.sql.incremental_rewrite.affected_keys import affected_keys
 from dtcli.sql.incremental_rewrite.ctes import inline_ctes
@@ -23,6 +25,7 @@ from dtcli.sql.incremental_rewrite.relations import (
     PRIOR,
     WEIGHTED,
     Bindings,
+    Keep,
     KeySet,
     Materialize,
     Unsupported,
@@ -54,10 +57,16 @@ class DeltaCompiler:
     """Compile a query into (plus, minus) queries over bound views; see the module docstring."""
 
     def __init__(self, bindings: Bindings, materialize: Materialize | None = None,
-                 narrow: Narrow | None = None):
+                 narrow: Narrow | None = None, keep: Keep | None = None,
+                 size: Callable[[str], int | None] | None = None):
         self.b = bindings
         self.materialize = materialize or self._dry_keys
         self.narrow = narrow
+        # a block's hub rows kept once for its terms (hub.py): `keep` computes a query's rows
+        # and names the view holding them, `size` gives an input's bytes when it is large
+        # enough to be a hub (else None); without both, no hub
+        self.keep, self.size = keep, size
+        self._hubs: dict[int, hubs.Hub | None] = {}
         self.key_sets: dict[int, KeySet] = {}   # affected keys of each block, by id (affected_keys.py)
         self._dry = 0
         self.single_rows = SingleRows(self)
@@ -207,7 +216,8 @@ class DeltaCompiler:
     def term(self, sel: exp.Select, index: int, how: str, *, items_upto: int | None = None,
              keys_only: bool = False) -> exp.Select:
         """The block with item `index` replaced by its change `how`, earlier items new, later
-        items old; with `items_upto`, only the first items (and their joins) are kept.
+        items old (in the FROM's order, or the hub's, whose kept rows stand for it: hub.py);
+        with `items_upto`, only the first items (and their joins) are kept.
         `keys_only`: the term's rows are wanted for their keys only, in a block of inner joins
         (more rows only cost a recompute that finds nothing): a later changed input table is
         read as PRIOR rows, a superset of its old rows read at the new version, so the term
@@ -217,11 +227,14 @@ class DeltaCompiler:
         # change, and a branch of a UNION ALL cannot carry one
         out.set("order", None)
         items = block_items(sel)
+        hub = self.hub(sel) if items_upto is None and not keys_only and how in (
+            PLUS, MINUS, BOTH, WEIGHTED) else None
+        rank = hub.rank if hub is not None else {k: k for k in range(len(items))}
         for k, item in enumerate(items):
             if items_upto is not None and k > items_upto:
                 break
-            if k < index:
-                rel = self.item_relation(item, NEW)
+            if rank[k] < rank[index]:
+                rel = self.new_or_kept(hub, item, k, {index})
             elif k == index:
                 rel = self.item_relation(item, how)
             elif keys_only and isinstance(item, exp.Table) and is_table_ref(item) and self.changed(item):
@@ -235,7 +248,38 @@ class DeltaCompiler:
         elif how in (PLUS, MINUS, BOTH, WEIGHTED) and self.narrow is not None:
             for cond in pushed_keys(sel, index, self.narrow):
                 out.where(cond, copy=False)
+            self.narrow_to_kept(out, sel, hub, {index})
         return out
+
+    def hub(self, sel: exp.Select) -> hubs.Hub | None:
+        """The block's hub (hub.py) with its rows kept, once per block; None without one."""
+        if self.keep is None or self.size is None:
+            return None
+        if id(sel) not in self._hubs:
+            changed = {k for k, item in enumerate(block_items(sel)) if self.changed(item)}
+            found = hubs.find(sel, changed, self.size)
+            if found is not None:
+                found.view = self.keep(found.rows(sel, lambda i: self.item_relation(i, NEW),
+                                                  lambda i: self.item_relation(i, BOTH)))
+            self._hubs[id(sel)] = found
+        return self._hubs[id(sel)]
+
+    def new_or_kept(self, hub: hubs.Hub | None, item: exp.Expression, k: int,
+                    changes: set[int]) -> exp.Expression:
+        """Item `k` at its new version: the hub's kept rows when they serve a term reading the
+        items `changes` as their change (hub.py)."""
+        if hub is not None and k == hub.index and hub.view is not None and hub.serves(changes):
+            return self._view_table(item, hub.view)
+        return self.item_relation(item, NEW)
+
+    def narrow_to_kept(self, out: exp.Select, sel: exp.Select, hub: hubs.Hub | None,
+                       changes: set[int]) -> None:
+        """In `out`, a term of `sel` reading the items `changes` as their change: when it reads
+        the hub's kept rows, the items joined to the hub restricted to their join values
+        (pushdown.py), by which Delta skips files."""
+        if hub is not None and hub.view is not None and self.narrow is not None and hub.serves(changes):
+            for cond in pushed_keys(sel, hub.index, self.narrow, name=hub.view):
+                out.where(cond, copy=False)
 
     # -- blocks -----------------------------------------------------------------------------
 

@@ -30,6 +30,7 @@ from sqlglot import exp
 
 from dtcli.sql import functions as fn
 from dtcli.sql.incremental_rewrite import shapes
+from dtcli.sql.incremental_rewrite.flatten import flattened
 from dtcli.sql.incremental_rewrite.pushdown import pushed_keys
 from dtcli.sql.incremental_rewrite.relations import (
     MINUS,
@@ -101,8 +102,10 @@ def _weighted(compiler, block: exp.Select) -> exp.Query | None:
     changes join small sets only. More (2^n - 1 terms would be too many): the delta rule's n
     terms, ΔA⋈B_old⋈C_old + A_new⋈ΔB⋈C_old + A_new⋈B_new⋈ΔC, each old version read as its new
     rows and its change negated (PRIOR). Either way no input is read at its old version, which
-    Delta would rebuild from its log, and every term scans the same versions. Other blocks take
-    the compiler's plus and minus queries, weighted +1 and -1."""
+    Delta would rebuild from its log, and every term scans the same versions. A join's hub is
+    read through its kept rows, the terms in its order (hub.py). A block that only projects a
+    derived table is first merged with it (flatten.py). Other blocks take the compiler's plus
+    and minus queries, weighted +1 and -1."""
     from itertools import combinations
 
     items = block_items(block)
@@ -116,7 +119,11 @@ def _weighted(compiler, block: exp.Select) -> exp.Query | None:
                 terms.append(_new_only_term(compiler, block, set(subset), negative=size % 2 == 0))
         return union_all(terms)
     if linear:
-        return union_all([_prior_term(compiler, block, k, [j for j in changed if j > k]) for k in changed])
+        # in the hub's order when it has one (hub.py): the changed items after k are old
+        hub = compiler.hub(block)
+        rank = hub.rank if hub is not None else {k: k for k in range(len(items))}
+        return union_all([_prior_term(compiler, block, k, [j for j in changed if rank[j] > rank[k]])
+                          for k in changed])
     parts = []
     for sign, weight in ((PLUS, 1), (MINUS, -1)):
         body = compiler.delta(block, sign)
@@ -133,9 +140,11 @@ def _prior_term(compiler, block: exp.Select, index: int, later: list[int]) -> ex
     changed items after it (`later`) old as PRIOR rows; weighted by the product of their weights."""
     items = block_items(block)
     out = block.copy()
+    hub = compiler.hub(block)
     for k, item in enumerate(items):
         how = WEIGHTED if k == index else PRIOR if k in later else NEW
-        set_block_item(out, k, compiler.item_relation(item, how))
+        set_block_item(out, k, compiler.new_or_kept(hub, item, k, {index}) if how == NEW
+                       else compiler.item_relation(item, how))
     weight: exp.Expression | None = None
     for k in [index, *later]:
         w = exp.column(WEIGHT, alias_of(items[k]))
@@ -143,14 +152,17 @@ def _prior_term(compiler, block: exp.Select, index: int, later: list[int]) -> ex
     if compiler.narrow is not None:
         for cond in pushed_keys(block, index, compiler.narrow):
             out.where(cond, copy=False)
+    compiler.narrow_to_kept(out, block, hub, {index})
     return out.select(exp.alias_(weight, WEIGHT), copy=False)
 
 
 def _new_only_term(compiler, block: exp.Select, changes: set[int], negative: bool) -> exp.Select:
     items = block_items(block)
     out = block.copy()
+    hub = compiler.hub(block)
     for k, item in enumerate(items):
-        rel = compiler.item_relation(item, WEIGHTED if k in changes else NEW)
+        rel = compiler.item_relation(item, WEIGHTED) if k in changes else \
+            compiler.new_or_kept(hub, item, k, changes)
         set_block_item(out, k, rel)
     weight: exp.Expression | None = None
     for k in sorted(changes):
@@ -162,6 +174,7 @@ def _new_only_term(compiler, block: exp.Select, changes: set[int], negative: boo
         for k in sorted(changes):
             for cond in pushed_keys(block, k, compiler.narrow):
                 out.where(cond, copy=False)
+    compiler.narrow_to_kept(out, block, hub, changes)
     return out.select(exp.alias_(weight, WEIGHT), copy=False)
 
 
@@ -226,7 +239,8 @@ def aggregate_upkeep(compiler, query: exp.Expression) -> AggregateUpkeep | None:
               [exp.alias_(args[m.position].copy(), output_column(m.position))
                for m in measures if m.position in args]
               or [exp.alias_(exp.Literal.number(1), "__dt_one")])    # COUNT(*) alone, one row
-    rows = _weighted(compiler, block)
+    # a derived table the block only projects is read as the block's own joins (flatten.py)
+    rows = _weighted(compiler, flattened(block))
     if rows is None:
         return None
     probe = _probe(compiler, block, [args[m.position] for m in measures if m.kind == SUM and m.count is None])

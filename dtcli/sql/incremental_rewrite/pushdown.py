@@ -36,9 +36,10 @@ def equalities(sel: exp.Select) -> list[tuple[exp.Column, exp.Column]]:
             and isinstance(c.expression, exp.Column) and c.this.table and c.expression.table]
 
 
-def pushed_keys(sel: exp.Select, index: int, narrow: Narrow) -> list[exp.Expression]:
+def pushed_keys(sel: exp.Select, index: int, narrow: Narrow, name: str | None = None) -> list[exp.Expression]:
     """Predicates restricting the other FROM items of `sel` to the join values of item
-    `index`'s change (the item is an input table read as its change)."""
+    `index`'s change (the item is an input table read as its change), or, with `name`, of the
+    rows of that name it is read as (a join hub's kept rows, hub.py)."""
     items = block_items(sel)
     item = items[index]
     if not (isinstance(item, exp.Table) and is_table_ref(item)) or sel.args.get("laterals"):
@@ -54,7 +55,7 @@ def pushed_keys(sel: exp.Select, index: int, narrow: Narrow) -> list[exp.Express
                 continue
             target = others[other.table.lower()]
             scanned = target.name.lower() if isinstance(target, exp.Table) and is_table_ref(target) else None
-            restrict = narrow(item.name.lower(), own.name, scanned)
+            restrict = narrow(name or item.name.lower(), own.name, scanned)
             cond = restrict(other.copy()) if restrict is not None else None
             if cond is not None:
                 out.append(exp.Paren(this=cond))

@@ -51,6 +51,8 @@ class KeySet:
 
 # materialize(query selecting c0..cn-1) -> KeySet
 Materialize = Callable[[exp.Query], KeySet]
+# keep(query) -> the name of a view holding the query's rows (a multiset), computed once
+Keep = Callable[[exp.Query], str]
 
 
 @dataclass

@@ -28,7 +28,7 @@ from dtcli.engine.runtime.context import RefreshContext, RefreshResult
 from dtcli.engine.runtime.fallback import guarded
 from dtcli.engine.runtime.key_sets import key_set
 from dtcli.engine.runtime.materialize import LOCAL_ROWS, kept
-from dtcli.engine.runtime.narrowing import Narrowing
+from dtcli.engine.runtime.narrowing import KeptRows, Narrowing
 from dtcli.engine.runtime.pinned import read_at
 from dtcli.engine.runtime.query_shape import SINGLE_ROW_RECOMPUTED, holds_one_row
 from dtcli.engine.runtime.spark_errors import SPARK_ERRORS
@@ -106,7 +106,8 @@ class ChangeRefresh:
         bindings = self._bind()
         if not bindings.changed:
             return self._nothing()
-        compiler = DeltaCompiler(bindings, self._materialize, self._narrow)
+        compiler = DeltaCompiler(bindings, self._materialize, self._narrow, self._keep,
+                                 self._narrow.hub_bytes)
         target = listed.read(spark, step.path)
         columns = target.columns
         check_types(target.schema)
@@ -390,6 +391,19 @@ class ChangeRefresh:
         self.cached.append(df)
         self._view(name, df)
         return key_set(name, rows, [field.dataType for field in df.schema.fields])
+
+
+    def _keep(self, query: exp.Query) -> str:
+        """A join hub's rows that the change reaches (sql/incremental_rewrite/hub.py), computed
+        once for every term that reads them: collected when few (a local relation, whose size
+        Spark knows, and whose join values narrow the scans joined to it), else checkpointed."""
+        name = f"__dt_k{next(_views)}"
+        df, rows = kept(self._sql(query.sql(dialect="spark")), LOCAL_ROWS, self._small())
+        self.cached.append(df)
+        self._view(name, df)
+        if rows is not None:      # their join values narrow the scans joined to them
+            self._narrow.kept[name] = KeptRows(rows, df.schema)
+        return name
 
 
 def check_types(schema) -> None:

@@ -1,0 +1,161 @@
+"""A join's hub: the large input the changes of the others are joined to, read once for all terms.
+
+The delta rule gives a block of inner joins one term per changed input, and each term reads
+every other input whole: in TPC-H Q9 (part, supplier, lineitem, partsupp and orders changed,
+each joined to lineitem) four terms scan lineitem, where a recompute scans it once. Yet a term
+keeps only the rows of lineitem that join its change: `l_partkey` among the changed parts'
+keys in one, `l_orderkey` among the changed orders' in another. So the rows of the hub that
+any term can keep are computed first, in one scan:
+
+    SELECT * FROM lineitem AS lineitem
+    WHERE lineitem.l_partkey IN (SELECT part.p_partkey FROM <part's change> AS part)
+       OR lineitem.l_orderkey IN (SELECT orders.o_orderkey FROM <orders' change> AS orders)
+       OR ...
+
+kept for the refresh (a few hundred rows for a small change), and every term that reads the
+hub at its new version reads those rows instead. An input joined to the hub through others
+(customer through orders in Q7) is reached by nesting: `l_orderkey IN (SELECT o_orderkey FROM
+orders WHERE o_custkey IN (SELECT c_custkey FROM <customer's change>))`, the inputs between
+read at their new version.
+
+Exact because a term's row joins the hub through every chain of equalities of the block: the
+hub rows a term keeps are among those one chain from a change reaches. The terms are ordered
+from the hub outwards (the delta rule holds in any order of the inputs): the hub first, then
+by the number of joins between an input and the hub, so that in the term of a changed input
+the hub and the inputs between them are read at their new version, as the chain's predicate
+reads them. A term that reads several changes (own_rows.py's inclusion-exclusion terms) reads
+the kept rows when one of its changes is reached through inputs it reads at their new version
+(`Hub.serves`).
+
+Chosen only for a block of inner joins whose equalities join the hub to at least two changed
+inputs (with one, its one term reads the hub once either way), and only when the engine keeps
+rows (`keep`) and gives the input's size (`size`), which it does for inputs large enough that
+a second scan costs more than the Spark job keeping the rows (engine/runtime/narrowing.py);
+of several, the one reaching the most changes, then the largest.
+
+>>> import sqlglot
+>>> sel = sqlglot.parse_one("SELECT 1 FROM l AS l, o AS o, c AS c, p AS p WHERE l.ok = o.ok "
+...                         "AND o.ck = c.ck AND l.pk = p.pk", read="spark")
+>>> found = find(sel, {1, 2, 3}, lambda name: 1 << 30)
+>>> found.index, [found.rank[k] for k in range(4)], found.paths
+(0, [0, 1, 3, 2], {1: [1], 2: [1, 2], 3: [3]})
+>>> found.serves({2}), found.serves({1, 2}), found.serves({0, 1})
+(True, True, False)
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from dtcli.sql.incremental_rewrite.pushdown import equalities
+from dtcli.sql.incremental_rewrite.relations import alias_of, block_items, is_table_ref
+
+
+@dataclass
+class Hub:
+    index: int                       # the hub's FROM item
+    rank: dict[int, int]             # FROM item -> its place in the terms' order (the hub 0)
+    # changed item -> the items from the hub to it (the hub left out, the item last)
+    paths: dict[int, list[int]]
+    # (item, item) -> the equalities joining them: [(column of the first, column of the second)]
+    links: dict[tuple[int, int], list[tuple[exp.Column, exp.Column]]]
+    view: str | None = None          # the kept rows, once computed
+
+    def serves(self, changes: set[int]) -> bool:
+        """Whether a term reading the items `changes` as their change may read the kept rows
+        for the hub: the hub is not among them and one of them is reached. The one nearest the
+        hub is then reached through items the term reads at their new version: nearer ones,
+        which the delta rule's order puts before it and an inclusion-exclusion term (own_rows.py)
+        reads new unless they are among `changes`, which they are not, being nearer."""
+        return self.index not in changes and any(k in self.paths for k in changes)
+
+    def rows(self, sel: exp.Select, new: Callable[[exp.Expression], exp.Expression],
+             change: Callable[[exp.Expression], exp.Expression]) -> exp.Select:
+        """The query of the hub rows some change reaches: `new(item)` reads an item at its
+        new version, `change(item)` as its change."""
+        items = block_items(sel)
+        hub = items[self.index]
+        cond: exp.Expression | None = None
+        for k in sorted(self.paths):
+            chain = [self.index, *self.paths[k]]
+            reach = _reach(items, chain, self.links, new, change)
+            cond = reach if cond is None else exp.or_(cond, reach, copy=False)
+        return exp.select(exp.Star()).from_(new(hub)).where(cond, copy=False)
+
+
+def _reach(items, chain: list[int], links, new, change) -> exp.Expression:
+    """`column of the chain's first link IN (SELECT … FROM next item WHERE … IN (…))`, down to
+    the last item read as its change; a link of several equalities is one IN per equality."""
+    inner: exp.Expression | None = None
+    for step in range(len(chain) - 1, 0, -1):
+        here, before = chain[step], chain[step - 1]
+        rel = change(items[here]) if step == len(chain) - 1 else new(items[here])
+        alias = alias_of(rel) or alias_of(items[here])
+        conds = []
+        for outer_col, own_col in links[(before, here)]:
+            sub = exp.select(exp.column(own_col.name, alias, quoted=True)).from_(rel.copy())
+            if inner is not None:
+                sub = sub.where(inner.copy(), copy=False)
+            conds.append(exp.In(this=exp.column(outer_col.name, alias_of(items[before]), quoted=True),
+                                query=exp.Subquery(this=sub)))
+        inner = exp.and_(*conds, copy=False) if len(conds) > 1 else conds[0]
+    assert inner is not None
+    return inner
+
+
+def find(sel: exp.Select, changed: set[int], size: Callable[[str], int | None]) -> Hub | None:
+    """The block's hub when it has one worth keeping (see the module docstring), else None.
+    `changed`: the FROM items read as their change; `size(input)`: its bytes, None when it is
+    too small to be a hub."""
+    if sel.args.get("laterals"):
+        return None
+    items = block_items(sel)
+    aliases = [(alias_of(i) or "").lower() for i in items]
+    if "" in aliases or len(set(aliases)) != len(aliases):
+        return None
+    where = {a: k for k, a in enumerate(aliases)}
+    tables = {k for k, i in enumerate(items) if isinstance(i, exp.Table) and is_table_ref(i)}
+    links: dict[tuple[int, int], list[tuple[exp.Column, exp.Column]]] = {}
+    for left, right in equalities(sel):
+        a, b = where.get(left.table.lower()), where.get(right.table.lower())
+        if a is None or b is None or a == b or a not in tables or b not in tables:
+            continue
+        links.setdefault((a, b), []).append((left, right))
+        links.setdefault((b, a), []).append((right, left))
+    best: Hub | None = None
+    best_score = (0, 0)
+    for h in sorted(tables):
+        bytes_ = size(items[h].name.lower())
+        if bytes_ is None:
+            continue
+        parent, dist = _bfs(h, len(items), links)
+        paths = {k: _path(k, parent) for k in changed if k != h and k in tables and k in dist}
+        score = (len(paths), bytes_)
+        if len(paths) >= 2 and score > best_score:
+            order = sorted(range(len(items)), key=lambda k: (dist.get(k, len(items)), k))
+            best, best_score = Hub(h, {k: r for r, k in enumerate(order)}, paths, links), score
+    return best
+
+
+def _bfs(start: int, n: int, links) -> tuple[dict[int, int], dict[int, int]]:
+    parent: dict[int, int] = {}
+    dist = {start: 0}
+    queue = deque([start])
+    while queue:
+        here = queue.popleft()
+        for nxt in range(n):
+            if (here, nxt) in links and nxt not in dist:
+                dist[nxt], parent[nxt] = dist[here] + 1, here
+                queue.append(nxt)
+    return parent, dist
+
+
+def _path(k: int, parent: dict[int, int]) -> list[int]:
+    out = [k]
+    while out[-1] in parent:
+        out.append(parent[out[-1]])
+    return list(reversed(out[:-1]))      # the hub left out
