@@ -257,12 +257,27 @@ class DeltaCompiler:
             return None
         if id(sel) not in self._hubs:
             changed = {k for k, item in enumerate(block_items(sel)) if self.changed(item)}
-            found = hubs.find(sel, changed, self.size)
+            found = hubs.find(sel, changed, self.size, self._skips(sel))
             if found is not None:
                 found.view = self.keep(found.rows(sel, lambda i: self.item_relation(i, NEW),
                                                   lambda i: self.item_relation(i, BOTH)))
             self._hubs[id(sel)] = found
         return self._hubs[id(sel)]
+
+    def _skips(self, sel: exp.Select):
+        """Whether the change of FROM item k pushed into item h's scan skips files of it (the
+        engine's narrowing, pushdown.py), by the equalities `links` between them."""
+        items = block_items(sel)
+
+        def skips(h: int, k: int, links) -> bool:
+            if self.narrow is None:
+                return False
+            for hub_col, own_col in links:
+                restrict = self.narrow(items[k].name.lower(), own_col.name, items[h].name.lower())
+                if restrict is not None and restrict(hub_col.copy()) is not None:
+                    return True
+            return False
+        return skips
 
     def new_or_kept(self, hub: hubs.Hub | None, item: exp.Expression, k: int,
                     changes: set[int]) -> exp.Expression:

@@ -28,15 +28,17 @@ the kept rows when one of its changes is reached through inputs it reads at thei
 (`Hub.serves`).
 
 Chosen only for a block of inner joins whose equalities join the hub to at least two changed
-inputs (with one, its one term reads the hub once either way), and only when the engine keeps
-rows (`keep`) and gives the input's size (`size`), which it does for inputs large enough that
-a second scan costs more than the Spark job keeping the rows (engine/runtime/narrowing.py);
-of several, the one reaching the most changes, then the largest.
+inputs whose terms would read it whole (with one, its one term reads the hub once either way;
+a change whose join values let Delta skip most of the hub's files costs its term little), and
+only when the engine keeps rows (`keep`) and gives the input's size (`size`), which it does for
+inputs large enough that a second scan costs more than the Spark job keeping the rows
+(engine/runtime/narrowing.py). Changes are reached through inputs smaller than the hub only
+(the kept rows' query scans them); of several candidates, the one saving the most bytes of scans.
 
 >>> import sqlglot
 >>> sel = sqlglot.parse_one("SELECT 1 FROM l AS l, o AS o, c AS c, p AS p WHERE l.ok = o.ok "
 ...                         "AND o.ck = c.ck AND l.pk = p.pk", read="spark")
->>> found = find(sel, {1, 2, 3}, lambda name: 1 << 30)
+>>> found = find(sel, {1, 2, 3}, {"l": 1 << 30}.get)
 >>> found.index, [found.rank[k] for k in range(4)], found.paths
 (0, [0, 1, 3, 2], {1: [1], 2: [1, 2], 3: [3]})
 >>> found.serves({2}), found.serves({1, 2}), found.serves({0, 1})
@@ -96,7 +98,10 @@ def _reach(items, chain: list[int], links, new, change) -> exp.Expression:
         rel = change(items[here]) if step == len(chain) - 1 else new(items[here])
         alias = alias_of(rel) or alias_of(items[here])
         conds = []
-        for outer_col, own_col in links[(before, here)]:
+        # every equality with the change itself (it is small); one through an input between,
+        # whose scan each would repeat
+        pairs = links[(before, here)] if step == len(chain) - 1 else links[(before, here)][:1]
+        for outer_col, own_col in pairs:
             sub = exp.select(exp.column(own_col.name, alias, quoted=True)).from_(rel.copy())
             if inner is not None:
                 sub = sub.where(inner.copy(), copy=False)
@@ -107,10 +112,13 @@ def _reach(items, chain: list[int], links, new, change) -> exp.Expression:
     return inner
 
 
-def find(sel: exp.Select, changed: set[int], size: Callable[[str], int | None]) -> Hub | None:
+def find(sel: exp.Select, changed: set[int], size: Callable[[str], int | None],
+         skips: Callable[[int, int, list[tuple[exp.Column, exp.Column]]], bool] | None = None) -> Hub | None:
     """The block's hub when it has one worth keeping (see the module docstring), else None.
     `changed`: the FROM items read as their change; `size(input)`: its bytes, None when it is
-    too small to be a hub."""
+    too small to be a hub; `skips(hub, item, links)`: whether the change of `item`, joined to
+    the hub by `links` ([(hub's column, item's column)]), names values that let the hub's scan
+    skip most of its files, so that its term does not read the hub whole either way."""
     if sel.args.get("laterals"):
         return None
     items = block_items(sel)
@@ -126,27 +134,38 @@ def find(sel: exp.Select, changed: set[int], size: Callable[[str], int | None]) 
             continue
         links.setdefault((a, b), []).append((left, right))
         links.setdefault((b, a), []).append((right, left))
+    sizes = {k: size(items[k].name.lower()) for k in tables}
     best: Hub | None = None
-    best_score = (0, 0)
+    best_saving = 0
     for h in sorted(tables):
-        bytes_ = size(items[h].name.lower())
+        bytes_ = sizes[h]
         if bytes_ is None:
             continue
-        parent, dist = _bfs(h, len(items), links)
+        # through inputs smaller than the hub only: the kept rows' query scans those between
+        passable = {k for k in tables if k == h or (sizes[k] or 0) < bytes_}
+        parent, dist = _bfs(h, len(items), links, passable)
         paths = {k: _path(k, parent) for k in changed if k != h and k in tables and k in dist}
-        score = (len(paths), bytes_)
-        if len(paths) >= 2 and score > best_score:
+        # the terms that would scan the hub whole: not those whose change's values skip most of
+        # its files (a direct link the engine narrows, pushdown.py)
+        whole = [k for k, path in paths.items()
+                 if skips is None or len(path) > 1 or not skips(h, k, links[(h, k)])]
+        # the scans saved, less those the kept rows' query adds for the inputs between
+        saving = (len(whole) - 1) * bytes_ - sum(sizes[j] or 0 for path in paths.values() for j in path[:-1])
+        if len(whole) >= 2 and saving > best_saving:
             order = sorted(range(len(items)), key=lambda k: (dist.get(k, len(items)), k))
-            best, best_score = Hub(h, {k: r for r, k in enumerate(order)}, paths, links), score
+            best, best_saving = Hub(h, {k: r for r, k in enumerate(order)}, paths, links), saving
     return best
 
 
-def _bfs(start: int, n: int, links) -> tuple[dict[int, int], dict[int, int]]:
+def _bfs(start: int, n: int, links, passable: set[int]) -> tuple[dict[int, int], dict[int, int]]:
+    """Parents and distances from `start` along the links, going on only from `passable` items."""
     parent: dict[int, int] = {}
     dist = {start: 0}
     queue = deque([start])
     while queue:
         here = queue.popleft()
+        if here not in passable:
+            continue
         for nxt in range(n):
             if (here, nxt) in links and nxt not in dist:
                 dist[nxt], parent[nxt] = dist[here] + 1, here
