@@ -127,6 +127,7 @@ def test_joins_reading_their_hubs_kept_rows_equal_their_recompute(spark, tmp_pat
     """`a` is the hub (sql/incremental_rewrite/hub.py) of every shape: its rows the changes of
     b, c and d reach are kept once per refresh, and their join values narrow the other scans."""
     from dtcli.engine.runtime.strategies import incremental
+    from dtcli.sql.incremental_rewrite import DeltaCompiler
 
     env = Env(spark, tmp_path)
     env.create_source("a", "k INT, g STRING, v DECIMAL(12,2), x DOUBLE",
@@ -135,7 +136,7 @@ def test_joins_reading_their_hubs_kept_rows_equal_their_recompute(spark, tmp_pat
     env.create_source("c", "g STRING, label STRING", [("x", "L1"), ("y", "L2"), (None, "L1")])
     env.create_source("d", "x DOUBLE", [(1.0,), (2.5,), (None,)])
     env.write(HUBBED, folder="hubbed")
-    kept, by_kept = [], []
+    kept, by_kept, narrowed_by_kept = [], [], []
     real_keep, real_call = incremental.ChangeRefresh._keep, narrowing.Narrowing.__call__
 
     def keep(self, query):
@@ -144,9 +145,20 @@ def test_joins_reading_their_hubs_kept_rows_equal_their_recompute(spark, tmp_pat
 
     def call(self, name, *args, **kwargs):
         by_kept.append(name in self.kept)
-        return real_call(self, name, *args, **kwargs)
+        restrict = real_call(self, name, *args, **kwargs)
+        if restrict is None or name not in self.kept:
+            return restrict
+
+        def counted(expr):
+            done = restrict(expr)
+            narrowed_by_kept.append(done is not None)
+            return done
+        return counted
     monkeypatch.setattr(incremental.ChangeRefresh, "_keep", keep)
     monkeypatch.setattr(narrowing.Narrowing, "__call__", call)
+    # every value pushed where it can be, yet the hub chosen: as if no change's values let Delta
+    # skip the hub's files (tiny tables' files would all be skipped)
+    monkeypatch.setattr(DeltaCompiler, "_skips", lambda self, sel: lambda h, k, links: False)
     monkeypatch.setattr(narrowing, "HUB_MIN_BYTES", -1)
     monkeypatch.setattr(narrowing, "SMALL_INPUT_BYTES", -1)
     monkeypatch.setattr(narrowing, "SKIP_WORTH_BYTES", -1)
@@ -154,3 +166,4 @@ def test_joins_reading_their_hubs_kept_rows_equal_their_recompute(spark, tmp_pat
                            refresh=lambda: env.refresh(list(HUBBED)))
     assert set(runs[-1]) == set(HUBBED)
     assert kept and any(by_kept), (len(kept), sum(by_kept))
+    assert any(narrowed_by_kept), "no scan was narrowed by a hub's kept rows"

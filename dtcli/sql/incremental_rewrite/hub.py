@@ -43,6 +43,12 @@ inputs large enough that a second scan costs more than the Spark job keeping the
 (0, [0, 1, 3, 2], {1: [1], 2: [1, 2], 3: [3]})
 >>> found.serves({2}), found.serves({1, 2}), found.serves({0, 1})
 (True, True, False)
+
+Where the changes of o and p name values that let l's scan skip most of its files, only c's
+term would read l whole: no hub.
+
+>>> find(sel, {1, 2, 3}, {"l": 1 << 30}.get, lambda hub, item, links: item in (1, 3)) is None
+True
 """
 
 from __future__ import annotations
