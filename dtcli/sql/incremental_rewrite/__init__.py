@@ -8,6 +8,9 @@ relation itself and no weight column ever has to travel through the user's SQL.
   linear in each FROM item, so its change is the sum over changed items i of the block with
   items before i at their new version, item i replaced by its change and items after i at their
   old version (the delta rule; self-joins work because every occurrence is replaced on its own).
+  When several terms would scan one large input whole, that input's rows the changes reach are
+  computed once (another callback) and read by every term instead, in that input's order
+  (hub.py).
 * UNION ALL adds its branches' changes. CTEs are inlined first so that every reference counts
   as an occurrence of its own.
 * A block whose rows are not independent of each other (GROUP BY, DISTINCT, windows with
