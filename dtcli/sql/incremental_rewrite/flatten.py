@@ -21,13 +21,17 @@ that is all the derived table is: no aggregate, window, DISTINCT, LIMIT or GROUP
 >>> q = sqlglot.parse_one("SELECT p.n AS n FROM (SELECT DISTINCT t.g AS n FROM t AS t) AS p", read="spark")
 >>> flattened(q) is q
 True
+>>> q = sqlglot.parse_one("SELECT p.x AS a, p.x + 1 AS b FROM (SELECT explode(t.arr) AS x FROM t AS t) AS p",
+...                       read="spark")
+>>> flattened(q) is q
+True
 """
 
 from __future__ import annotations
 
 from sqlglot import exp
 
-from dtcli.sql.incremental_rewrite.relations import block_items
+from dtcli.sql.incremental_rewrite.relations import block_items, is_generator
 
 # what makes a derived table more than its inputs' rows, projected and filtered
 _SHAPING = ("group", "having", "qualify", "distinct", "limit", "offset", "windows", "laterals",
@@ -48,8 +52,10 @@ def flattened(block: exp.Select) -> exp.Select:
     outputs: dict[str, exp.Expression] = {}
     for e in inner.expressions:
         value = e.unalias()
+        # an aggregate or a window is no row-by-row value; a generator (explode) makes rows,
+        # and each copy of its expression would make them again
         if isinstance(value, exp.Star) or (isinstance(value, exp.Column) and value.is_star) or \
-                any(isinstance(n, (exp.AggFunc, exp.Window)) for n in value.walk()):
+                any(isinstance(n, (exp.AggFunc, exp.Window)) or is_generator(n) for n in value.walk()):
             return block
         outputs.setdefault(e.alias_or_name.lower(), value)
     parts = [*block.expressions, *([block.args["where"].this] if block.args.get("where") else [])]
