@@ -73,13 +73,18 @@ PUSHED = {"join3": JOIN3, "grouped": GROUPED, "grouped4": GROUPED4, "keyed": KEY
 WHOLE = {"join3_whole": JOIN3, "grouped4_whole": GROUPED4, "keyed_whole": KEYED}
 
 
-def test_a_join_of_changed_inputs_equals_its_recompute_pushed_or_not(spark, tmp_path, monkeypatch):
-    env = Env(spark, tmp_path)
+def _sources(env: Env) -> Env:
+    """The four sources every shape reads (NULLs in keys and values, a duplicate row)."""
     env.create_source("a", "k INT, g STRING, v DECIMAL(12,2), x DOUBLE",
                       [(1, "x", 1, 1.0), (2, "y", 2, 2.5), (2, "y", 2, 2.5), (None, "x", 3, None)])
     env.create_source("b", "k INT, w STRING", [(1, "p"), (2, None), (2, "q"), (None, "p")])
     env.create_source("c", "g STRING, label STRING", [("x", "L1"), ("y", "L2"), (None, "L1")])
     env.create_source("d", "x DOUBLE", [(1.0,), (2.5,), (None,)])
+    return env
+
+
+def test_a_join_of_changed_inputs_equals_its_recompute_pushed_or_not(spark, tmp_path, monkeypatch):
+    env = _sources(Env(spark, tmp_path))
     env.write(PUSHED, folder="pushed")
     env.write(WHOLE, folder="whole")
 
@@ -129,12 +134,7 @@ def test_joins_reading_their_hubs_kept_rows_equal_their_recompute(spark, tmp_pat
     from dtcli.engine.runtime.strategies import incremental
     from dtcli.sql.incremental_rewrite import DeltaCompiler
 
-    env = Env(spark, tmp_path)
-    env.create_source("a", "k INT, g STRING, v DECIMAL(12,2), x DOUBLE",
-                      [(1, "x", 1, 1.0), (2, "y", 2, 2.5), (2, "y", 2, 2.5), (None, "x", 3, None)])
-    env.create_source("b", "k INT, w STRING", [(1, "p"), (2, None), (2, "q"), (None, "p")])
-    env.create_source("c", "g STRING, label STRING", [("x", "L1"), ("y", "L2"), (None, "L1")])
-    env.create_source("d", "x DOUBLE", [(1.0,), (2.5,), (None,)])
+    env = _sources(Env(spark, tmp_path))
     env.write(HUBBED, folder="hubbed")
     kept, by_kept, narrowed_by_kept = [], [], []
     real_keep, real_call = incremental.ChangeRefresh._keep, narrowing.Narrowing.__call__

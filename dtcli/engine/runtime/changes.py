@@ -65,14 +65,7 @@ class ChangeSet:
     def values(self, column: str) -> tuple[list, object] | None:
         """The distinct values `column` takes in the change, with its Spark type; None when
         the change is not kept on the driver or has no such column."""
-        if self.local is None:
-            return None
-        fields = {f.name.lower(): (k, f.dataType) for k, f in enumerate(self.weighted.schema.fields)}
-        found = fields.get(column.lower())
-        if found is None:
-            return None
-        index, data_type = found
-        return list(dict.fromkeys(row[index] for row in self.local)), data_type
+        return column_values(self.local, self.weighted.schema, column) if self.local is not None else None
 
     def where(self, predicate: str) -> ChangeSet:
         """Only the rows (of either sign) for which `predicate`, over the input's columns, holds
@@ -176,3 +169,14 @@ def _read_columns(name: str, path: str, start: int, end: int,
             raise ChangesUnavailable(f"column {column} of input {name}, which the table reads, "
                                      f"changed between versions {start} and {end}")
     return columns, False
+
+
+def column_values(rows: list, schema, column: str) -> tuple[list, object] | None:
+    """The distinct values `column` takes in `rows` (collected, of `schema`), with its Spark
+    type; None when the schema has no such column."""
+    fields = {f.name.lower(): (k, f.dataType) for k, f in enumerate(schema.fields)}
+    found = fields.get(column.lower())
+    if found is None:
+        return None
+    index, data_type = found
+    return list(dict.fromkeys(row[index] for row in rows)), data_type

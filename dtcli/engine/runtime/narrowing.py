@@ -23,6 +23,7 @@ from collections.abc import Callable
 from sqlglot import exp
 
 from dtcli.engine.runtime import key_predicates
+from dtcli.engine.runtime.changes import column_values
 from dtcli.state.delta_log import FileStats, file_stats
 
 # A table this small is read whole rather than narrowed: reading 16 MiB costs about what planning
@@ -101,9 +102,4 @@ class KeptRows:
 
     def values(self, column: str) -> tuple[list, object] | None:
         """The distinct values `column` takes, with its Spark type; None without that column."""
-        fields = {f.name.lower(): (k, f.dataType) for k, f in enumerate(self.schema.fields)}
-        found = fields.get(column.lower())
-        if found is None:
-            return None
-        index, data_type = found
-        return list(dict.fromkeys(row[index] for row in self.rows)), data_type
+        return column_values(self.rows, self.schema, column)

@@ -283,7 +283,7 @@ class DeltaCompiler:
                     changes: set[int]) -> exp.Expression:
         """Item `k` at its new version: the hub's kept rows when they serve a term reading the
         items `changes` as their change (hub.py)."""
-        if hub is not None and k == hub.index and hub.view is not None and hub.serves(changes):
+        if hub is not None and k == hub.index and hub.serves(changes):
             return self._view_table(item, hub.view)
         return self.item_relation(item, NEW)
 
@@ -292,7 +292,7 @@ class DeltaCompiler:
         """In `out`, a term of `sel` reading the items `changes` as their change: when it reads
         the hub's kept rows, the items joined to the hub restricted to their join values
         (pushdown.py), by which Delta skips files."""
-        if hub is not None and hub.view is not None and self.narrow is not None and hub.serves(changes):
+        if hub is not None and self.narrow is not None and hub.serves(changes):
             for cond in pushed_keys(sel, hub.index, self.narrow, name=hub.view):
                 out.where(cond, copy=False)
 

@@ -392,7 +392,6 @@ class ChangeRefresh:
         self._view(name, df)
         return key_set(name, rows, [field.dataType for field in df.schema.fields])
 
-
     def _keep(self, query: exp.Query) -> str:
         """A join hub's rows that the change reaches (sql/incremental_rewrite/hub.py), computed
         once for every term that reads them: collected when few (a local relation, whose size
