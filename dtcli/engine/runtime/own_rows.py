@@ -85,6 +85,10 @@ def aggregate(spark, sql, path: str, target, upkeep: AggregateUpkeep, frontier: 
     # collected up to the change budget (more keys than literals: refused below, computed once)
     deltas, rows = kept(sql(upkeep.deltas.sql(dialect="spark")), LOCAL_ROWS, small)
     held.append(deltas)
+    if upkeep.keys and rows is not None and not rows:
+        # the change reaches no group (its rows fail the joins or the conditions): the DT holds
+        # as it is, and recomputing its affected keys instead would read every input again
+        return _unchanged(spark, path, target, frontier)
     # without GROUP BY the one row is rewritten
     predicate = _key_predicate(deltas, rows, upkeep.keys, columns, types) if upkeep.keys else "true"
     if predicate is None:
@@ -120,6 +124,16 @@ def aggregate(spark, sql, path: str, target, upkeep: AggregateUpkeep, frontier: 
                                     frontier)
     new_rows = groups.filter(kept_rows).select(*[F.col(output_column(k)).alias(c) for k, c in enumerate(columns)])
     return write(spark, path, predicate, new_rows, frontier)
+
+
+def _unchanged(spark, path: str, target, frontier: Frontier) -> Applied:
+    """Only the frontier committed; the commit's change, none, handed on as a written one is
+    (`_written_from_driver`), so that the table's readers in this run need not read its feed."""
+    from pyspark.sql.types import LongType, StructField
+
+    before = commit.last_commit(path)["version"]
+    done = Applied(0, 0, commit_nothing(spark, path, frontier))
+    return done._replace(change=(before, list(target.schema.fields) + [StructField(WEIGHT, LongType(), False)], []))
 
 
 def _written_from_driver(spark, path: str, predicate: str, joined, out: dict, kept_rows, target, count_all: int,

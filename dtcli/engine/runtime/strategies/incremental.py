@@ -257,6 +257,8 @@ class ChangeRefresh:
         if done is None:
             return None
         how = OWN_ROWS_AGGREGATE if isinstance(upkeep, AggregateUpkeep) else OWN_ROWS_WINDOW
+        if not (done.inserted or done.deleted):       # the change reached no group or partition
+            how = NO_ROW_CHANGED
         if done.change is not None and self.ctx.changes is not None:    # the run's readers need no feed
             start, fields, rows = done.change
             if done.version == start + 1:
