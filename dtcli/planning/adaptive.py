@@ -24,12 +24,16 @@ measured in that sweep: a few changed rows of a 500-row table must not look like
 A DT that ADAPTIVE keeps refreshing FULL never measures its incremental cost again, so after
 REMEASURE_AFTER recomputes in a row it refreshes INCREMENTAL once, for a change no larger than
 one it has measured: at most one slower refresh in eleven, and a choice that follows the engine
-and the data instead of a measurement taken once.
+and the data instead of a measurement taken once. The same holds the other way: a DT kept
+INCREMENTAL against a recompute measured once (often its creation, beside every other DT of the
+project) recomputes once after REMEASURE_AFTER incremental refreshes in a row, but only while
+the expected recompute costs at most FULL_REMEASURE_FACTOR times the expected incremental
+refresh: a DT whose change is far cheaper to apply never pays for a recompute to find out.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from dtcli.model import CREATION, FULL, INCREMENTAL, REINITIALIZE, SUCCEEDED, RefreshRecord
@@ -55,6 +59,10 @@ MIN_SAVING_SHARE = 0.1               # of the FULL estimate
 # reorganised, a busier machine when it was taken), and a DT refreshed FULL never measures it
 # again by itself (the 22 TPC-H DTs under --watch at SF0.1, issue 39: FULL on every pass).
 REMEASURE_AFTER = 10
+# ... and a recompute is measured again after as many INCREMENTAL refreshes in a row only when
+# it is expected to cost at most this many times an incremental refresh (what re-measuring may
+# cost, once in eleven refreshes)
+FULL_REMEASURE_FACTOR = 2.0
 
 
 @dataclass(frozen=True)
@@ -93,6 +101,8 @@ class CostModel:
     basis: str             # where the figures come from, for the reason text
     # recomputes since the newest INCREMENTAL refresh (None: it never refreshed INCREMENTAL)
     recomputes_since: int | None = None
+    # INCREMENTAL refreshes since the newest recompute (None: no recompute measured)
+    incrementals_since: int | None = None
 
 
 def learn(history: list[RefreshRecord]) -> CostModel:
@@ -102,8 +112,7 @@ def learn(history: list[RefreshRecord]) -> CostModel:
     incremental = [(r.change_rows, _seconds(r)) for r in done
                    if r.refresh_action == INCREMENTAL and r.change_rows is not None][:SAMPLES]
     recomputes = [(r.input_rows, _seconds(r)) for r in done
-                  if (r.refresh_action in (FULL, REINITIALIZE) or r.refresh_trigger == CREATION)
-                  and r.input_rows is not None][:SAMPLES]
+                  if _recompute(r) and r.input_rows is not None][:SAMPLES]
     default = Line(DEFAULT_FIXED_SECONDS, DEFAULT_SECONDS_PER_ROW)
     full = _fit(recomputes, default) or default
     guess = Line(full.fixed, _changed_row_guess(full, [n for n, _ in recomputes]))
@@ -112,7 +121,11 @@ def learn(history: list[RefreshRecord]) -> CostModel:
         inc = Line(inc.fixed, inc.per_row, max(n for n, _ in incremental), guess.per_row)
     basis = (f"measured: {len(incremental)} incremental and {len(recomputes)} full refreshes"
              if incremental or recomputes else "no refresh measured yet: default costs")
-    return CostModel(inc, full, basis, _recomputes_since_incremental(done))
+    return CostModel(inc, full, basis, _recomputes_since_incremental(done), _incrementals_since_recompute(done))
+
+
+def _recompute(record: RefreshRecord) -> bool:
+    return record.refresh_action in (FULL, REINITIALIZE) or record.refresh_trigger == CREATION
 
 
 def _recomputes_since_incremental(done: list[RefreshRecord]) -> int | None:
@@ -122,6 +135,18 @@ def _recomputes_since_incremental(done: list[RefreshRecord]) -> int | None:
         if r.refresh_action == INCREMENTAL:
             return count
         if r.refresh_action in (FULL, REINITIALIZE):
+            count += 1
+    return None
+
+
+def _incrementals_since_recompute(done: list[RefreshRecord]) -> int | None:
+    """INCREMENTAL refreshes among `done` (newest first) before its first recompute; None
+    without one."""
+    count = 0
+    for r in done:
+        if _recompute(r):
+            return count
+        if r.refresh_action == INCREMENTAL:
             count += 1
     return None
 
@@ -179,12 +204,15 @@ class Estimate:
     full_seconds: float
     threshold_rows: int | None     # changed rows from which FULL is chosen
     basis: str
-    remeasure: bool = False        # INCREMENTAL whatever the figures: its cost is measured again
+    # the action taken whatever the figures, to measure its cost again (None: the cheaper one)
+    remeasure: str | None = None
 
     @property
     def action(self) -> str:
-        if self.remeasure:
-            return INCREMENTAL
+        return self.remeasure or self.cheaper
+
+    @property
+    def cheaper(self) -> str:
         return FULL if self.incremental_seconds > self.full_seconds + saving(self.full_seconds) else INCREMENTAL
 
     @property
@@ -193,9 +221,12 @@ class Estimate:
             if self.input_rows else ""
         limit = f"; FULL is chosen from {self.threshold_rows:,} changed rows" \
             if self.threshold_rows is not None else ""
-        if self.remeasure:
+        if self.remeasure == INCREMENTAL:
             limit += (f"; INCREMENTAL to measure it again after {REMEASURE_AFTER} or more recomputes "
                       f"since its last incremental refresh")
+        elif self.remeasure == FULL:
+            limit += (f"; FULL to measure it again after {REMEASURE_AFTER} or more incremental refreshes "
+                      f"since its last recompute")
         return (f"adaptive: {self.change_rows:,} changed input rows{share}; expected INCREMENTAL "
                 f"{self.incremental_seconds:.1f} s, FULL {self.full_seconds:.1f} s{limit} ({self.basis})")
 
@@ -203,7 +234,7 @@ class Estimate:
         return {"action": self.action, "change_rows": self.change_rows, "input_rows": self.input_rows,
                 "expected_incremental_seconds": round(self.incremental_seconds, 3),
                 "expected_full_seconds": round(self.full_seconds, 3),
-                "threshold_rows": self.threshold_rows, "basis": self.basis, "remeasure": self.remeasure,
+                "threshold_rows": self.threshold_rows, "basis": self.basis, "remeasure": self.remeasure is not None,
                 "reason": self.reason}
 
 
@@ -216,8 +247,20 @@ def estimate(change_rows: int, input_rows: int, model: CostModel) -> Estimate:
     inc, full = model.incremental, model.full
     cost_full = full.at(input_rows)
     threshold = inc.rows_at(cost_full + saving(cost_full))
-    # only a change of a size already measured: re-measuring must not try a change far larger
-    remeasure = (model.recomputes_since is not None and model.recomputes_since >= REMEASURE_AFTER
-                 and inc.known_up_to is not None and change_rows <= inc.known_up_to)
-    return Estimate(change_rows, input_rows, inc.at(change_rows), cost_full, threshold, model.basis,
-                    remeasure)
+    guess = Estimate(change_rows, input_rows, inc.at(change_rows), cost_full, threshold, model.basis)
+    return replace(guess, remeasure=_remeasure(guess, model))
+
+
+def _remeasure(guess: Estimate, model: CostModel) -> str | None:
+    """The action whose cost is measured again now, against the figures (see the module's
+    docstring), or None."""
+    if guess.cheaper == FULL:
+        # only a change of a size already measured: re-measuring must not try a change far larger
+        inc = model.incremental
+        if (model.recomputes_since or 0) >= REMEASURE_AFTER and inc.known_up_to is not None \
+                and guess.change_rows <= inc.known_up_to:
+            return INCREMENTAL
+    elif (model.incrementals_since or 0) >= REMEASURE_AFTER \
+            and guess.full_seconds <= FULL_REMEASURE_FACTOR * guess.incremental_seconds:
+        return FULL
+    return None

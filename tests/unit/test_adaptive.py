@@ -136,3 +136,29 @@ def test_after_ten_recomputes_in_a_row_the_incremental_cost_is_measured_again():
     fast = [*history, record(INCREMENTAL, 1.0, change=80, minute=3 + n),
             record(INCREMENTAL, 1.0, change=90, minute=4 + n)]
     assert choose(80, fast).action == INCREMENTAL and not choose(80, fast).remeasure
+
+
+def test_after_ten_incremental_refreshes_in_a_row_a_close_recompute_is_measured_again():
+    """The other way (issue 39, the lag benchmark at SF0.1): a recompute measured once at the
+    creation, beside every other DT, at 9 s kept a DT INCREMENTAL at 7.6 s a refresh where a
+    recompute alone took 4 s. After REMEASURE_AFTER incremental refreshes in a row, FULL once when
+    it is expected within FULL_REMEASURE_FACTOR of the incremental cost; never for a DT whose
+    change is far cheaper to apply."""
+    n = adaptive.REMEASURE_AFTER
+    history = [record(FULL, 9.0, trigger=CREATION)]
+    history += [record(INCREMENTAL, 7.6, change=100 + k, minute=1 + k) for k in range(n - 1)]
+    assert choose(100, history).action == INCREMENTAL          # nine: not yet
+    history.append(record(INCREMENTAL, 7.6, change=100, minute=1 + n))
+    again = choose(100, history)
+    assert again.action == FULL and again.remeasure and "FULL to measure it again" in again.reason
+    assert again.to_dict()["remeasure"] is True
+    # measured again, fast: FULL from now on (the creation's figure and the new one, a median)
+    fast = [*history, record(FULL, 4.0, minute=2 + n), record(FULL, 4.0, minute=3 + n)]
+    assert choose(100, fast).action == FULL and not choose(100, fast).remeasure
+    # measured again, slow as before: INCREMENTAL for the next ten
+    slow = [*history, record(FULL, 9.0, minute=2 + n)]
+    assert choose(100, slow).action == INCREMENTAL and not choose(100, slow).remeasure
+    # a DT whose change costs a tenth of its recompute never recomputes to find out
+    cheap = [record(FULL, 9.0, trigger=CREATION)]
+    cheap += [record(INCREMENTAL, 0.9, change=100, minute=1 + k) for k in range(3 * n)]
+    assert all(choose(100, cheap[:k]).action == INCREMENTAL for k in range(1, len(cheap) + 1))
