@@ -65,7 +65,7 @@ def _never_null(spark, sql, upkeep: AggregateUpkeep) -> bool:
     if uncounted and (upkeep.probe is None or
                       str(spark.conf.get("spark.sql.ansi.enabled", "true")).lower() != "true"):
         return False
-    totals = sql(upkeep.rows.sql(dialect="spark")).schema
+    totals = sql(upkeep.columns.sql(dialect="spark")).schema
     if not all(_exact_sum_type(totals[output_column(m.position)].dataType) for m in sums):
         return False
     return not uncounted or not any(f.nullable for f in sql(upkeep.probe.sql(dialect="spark")).schema.fields)
@@ -82,8 +82,11 @@ def aggregate(spark, sql, path: str, target, upkeep: AggregateUpkeep, frontier: 
     columns, types = target.columns, [f.dataType for f in target.schema.fields]
     if not _never_null(spark, sql, upkeep):
         return None     # a running total is exact only when no summed value is ever NULL
+    change = upkeep.change()     # compiled only now: it may read the changes and scan inputs
+    if change is None:
+        return None
     # collected up to the change budget (more keys than literals: refused below, computed once)
-    deltas, rows = kept(sql(upkeep.deltas.sql(dialect="spark")), LOCAL_ROWS, small)
+    deltas, rows = kept(sql(change[1].sql(dialect="spark")), LOCAL_ROWS, small)
     held.append(deltas)
     if upkeep.keys and rows is not None and not rows:
         # the change reaches no group (its rows fail the joins or the conditions): the DT holds

@@ -24,7 +24,8 @@ named windows, ...) returns None: the caller recomputes the affected keys instea
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 
 from sqlglot import exp
 
@@ -70,12 +71,32 @@ class Measure:
 class AggregateUpkeep:
     keys: list[int]             # output positions of the GROUP BY keys ([]: one row)
     measures: list[Measure]
-    rows: exp.Query             # the change of the block's input: __dt_o<key>, __dt_o<measure>, WEIGHT
-    deltas: exp.Query           # per affected group: __dt_o<key>, __dt_d<measure> (summed change)
+    # the block's input at its new version, selecting __dt_o<key>, __dt_o<measure>: the types
+    # of the sums, known without compiling (or reading) the change
+    columns: exp.Query
     # the columns every SUM without a COUNT of its argument is made of, read from the block's
     # input (their nullability says whether a sum can be NULL); None when such a SUM is more
     # than + - * over columns and numbers
     probe: exp.Query | None
+    # compiles (rows, deltas), or None when the change cannot be written: the compiler may read
+    # changes and scans to do so, so the engine first checks the types (engine/runtime/own_rows.py)
+    build: Callable[[], tuple[exp.Query, exp.Query] | None] = field(repr=False)
+    _built: tuple | None = field(default=None, repr=False)
+
+    def change(self) -> tuple[exp.Query, exp.Query] | None:
+        """(rows: the change of the block's input, __dt_o<key>, __dt_o<measure>, WEIGHT; deltas:
+        per affected group, __dt_o<key>, __dt_d<measure>, the summed change), compiled once."""
+        if self._built is None:
+            self._built = (self.build(),)
+        return self._built[0]
+
+    @property
+    def rows(self) -> exp.Query:
+        return self.change()[0]
+
+    @property
+    def deltas(self) -> exp.Query:
+        return self.change()[1]
 
 
 def _outermost(query: exp.Expression) -> exp.Select | None:
@@ -239,11 +260,17 @@ def aggregate_upkeep(compiler, query: exp.Expression) -> AggregateUpkeep | None:
               [exp.alias_(args[m.position].copy(), output_column(m.position))
                for m in measures if m.position in args]
               or [exp.alias_(exp.Literal.number(1), "__dt_one")])    # COUNT(*) alone, one row
+    probe = _probe(compiler, block, [args[m.position] for m in measures if m.kind == SUM and m.count is None])
+    return AggregateUpkeep(keys, measures, compiler.version(block, NEW), probe,
+                           lambda: _change(compiler, block, keys, measures))
+
+
+def _change(compiler, block: exp.Select, keys: list[int],
+            measures: list[Measure]) -> tuple[exp.Query, exp.Query] | None:
     # a derived table the block only projects is read as the block's own joins (flatten.py)
     rows = _weighted(compiler, flattened(block))
     if rows is None:
         return None
-    probe = _probe(compiler, block, [args[m.position] for m in measures if m.kind == SUM and m.count is None])
     w = exp.column(WEIGHT)
     summed = []
     for m in measures:
@@ -261,7 +288,7 @@ def aggregate_upkeep(compiler, query: exp.Expression) -> AggregateUpkeep | None:
               .from_(exp.Subquery(this=rows.copy(), alias=exp.TableAlias(this=exp.to_identifier("__dt_rows")))))
     if key_cols:
         deltas = deltas.group_by(*[c.copy() for c in key_cols])
-    return AggregateUpkeep(keys, measures, rows, deltas, probe)
+    return rows, deltas
 
 
 _ARITHMETIC = (exp.Column, exp.Add, exp.Sub, exp.Mul, exp.Paren, exp.Neg, exp.Identifier)
