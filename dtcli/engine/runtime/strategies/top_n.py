@@ -191,14 +191,43 @@ class _TopN(ChangeRefresh):
 
         if local is not None and not any(r[WEIGHT] < 0 for r in local):
             return False
+        rows = self._held_rows(local)
+        if rows is not None:
+            return held_among(rows, [tuple(r[c] for c in outputs) for r in local if r[WEIGHT] < 0])
         held = self.target.toDF(*[f"__dt_t{k}" for k in range(len(outputs))])
         match = reduce(lambda a, b: a & b, [F.col(f"__dt_t{k}").eqNullSafe(F.col(quote(c)))
                                             for k, c in enumerate(outputs)])
         return held.join(F.broadcast(lost.distinct()), match, "left_semi").limit(1).count() > 0
 
+    def _held_rows(self, local: list | None) -> set[tuple] | None:
+        """The DT's rows, collected, when the change's rows are (`local`), the DT holds at most
+        LOCAL_ROWS (its LIMIT) and its columns' values compare in Python as in Spark
+        (change_cache.plain); else None. One small job instead of a join's few."""
+        from dtcli.engine.runtime.change_cache import plain
+
+        if local is None or self.spec.limit is None or self.spec.limit > LOCAL_ROWS \
+                or not all(plain(f.dataType) for f in self.target.schema.fields):
+            return None
+        return {tuple(r) for r in self.target.collect()}
+
     def _write(self, rows, how: str) -> RefreshResult:
         """Write the difference between the new top rows and the DT's in one commit."""
         return self._write_difference(rows, self.target, how)
+
+
+def held_among(held: set[tuple], gone: list[tuple]) -> bool:
+    """Whether a row of `gone` is among `held` (values of change_cache.plain types, collected).
+    Python's == is Spark's <=> for them but for NaN, which Spark holds equal to itself: a row
+    with a NaN counts as held (the top n is then recomputed, which is never wrong).
+
+    >>> held_among({(1, "x"), (2, None)}, [(2, None)]), held_among({(1, "x")}, [(1, "y")])
+    (True, False)
+    >>> held_among({(1, float("nan"))}, [(1, float("nan"))])
+    True
+    """
+    if any(isinstance(v, float) and v != v for row in gone for v in row):
+        return True
+    return not held.isdisjoint(gone)
 
 
 STRATEGIES = {TOP_N: top_n_refresh}   # refresh kinds this module does
