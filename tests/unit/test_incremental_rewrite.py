@@ -85,6 +85,21 @@ def test_left_join_is_keyed_by_the_preserved_side():
     assert "IS NOT DISTINCT FROM a.k" in plus
 
 
+def test_a_group_by_a_keyed_derived_tables_key_takes_its_key_set():
+    """TPC-H Q13's shape, as dt rewrites it: a GROUP BY over a derived LEFT JOIN, by the join's
+    key. The join's affected keys are the GROUP BY's: one key set, not a second one read from
+    the join's rows at both versions."""
+    sql = ("SELECT j.k, COUNT(j.w) AS n FROM (SELECT a.k AS k, b.w AS w FROM t AS a "
+           "LEFT JOIN u AS b ON a.k = b.k) AS j GROUP BY j.k")
+    plus, minus, keys = compile_(sql, ["t", "u"])
+    assert len(keys) == 1 and "__dt_i0_both" in keys[0] and "__dt_i1_both" in keys[0]
+    assert "__dt_ktest1" in plus and "__dt_ktest1" in minus
+    # grouped by another column than the key: the keys are read from the join's rows
+    _, _, keys = compile_(sql.replace("GROUP BY j.k", "GROUP BY j.w").replace("SELECT j.k", "SELECT j.w"),
+                          ["t", "u"])
+    assert len(keys) == 2
+
+
 def test_full_join_key_coalesces_both_sides():
     plus, _, _ = compile_("SELECT * FROM t AS a FULL JOIN u AS b ON a.k = b.k", ["t", "u"])
     assert "COALESCE(a.k, b.k)" in plus
