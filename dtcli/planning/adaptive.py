@@ -121,33 +121,26 @@ def learn(history: list[RefreshRecord]) -> CostModel:
         inc = Line(inc.fixed, inc.per_row, max(n for n, _ in incremental), guess.per_row)
     basis = (f"measured: {len(incremental)} incremental and {len(recomputes)} full refreshes"
              if incremental or recomputes else "no refresh measured yet: default costs")
-    return CostModel(inc, full, basis, _recomputes_since_incremental(done), _incrementals_since_recompute(done))
+    return CostModel(inc, full, basis, _in_a_row(done, _recompute, _incremental),
+                     _in_a_row(done, _incremental, _recompute))
 
 
 def _recompute(record: RefreshRecord) -> bool:
     return record.refresh_action in (FULL, REINITIALIZE) or record.refresh_trigger == CREATION
 
 
-def _recomputes_since_incremental(done: list[RefreshRecord]) -> int | None:
-    """Recomputes among `done` (newest first) before its first INCREMENTAL; None without one."""
-    count = 0
-    for r in done:
-        if r.refresh_action == INCREMENTAL:
-            return count
-        if r.refresh_action in (FULL, REINITIALIZE):
-            count += 1
-    return None
+def _incremental(record: RefreshRecord) -> bool:
+    return record.refresh_action == INCREMENTAL
 
 
-def _incrementals_since_recompute(done: list[RefreshRecord]) -> int | None:
-    """INCREMENTAL refreshes among `done` (newest first) before its first recompute; None
-    without one."""
+def _in_a_row(done: list[RefreshRecord], counted, until) -> int | None:
+    """The records of `done` (newest first) that are `counted` before the first that is
+    `until`; None without one (recomputes since the newest INCREMENTAL, and the other way)."""
     count = 0
     for r in done:
-        if _recompute(r):
+        if until(r):
             return count
-        if r.refresh_action == INCREMENTAL:
-            count += 1
+        count += counted(r)
     return None
 
 

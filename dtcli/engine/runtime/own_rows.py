@@ -132,11 +132,16 @@ def aggregate(spark, sql, path: str, target, upkeep: AggregateUpkeep, frontier: 
 def _unchanged(spark, path: str, target, frontier: Frontier) -> Applied:
     """Only the frontier committed; the commit's change, none, handed on as a written one is
     (`_written_from_driver`), so that the table's readers in this run need not read its feed."""
-    from pyspark.sql.types import LongType, StructField
-
     before = commit.last_commit(path)["version"]
     done = Applied(0, 0, commit_nothing(spark, path, frontier))
-    return done._replace(change=(before, list(target.schema.fields) + [StructField(WEIGHT, LongType(), False)], []))
+    return done._replace(change=(before, _weighted_fields(target), []))
+
+
+def _weighted_fields(target) -> list:
+    """The table's fields, then WEIGHT: the fields of a change handed on (ChangeCache.seed)."""
+    from pyspark.sql.types import LongType, StructField
+
+    return list(target.schema.fields) + [StructField(WEIGHT, LongType(), False)]
 
 
 def _written_from_driver(spark, path: str, predicate: str, joined, out: dict, kept_rows, target, count_all: int,
@@ -146,7 +151,6 @@ def _written_from_driver(spark, path: str, predicate: str, joined, out: dict, ke
     handed on with the result, so that the run's readers of this table's change (its DT, for
     an internal table) need not read its change feed (ChangeCache.seed, which nets it)."""
     from pyspark.sql import functions as F
-    from pyspark.sql.types import LongType, StructField
 
     width = len(target.columns)
     # the old values under names of their own: `kept_rows` reads the new ones by their names
@@ -156,11 +160,10 @@ def _written_from_driver(spark, path: str, predicate: str, joined, out: dict, ke
     both = staged.select("*", kept_rows.alias("__dt_keep")).collect()
     old = [tuple(r[:width]) for r in both if r[2 * width]]
     new = [tuple(r[width:2 * width]) for r in both if r[2 * width + 1]]
-    fields = list(target.schema.fields)
     before = commit.last_commit(path)["version"]
-    done = write(spark, path, predicate, local_frame(spark, fields, new), frontier)
-    weight = StructField(WEIGHT, LongType(), False)      # ChangeCache.seed nets the rows
-    return done._replace(change=(before, fields + [weight], [(*r, -1) for r in old] + [(*r, 1) for r in new]))
+    done = write(spark, path, predicate, local_frame(spark, list(target.schema.fields), new), frontier)
+    # ChangeCache.seed nets the rows
+    return done._replace(change=(before, _weighted_fields(target), [(*r, -1) for r in old] + [(*r, 1) for r in new]))
 
 
 def window(spark, sql, path: str, target, upkeep: WindowUpkeep, frontier: Frontier,
