@@ -65,6 +65,26 @@ def test_a_join_reading_its_hubs_kept_rows_matches_its_recompute(name, monkeypat
         assert any(found), f"{name}: no block read a hub"
 
 
+def test_the_hubs_kept_rows_hold_only_the_columns_its_block_reads(monkeypatch):
+    """The kept rows are a scan of the hub, often the widest input: Parquet reads only the
+    columns asked for, so they name the hub's columns the block reads (t1.v is not among them),
+    not `*`, and the result still matches the recompute."""
+    monkeypatch.setattr(oracle, "HUB_SHARE", 1.0)
+    kept = []
+    real = hub.Hub.rows
+
+    def spy(self, *args):
+        out = real(self, *args)
+        kept.append(out)
+        return out
+    monkeypatch.setattr(hub.Hub, "rows", spy)
+    out = oracle.run_sql(CASES["star"], 0, steps=3, con=duckdb.connect())
+    assert out.refused is None and out.mismatch is None, out.mismatch
+    assert kept, "no block read a hub"
+    for query in kept:
+        assert sorted(e.name for e in query.expressions) == ["g", "k"], query.sql()
+
+
 # Aggregates the engine maintains from their own rows (own_rows.py), which the oracle does not
 # run (it recomputes their affected groups): the weighted change of the rows under the GROUP BY,
 # `AggregateUpkeep.rows`, is checked against those rows at the new version less the old. Each

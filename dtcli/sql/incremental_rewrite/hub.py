@@ -60,7 +60,7 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from dtcli.sql.incremental_rewrite.pushdown import equalities
-from dtcli.sql.incremental_rewrite.relations import alias_of, block_items, is_table_ref
+from dtcli.sql.incremental_rewrite.relations import alias_of, block_items, is_table_ref, scope_nodes
 
 
 @dataclass
@@ -92,7 +92,38 @@ class Hub:
             chain = [self.index, *self.paths[k]]
             reach = _reach(items, chain, self.links, new, change)
             cond = reach if cond is None else exp.or_(cond, reach, copy=False)
-        return exp.select(exp.Star()).from_(new(hub)).where(cond, copy=False)
+        rel = new(hub)
+        names = used_columns(sel, alias_of(items[self.index]))
+        outputs = [exp.column(n, alias_of(rel), quoted=True) for n in names] if names else [exp.Star()]
+        return exp.select(*outputs).from_(rel).where(cond, copy=False)
+
+
+def used_columns(sel: exp.Select, alias: str | None) -> list[str] | None:
+    """The columns of the FROM item `alias` that block `sel` reads, in the order first met; None
+    when that cannot be told (a star, an unqualified column): then the kept rows keep every
+    column. The hub is often the widest input (lineitem, of which a block reads 5 of 16 columns),
+    and Parquet reads only the columns asked for: at TPC-H SF10 the kept rows of Q8 scanned all
+    of lineitem's columns for 63 s.
+
+    >>> import sqlglot
+    >>> sel = sqlglot.parse_one("SELECT SUM(l.price) FROM l AS l, o AS o WHERE l.ok = o.ok "
+    ...                         "AND l.day > 3", read="spark")
+    >>> used_columns(sel, "l"), used_columns(sel, "o")
+    (['price', 'ok', 'day'], ['ok'])
+    >>> used_columns(sqlglot.parse_one("SELECT l.*, o.ok FROM l AS l, o AS o", read="spark"), "l") is None
+    True
+    >>> used_columns(sqlglot.parse_one("SELECT price FROM l AS l, o AS o", read="spark"), "l") is None
+    True
+    """
+    if not alias:
+        return None
+    names: dict[str, str] = {}          # lower-cased -> as first written: Spark's names ignore case
+    for node in scope_nodes(sel):
+        if isinstance(node, exp.Star) or (isinstance(node, exp.Column) and (node.is_star or not node.table)):
+            return None
+        if isinstance(node, exp.Column) and node.table.lower() == alias.lower():
+            names.setdefault(node.name.lower(), node.name)
+    return list(names.values()) or None
 
 
 def _reach(items, chain: list[int], links, new, change) -> exp.Expression:
