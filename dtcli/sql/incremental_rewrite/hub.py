@@ -100,8 +100,9 @@ class Hub:
 
 def used_columns(sel: exp.Select, alias: str | None) -> list[str] | None:
     """The columns of the FROM item `alias` that block `sel` reads, in the order first met; None
-    when that cannot be told (a star, an unqualified column): then the kept rows keep every
-    column. The hub is often the widest input (lineitem, of which a block reads 5 of 16 columns),
+    when that cannot be told (a star, an unqualified column, a nested query, whose own FROM may
+    reuse the alias): then the kept rows keep every column. Per FROM item, not per input as
+    sql/columns_read.py counts them: a self-join's other reading of the hub's table adds none. The hub is often the widest input (lineitem, of which a block reads 5 of 16 columns),
     and Parquet reads only the columns asked for: at TPC-H SF10 the kept rows of Q8 scanned all
     of lineitem's columns for 63 s.
 
@@ -114,12 +115,16 @@ def used_columns(sel: exp.Select, alias: str | None) -> list[str] | None:
     True
     >>> used_columns(sqlglot.parse_one("SELECT price FROM l AS l, o AS o", read="spark"), "l") is None
     True
+    >>> used_columns(sqlglot.parse_one("SELECT l.price FROM l AS l WHERE l.ok IN (SELECT l.ok FROM m AS l)",
+    ...                                read="spark"), "l") is None
+    True
     """
     if not alias:
         return None
     names: dict[str, str] = {}          # lower-cased -> as first written: Spark's names ignore case
     for node in scope_nodes(sel):
-        if isinstance(node, exp.Star) or (isinstance(node, exp.Column) and (node.is_star or not node.table)):
+        if isinstance(node, (exp.Star, exp.Query)) or (
+                isinstance(node, exp.Column) and (node.is_star or not node.table)):
             return None
         if isinstance(node, exp.Column) and node.table.lower() == alias.lower():
             names.setdefault(node.name.lower(), node.name)
