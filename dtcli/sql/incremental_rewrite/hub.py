@@ -102,9 +102,10 @@ def used_columns(sel: exp.Select, alias: str | None) -> list[str] | None:
     """The columns of the FROM item `alias` that block `sel` reads, in the order first met; None
     when that cannot be told (a star, an unqualified column, a nested query, whose own FROM may
     reuse the alias): then the kept rows keep every column. Per FROM item, not per input as
-    sql/columns_read.py counts them: a self-join's other reading of the hub's table adds none. The hub is often the widest input (lineitem, of which a block reads 5 of 16 columns),
-    and Parquet reads only the columns asked for: at TPC-H SF10 the kept rows of Q8 scanned all
-    of lineitem's columns for 63 s.
+    sql/columns_read.py counts them: a self-join's other reading of the hub's table adds none.
+    The hub is often the widest input (lineitem, of which a block reads 5 of 16 columns), and
+    Parquet reads only the columns asked for: at TPC-H SF10 the kept rows of Q8 scanned all of
+    lineitem's columns for 63 s.
 
     >>> import sqlglot
     >>> sel = sqlglot.parse_one("SELECT SUM(l.price) FROM l AS l, o AS o WHERE l.ok = o.ok "
