@@ -28,11 +28,11 @@ from dtcli.model.refresh_terms import (
     SUCCEEDED,
     UPSTREAM_FAILED,
 )
-from dtcli.model.strategy_specs import CustomSpec, InternalTable, TopNSpec, TotalsSpec
+from dtcli.model.strategy_specs import CustomSpec, InternalTable, KeptAggregate, TopNSpec, TotalsSpec
 
 __all__ = [
     "ADAPTIVE", "CREATION", "CUSTOM_INCREMENTAL", "FAILED", "FULL", "INCREMENTAL", "MANUAL", "NO_DATA",
     "REINITIALIZE", "SCHEDULED", "SKIPPED", "SUCCEEDED", "UPSTREAM_FAILED",
-    "Column", "CustomSpec", "Frontier", "InternalTable", "LineageSpec", "Plan", "Project", "RefreshRecord",
-    "RefreshStep", "SourceDef", "StepOptions", "TableDef", "TopNSpec", "TotalsSpec", "join_path",
+    "Column", "CustomSpec", "Frontier", "InternalTable", "KeptAggregate", "LineageSpec", "Plan", "Project",
+    "RefreshRecord", "RefreshStep", "SourceDef", "StepOptions", "TableDef", "TopNSpec", "TotalsSpec", "join_path",
 ]

@@ -33,6 +33,10 @@ class Frontier:
     def to_dict(self) -> JsonObject:
         return dataclasses.asdict(self)
 
+    def record_state(self, role: str, version: int) -> None:
+        """The internal table `role` is at `version` for the DT's rows (a DT may keep several)."""
+        self.state_versions = {**(self.state_versions or {}), role: version}
+
     @classmethod
     def from_dict(cls, raw: JsonObject | None) -> Frontier | None:
         if not isinstance(raw, dict):

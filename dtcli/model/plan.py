@@ -12,7 +12,7 @@ from dtcli.data_tests import AuditSpec
 from dtcli.json_types import JsonObject
 from dtcli.model.frontier import Frontier
 from dtcli.model.refresh_terms import NO_DATA
-from dtcli.model.strategy_specs import CustomSpec, TopNSpec, TotalsSpec
+from dtcli.model.strategy_specs import CustomSpec, KeptAggregate, TopNSpec, TotalsSpec
 from dtcli.plan_parts import (
     Backfill,
     BackfillCopy,
@@ -66,6 +66,8 @@ class StepOptions:
     totals: TotalsSpec | None = None
     # an internal table of running totals: maintained from its own rows, GROUP BY or not
     running_totals: bool = False
+    # aggregates inside the query kept as running totals (engine/runtime/kept_aggregates.py)
+    kept: list[KeptAggregate] | None = None
 
     @classmethod
     def from_dict(cls, raw: JsonObject | None) -> StepOptions:
@@ -81,6 +83,7 @@ class StepOptions:
         values["audit"] = AuditSpec.from_dict(values.get("audit"))
         values["top_n"] = TopNSpec.from_dict(values.get("top_n"))
         values["totals"] = TotalsSpec.from_dict(values.get("totals"))
+        values["kept"] = [KeptAggregate.from_dict(k) for k in values["kept"]] if values.get("kept") else None
         return cls(**values)
 
 

@@ -57,6 +57,20 @@ class InternalTable:
 
 
 @dataclass
+class KeptAggregate:
+    """An aggregate inside a DT's query kept as running totals (sql/rules/kept_aggregates.py):
+    the incremental refresh reads it as an input of its own, the totals' change its change."""
+
+    name: str                     # the input the DT's incremental query reads it by (__dt_kept<n>)
+    block_sql: str                # Spark SQL: the derived table's query, as the DT's query has it
+    state: InternalTable          # its running totals
+
+    @classmethod
+    def from_dict(cls, raw: JsonObject) -> KeptAggregate:
+        return cls(raw["name"], raw["block_sql"], InternalTable(**raw["state"]))
+
+
+@dataclass
 class SortKey:
     position: int                 # column of the top-N's inner query
     desc: bool

@@ -3,15 +3,16 @@
 An internal table is kept where maintaining a query is cheap only with an intermediate result
 at hand (state/internal.py says where they live and how they commit): the rows under an
 incremental top-N whose inner query is more than a filter of one input (sql/rules/top_n.py), and
-the running totals of an aggregate of COUNT / SUM / AVG (sql/rules/aggregate_totals.py; table
-config `aggregate_totals`, on by default). A DT that refreshes FULL keeps none.
+the running totals of an aggregate of COUNT / SUM / AVG, the DT's own (sql/rules/aggregate_totals.py)
+or a subquery's (sql/rules/kept_aggregates.py); table config `aggregate_totals`, on by default,
+keeps both. A DT that refreshes FULL keeps none.
 """
 
 from __future__ import annotations
 
-from dtcli.model import InternalTable, TopNSpec, TotalsSpec
+from dtcli.model import InternalTable, KeptAggregate, TopNSpec, TotalsSpec
 from dtcli.planning.checked_project import Checked
-from dtcli.sql.rules import aggregate_totals, top_n
+from dtcli.sql.rules import aggregate_totals, kept_aggregates, top_n
 from dtcli.state import internal
 
 TOP_N_ROWS = "top_n_rows"      # the rows of the query under a top-N, with its hidden sort columns
@@ -30,15 +31,31 @@ def top_n_spec(checked: Checked, name: str) -> TopNSpec | None:
     return split.to_spec(rows)
 
 
+def _keeps_totals(checked: Checked, name: str) -> bool:
+    """Whether the DT may keep running totals: refreshed incrementally, its query bound, no
+    frozen region, not created by a backfill copy (which leaves no totals to start from), and
+    config `aggregate_totals` not false."""
+    config = checked.project.tables[name].config
+    return (checked.modes[name].incremental and checked.qualified.bound(name) and config.aggregate_totals
+            and not config.frozen_where and config.backfill is None)
+
+
+def kept_specs(checked: Checked, name: str) -> list[KeptAggregate]:
+    """The aggregates inside the DT's query kept as running totals ([]: none)."""
+    if not _keeps_totals(checked, name):
+        return []
+    warehouse = checked.project.warehouse
+    return [KeptAggregate(k.name, k.block.sql(dialect="spark"),
+                          InternalTable(k.role, internal.path(warehouse, name, k.role),
+                                        k.totals.sql(dialect="spark"), running_totals=True))
+            for k in kept_aggregates.find(checked.qualified[name])]
+
+
 def totals_spec(checked: Checked, name: str) -> TotalsSpec | None:
     """How an incremental aggregate DT is refreshed over running totals (None: it is no such
     aggregate, refreshes FULL, has a frozen region, is created by a backfill copy, which leaves
     no totals to start from, or its config says `aggregate_totals: false`)."""
-    table = checked.project.tables[name]
-    if not checked.modes[name].incremental or not checked.qualified.bound(name):
-        return None
-    config = table.config
-    if not config.aggregate_totals or config.frozen_where or config.backfill is not None:
+    if not _keeps_totals(checked, name):
         return None
     query = checked.qualified[name]
     split = aggregate_totals.split(query)
@@ -51,11 +68,12 @@ def totals_spec(checked: Checked, name: str) -> TotalsSpec | None:
 
 def tables(checked: Checked, name: str) -> list[InternalTable]:
     """The internal tables the DT keeps, as its refreshes maintain them."""
+    kept = [k.state for k in kept_specs(checked, name)]
     spec = top_n_spec(checked, name)
     if spec is not None and spec.state is not None:
-        return [spec.state]
+        return [spec.state, *kept]
     totals = totals_spec(checked, name)
-    return [totals.state] if totals is not None else []
+    return ([totals.state] if totals is not None else []) + kept
 
 
 HOLDS = {TOP_N_ROWS: "the rows of the query under its ORDER BY … LIMIT (its sort keys too): the top "
@@ -63,6 +81,13 @@ HOLDS = {TOP_N_ROWS: "the rows of the query under its ORDER BY … LIMIT (its so
          AGGREGATE_TOTALS: "per group of its aggregate: the keys, COUNT(*), and the COUNT and SUM of "
                            "each aggregated expression, which a change adjusts by its own rows; the "
                            "table's rows are computed from the groups that changed"}
+KEPT_HOLDS = ("per group of an aggregate inside the query (a subquery's): its keys, COUNT(*), and the "
+              "COUNT and SUM of each aggregated expression, adjusted by the change's own rows; the "
+              "table's refresh reads the groups that moved instead of recomputing them")
+
+
+def holds(role: str) -> str:
+    return KEPT_HOLDS if role.startswith(kept_aggregates.ROLE) else HOLDS.get(role, role)
 
 
 def listed(checked: Checked, name: str) -> list[dict]:
@@ -75,6 +100,6 @@ def listed(checked: Checked, name: str) -> list[dict]:
     for role in sorted(set(kept) | set(internal.existing(warehouse, name))):
         where = kept[role].path if role in kept else internal.path(warehouse, name, role)
         out.append({**internal.state_of(name, role, where).to_dict(), "maintained": role in kept,
-                    "holds": HOLDS.get(role, role) if role in kept
+                    "holds": holds(role) if role in kept
                     else "(an earlier definition's: no longer maintained)"})
     return out

@@ -160,7 +160,8 @@ def _step_options(checked: Checked, name: str, info, regions, planned: set[str],
         audit=audit,
         after=_after(checked, name, audit, planned),
         top_n=internal.top_n_spec(checked, name),
-        totals=internal.totals_spec(checked, name))
+        totals=internal.totals_spec(checked, name),
+        kept=internal.kept_specs(checked, name) or None)
 
 
 def _layout(checked: Checked, name: str, info) -> Layout:

@@ -40,7 +40,7 @@ from dataclasses import dataclass
 from threading import Lock
 
 from dtcli.engine.runtime.changes import CDF_COLUMNS, netted, read_feed
-from dtcli.engine.runtime.materialize import LOCAL_ROWS, local_rows
+from dtcli.engine.runtime.materialize import LOCAL_ROWS, local_frame, local_rows
 from dtcli.engine.runtime.spark_errors import SPARK_ERRORS
 
 # Driver memory the run's entries may hold, in values (rows x columns): about 150 MB of Python
@@ -201,16 +201,3 @@ def _is_float(data_type) -> bool:
     from pyspark.sql import types as T
 
     return isinstance(data_type, (T.FloatType, T.DoubleType))
-
-
-def local_frame(spark, fields: list, rows: list[tuple]):
-    """`rows` as a DataFrame of `spark` with columns `fields`: a local relation made through
-    Arrow (rows given to createDataFrame as a list would make an RDD, run by a job)."""
-    import pyarrow as pa
-    from pyspark.sql.pandas.types import to_arrow_schema
-    from pyspark.sql.types import StructType
-
-    schema = StructType(fields)
-    arrow = to_arrow_schema(schema)
-    columns = [pa.array([row[k] for row in rows], type=field.type) for k, field in enumerate(arrow)]
-    return spark.createDataFrame(pa.Table.from_arrays(columns, schema=arrow), schema)

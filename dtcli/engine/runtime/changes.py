@@ -81,6 +81,25 @@ class ChangeSet:
         return ChangeSet(self.name, weighted, len(local) if local is not None else self.rows, local,
                          unfiltered=self)
 
+    def mapped(self, project) -> ChangeSet:
+        """The change of a relation computed row by row from this input's rows: `project` takes a
+        DataFrame of the input's columns and WEIGHT to the relation's columns and WEIGHT. Rows
+        that map to the same row are netted again (a group whose totals moved and whose value
+        did not cancels out); a change on the driver stays there."""
+        from pyspark.sql import functions as F
+
+        from dtcli.engine.runtime.materialize import local_frame
+
+        out = project(self.weighted)
+        cols = [F.col(quote(c)) for c in out.columns if c != WEIGHT]
+        weighted = (out.groupBy(*cols).agg(F.sum(WEIGHT).cast("long").alias(WEIGHT))
+                    .filter(F.col(WEIGHT) != 0))
+        local = weighted.collect() if self.local is not None else None
+        if local is not None:
+            weighted = local_frame(weighted.sparkSession, list(weighted.schema.fields), [tuple(r) for r in local])
+        return ChangeSet(self.name, weighted, len(local) if local is not None else self.rows, local,
+                         unfiltered=self)
+
     def release(self) -> None:
         release(self.weighted)
         if self.unfiltered is not None:

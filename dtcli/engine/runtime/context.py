@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from dtcli.model import Frontier, Plan, RefreshStep
@@ -23,6 +24,10 @@ class RefreshContext:
     frontier: Frontier                 # what the DT will reflect once this refresh commits
     pinned: PinnedReads | None = None  # the run's tables read at pinned versions (engine/runtime/pinned.py)
     changes: ChangeCache | None = None  # the run's input changes, read once (engine/runtime/change_cache.py)
+    # inputs whose rows are computed row by row from a table's (a kept aggregate's values over its
+    # totals, engine/runtime/kept_aggregates.py): input -> the function of a DataFrame of the table's
+    # columns (and `carry` columns, passed through) giving the input's; its versions and change too
+    derived: dict[str, Callable] = field(default_factory=dict)
 
 
 @dataclass

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from dtcli import events
-from dtcli.engine.runtime import audit, commit, deletion_vectors, listed
+from dtcli.engine.runtime import audit, commit, deletion_vectors, kept_aggregates, listed
 from dtcli.engine.runtime.change_cache import ChangeCache
 from dtcli.engine.runtime.context import RefreshContext, RefreshResult
 from dtcli.engine.runtime.pinned import PinnedReads, read_at
@@ -83,7 +83,8 @@ def _prune_internal(plan: Plan, step: RefreshStep) -> None:
     from dtcli.state import internal
 
     spec, totals = step.options.top_n, step.options.totals
-    keep = ({spec.state.role} if spec and spec.state else set()) | ({totals.state.role} if totals else set())
+    keep = ({spec.state.role} if spec and spec.state else set()) | ({totals.state.role} if totals else set()) \
+        | {k.state.role for k in step.options.kept or []}
     try:
         internal.prune(plan.warehouse, step.name, keep)
     except OSError:
@@ -233,7 +234,7 @@ class _Run:
             # the strategy's kind (engine/strategies kind_of); its commit is audited by the DT's
             # data tests and expectations first (engine/runtime/audit.py)
             with audit.auditing(ctx) as auditor:
-                result = strategy_for(kind_of(step))(ctx)
+                result = kept_aggregates.refresh(ctx, strategy_for(kind_of(step)))
                 tests = [r.to_dict() for r in auditor.outcome] if auditor else None
             if step.options.layout.comment_outdated and not result.table_replaced:
                 commit.set_comment(spark, step.path, step.options.layout.comment)

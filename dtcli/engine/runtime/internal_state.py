@@ -86,4 +86,5 @@ def _context(ctx: RefreshContext, table: InternalTable, action: str, previous: F
                             read_by_tables=True))       # its DT reads its change
     own = Frontier(dict(ctx.input_versions), step.definition_hash, frontier.data_timestamp,
                    frontier.run_id, action, step.refresh_mode)
-    return RefreshContext(ctx.spark, ctx.plan, sub, ctx.input_versions, own, ctx.pinned, ctx.changes)
+    return RefreshContext(ctx.spark, ctx.plan, sub, ctx.input_versions, own, ctx.pinned, ctx.changes,
+                          derived=ctx.derived)

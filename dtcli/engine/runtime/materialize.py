@@ -96,3 +96,16 @@ def static_plan(spark) -> Iterator[None]:
 def checkpointed(df):
     """`df` computed now and kept on the executors (release it with checkpoints.release)."""
     return df.localCheckpoint(eager=True)
+
+
+def local_frame(spark, fields: list, rows: list[tuple]):
+    """`rows` as a DataFrame of `spark` with columns `fields`: a local relation made through
+    Arrow (rows given to createDataFrame as a list would make an RDD, run by a job)."""
+    import pyarrow as pa
+    from pyspark.sql.pandas.types import to_arrow_schema
+    from pyspark.sql.types import StructType
+
+    schema = StructType(fields)
+    arrow = to_arrow_schema(schema)
+    columns = [pa.array([row[k] for row in rows], type=field.type) for k, field in enumerate(arrow)]
+    return spark.createDataFrame(pa.Table.from_arrays(columns, schema=arrow), schema)

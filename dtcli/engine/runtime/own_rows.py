@@ -16,9 +16,9 @@ from functools import reduce
 from dtcli.engine.runtime import commit
 from dtcli.engine.runtime import key_predicates as keys_sql
 from dtcli.engine.runtime.apply import ROWS_MISSING, Applied, checked, commit_nothing, replace
-from dtcli.engine.runtime.change_cache import local_frame, plain
+from dtcli.engine.runtime.change_cache import plain
 from dtcli.engine.runtime.changes import quote
-from dtcli.engine.runtime.materialize import LOCAL_ROWS, kept
+from dtcli.engine.runtime.materialize import LOCAL_ROWS, kept, local_frame
 from dtcli.engine.runtime.rewrite import replace_whole
 from dtcli.model import Frontier
 from dtcli.sql.incremental_rewrite.own_rows import (

@@ -28,7 +28,15 @@ from sqlglot import exp
 
 # The rule modules use helpers of sql/analysis, which reads the notes: both import them from
 # `_notes`, never from this package (importing it first imports the rules).
-from dtcli.sql.rules import aggregate_totals, grouping_sets, keyed_joins, set_operations, subqueries, top_n
+from dtcli.sql.rules import (
+    aggregate_totals,
+    grouping_sets,
+    kept_aggregates,
+    keyed_joins,
+    set_operations,
+    subqueries,
+    top_n,
+)
 from dtcli.sql.rules._notes import COPY, REWRITE, Normalized, Notes, Rewrite, note_of
 
 __all__ = ["COPY", "REWRITE", "RULES", "SPLITS", "Normalized", "Notes", "Rewrite", "Rule", "normalize", "note_of"]
@@ -44,7 +52,7 @@ RULES: tuple[Rule, ...] = (grouping_sets.rewrite, set_operations.rewrite, subque
 
 # Rules that split a DT's query into an internal table and the DT over it, applied by planning
 # where the DT's config keeps that table (planning/internal.py): they rewrite nothing here.
-SPLITS = (aggregate_totals,)
+SPLITS = (aggregate_totals, kept_aggregates)
 
 
 def normalize(query: exp.Query) -> Normalized:

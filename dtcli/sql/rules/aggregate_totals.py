@@ -121,10 +121,12 @@ class Totals:
         return out
 
 
-def split(query: exp.Expression) -> Totals | None:
-    """The running-totals split of a qualified query's outermost aggregate, or None."""
+def split(query: exp.Expression, own_rows: bool = False) -> Totals | None:
+    """The running-totals split of a qualified query's outermost aggregate, or None. `own_rows`:
+    also of an aggregate a table's own rows could hold (kept_aggregates.py keeps a derived
+    table's totals, which are no table's rows)."""
     try:
-        return _split(query)
+        return _split(query, own_rows)
     except _Refused:
         return None
 
@@ -163,7 +165,7 @@ def _source(sel: exp.Select) -> exp.Select:
 _MEASURES = (exp.Count, exp.Sum, exp.Avg)
 
 
-def _split(query: exp.Expression) -> Totals:
+def _split(query: exp.Expression, own_rows: bool = False) -> Totals:
     from dtcli.sql.incremental_rewrite import shapes
     from dtcli.sql.incremental_rewrite.relations import Unsupported
 
@@ -208,7 +210,7 @@ def _split(query: exp.Expression) -> Totals:
             j = len(args) - 1
         if not isinstance(agg, exp.Count):
             summed.add(j)
-    if _own_rows(sel, keys):
+    if not own_rows and _own_rows(sel, keys):
         raise _Refused("its outputs are its keys, COUNT(*), COUNT and SUM: the table's own rows are "
                        "its totals")
     spec = Totals(sel, keys, tuple(args), frozenset(summed), _totals(sel, keys, args, summed))

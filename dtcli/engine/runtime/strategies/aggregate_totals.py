@@ -57,7 +57,14 @@ def _split(ctx: RefreshContext) -> tuple[rule.Totals, dict[int, object]] | None:
     split = rule.split(parse(spec.sql))
     if split is None:
         return None
-    fields = ctx.spark.sql(split.probe().sql(dialect="spark")).schema.fields
+    types = argument_types(ctx.spark, split)
+    return (split, types) if types is not None else None
+
+
+def argument_types(spark, split: rule.Totals) -> dict[int, object] | None:
+    """The type of each summed argument of `split` (rule.INTEGRAL or (precision, scale)), or None
+    when one is not an integer or a decimal (the block's FROM analysed, not run)."""
+    fields = spark.sql(split.probe().sql(dialect="spark")).schema.fields
     types: dict[int, object] = {}
     for j, field in zip(sorted(split.summed), fields):
         kind = type(field.dataType).__name__
@@ -67,7 +74,7 @@ def _split(ctx: RefreshContext) -> tuple[rule.Totals, dict[int, object]] | None:
             types[j] = (field.dataType.precision, field.dataType.scale)
         else:
             return None
-    return split, types
+    return types
 
 
 def _recompute(ctx: RefreshContext) -> RefreshResult:
@@ -79,16 +86,16 @@ def _recompute(ctx: RefreshContext) -> RefreshResult:
     split, types = found
     state = ctx.step.options.totals.state
     done = internal_state.recompute(ctx, state)
-    ctx.frontier.state_versions = {state.role: done.version}
+    ctx.frontier.record_state(state.role, done.version)
     schema = shaped(ctx.spark.sql(ctx.step.sql), ctx.step.options.columns).schema
-    return full_refresh(ctx, rows=_typed(_over(_totals_at(ctx, done.version), split, types), schema))
+    return full_refresh(ctx, rows=_typed(over_rows(_totals_at(ctx, done.version), split, types), schema))
 
 
 def _totals_at(ctx: RefreshContext, version: int):
     return listed.read(ctx.spark, ctx.step.options.totals.state.path, version)
 
 
-def _over(totals, split: rule.Totals, types: dict[int, object], carry: tuple[str, ...] = ()):
+def over_rows(totals, split: rule.Totals, types: dict[int, object], carry: tuple[str, ...] = ()):
     """The DT's outputs over `totals` (a DataFrame of the totals' columns, and `carry`)."""
     over = split.over(types, carry=carry)
     where = over.args.get("where")
@@ -118,10 +125,10 @@ class _Totals(ChangeRefresh):
         if self._state_unchanged(role, recorded):
             return self._nothing()
         done = internal_state.bring_up(self.ctx, spec.state, recorded)
-        self.ctx.frontier.state_versions = {role: done.version}
+        self.ctx.frontier.record_state(role, done.version)
 
         def whole() -> RefreshResult:
-            rows = _typed(_over(_totals_at(self.ctx, done.version), split, types), target.schema)
+            rows = _typed(over_rows(_totals_at(self.ctx, done.version), split, types), target.schema)
             return self._write_difference(rows, target, FROM_TOTALS)
         if done.version == recorded and not done.replaced:
             return self._nothing()
@@ -129,7 +136,7 @@ class _Totals(ChangeRefresh):
             handed = self.ctx.changes.seeded(spec.state.path, recorded, done.version) if self.ctx.changes else None
             if handed is not None and not handed.rows:      # the totals did not move: nor does the row
                 return self._nothing()
-            return self._one_row_from(_typed(_over(self._one_total(handed, done.version), split, types),
+            return self._one_row_from(_typed(over_rows(self._one_total(handed, done.version), split, types),
                                              target.schema))
         if done.replaced or has_drops():
             return whole()
@@ -141,13 +148,13 @@ class _Totals(ChangeRefresh):
         self.changes[role] = cs
         if cs.rows == 0:
             return self._nothing()
-        return self._apply(_typed(_over(cs.weighted, split, types, carry=(WEIGHT,)), target.schema, (WEIGHT,)),
+        return self._apply(_typed(over_rows(cs.weighted, split, types, carry=(WEIGHT,)), target.schema, (WEIGHT,)),
                            target.columns)
 
     def _one_total(self, handed, version: int):
         """A global aggregate's totals row at `version`: the new row (weight +1) of the change
         the refresh of the totals handed on (`handed`, ChangeCache.seeded), else read."""
-        from dtcli.engine.runtime.change_cache import local_frame
+        from dtcli.engine.runtime.materialize import local_frame
 
         new = [row[:-1] for row in handed.rows if row[-1] > 0] if handed is not None else []
         if len(new) != 1:

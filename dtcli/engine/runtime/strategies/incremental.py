@@ -175,7 +175,7 @@ class ChangeRefresh:
         the DT records the state's version it recorded before."""
         if recorded is None or self._bind().changed:
             return False
-        self.ctx.frontier.state_versions = {role: recorded}
+        self.ctx.frontier.record_state(role, recorded)
         return True
 
     def _read_bindings(self) -> Bindings:
@@ -200,6 +200,8 @@ class ChangeRefresh:
                 cs = read_changes(spark, inp.name, inp.path, int(before), int(now),
                                   read_columns.get(inp.name), small=self._small(),
                                   cache=self.ctx.changes)
+                if inp.name in self.ctx.derived:
+                    cs = cs.mapped(partial(self.ctx.derived[inp.name], carry=(WEIGHT,)))
                 if cs.rows and inp.name.lower() in filters:
                     cs = cs.where(filters[inp.name.lower()])
                 self.changes[inp.name] = cs
@@ -225,7 +227,8 @@ class ChangeRefresh:
 
     def _read_old(self, inp, version: int):
         try:
-            return self._read(inp.path, version)
+            rows = self._read(inp.path, version)
+            return self.ctx.derived[inp.name](rows) if inp.name in self.ctx.derived else rows
         except SPARK_ERRORS as exc:
             raise ChangesUnavailable(f"input {inp.name} cannot be read at version "
                                      f"{version}: {str(exc).splitlines()[0][:300]}") from exc

@@ -52,7 +52,7 @@ def _recompute(ctx: RefreshContext) -> RefreshResult:
     if spec.state is None:
         return full_refresh(ctx)
     done = internal_state.recompute(ctx, spec.state)
-    ctx.frontier.state_versions = {spec.state.role: done.version}
+    ctx.frontier.record_state(spec.state.role, done.version)
     return full_refresh(ctx, rows=_from_state(ctx, spec, done.version, _as_written(ctx)))
 
 
@@ -113,7 +113,7 @@ class _TopN(ChangeRefresh):
         if self._state_unchanged(role, recorded):
             return self._nothing()
         done = internal_state.bring_up(self.ctx, spec.state, recorded)
-        self.ctx.frontier.state_versions = {role: done.version}
+        self.ctx.frontier.record_state(role, done.version)
 
         def recompute():
             return _from_state(self.ctx, spec, done.version, self.target.schema)

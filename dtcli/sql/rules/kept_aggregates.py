@@ -1,0 +1,112 @@
+"""Aggregates inside a query kept as internal tables of running totals, read by the DT as inputs.
+
+A subquery the rules turned into a join (the average quantity per part of TPC-H Q17, the
+revenue per supplier of Q15, the quantity per part and supplier of Q20) is a derived table
+grouped by some key. Recomputing the groups a change touches reads every input row of those
+groups, twice (at the new and at the old version), for every refresh, wherever they lie: for
+Q20 that is lineitem scanned at three levels and two versions. Snowflake's advice is to split
+such a query into two dynamic tables by hand; dt does it for the user:
+
+* every derived table (a FROM item) that is an aggregate of COUNT / SUM / AVG over inputs,
+  with no query nested in it, is kept as an internal table of running totals
+  (sql/rules/aggregate_totals.py's `totals`: per group its keys, COUNT(*), and the COUNT and
+  SUM of each argument), which a change adjusts by its own rows;
+* the DT's query reads it as an input of its own (`__dt_kept<n>`, named like the derived
+  table's outputs: the engine binds it to the aggregate's values over the totals, the rule's
+  `over`, and its change to those values over the totals' change), so the derived table's
+  change costs the change, its old rows are read, not recomputed.
+
+Equal derived tables (a CTE read twice, as Q15's) share one internal table. The FULL refresh
+runs the query as written; the totals are rebuilt with it.
+
+>>> import sqlglot
+>>> q = sqlglot.parse_one(
+...     "SELECT SUM(l.p) / 7.0 AS y FROM l AS l JOIN (SELECT l.k AS k, 0.2 * AVG(l.q) AS v "
+...     "FROM l AS l GROUP BY l.k) AS sq ON sq.k = l.k WHERE l.q < sq.v", read="spark")
+>>> [k.block.sql(dialect="spark") for k in find(q)]
+['SELECT l.k AS k, 0.2 * AVG(l.q) AS v FROM l AS l GROUP BY l.k']
+>>> print(substitute(q, find(q)).sql(dialect="spark"))
+SELECT SUM(l.p) / 7.0 AS y FROM l AS l JOIN __dt_kept1 AS sq ON sq.k = l.k WHERE l.q < sq.v
+>>> find(q)[0].totals.sql(dialect="spark")
+'SELECT l.k AS __dt_k0, COUNT(*) AS __dt_n, COUNT(l.q) AS __dt_c0, SUM(l.q) AS __dt_s0 FROM l AS l GROUP BY l.k'
+
+What is not kept: an aggregate of MIN / MAX (no running total), one over a query of its own
+(kept only innermost), and the outermost block (the DT's own rows, or aggregate_totals):
+
+>>> find(sqlglot.parse_one("SELECT t.a FROM t AS t JOIN (SELECT u.k AS k, MIN(u.v) AS m FROM u AS u "
+...                        "GROUP BY u.k) AS x ON x.k = t.k", read="spark"))
+[]
+>>> find(sqlglot.parse_one("SELECT u.k AS k, SUM(u.v) AS s FROM u AS u GROUP BY u.k", read="spark"))
+[]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from sqlglot import exp
+
+from dtcli.sql.rules import aggregate_totals
+
+PREFIX = "__dt_kept"        # the input name the DT's query reads a kept aggregate by
+ROLE = "kept_aggregate_"    # its internal table's role: kept_aggregate_<n>
+
+
+@dataclass(frozen=True)
+class Kept:
+    name: str                  # the input the substituted query reads: __dt_kept<n>
+    role: str                  # the internal table's role
+    block: exp.Select          # the derived table's query, as the DT's query has it
+    split: aggregate_totals.Totals
+
+    @property
+    def totals(self) -> exp.Select:
+        return self.split.totals
+
+
+def find(query: exp.Expression) -> list[Kept]:
+    """The derived tables of `query` (CTEs inlined) kept as running totals, one per distinct
+    block, in the order they are first met."""
+    found: list[Kept] = []
+    for node in _inlined(query).find_all(exp.Subquery):
+        body = node.this
+        if not _keepable(node) or any(k.block == body for k in found):
+            continue
+        split = aggregate_totals.split(body, own_rows=True)
+        if split is None:
+            continue
+        n = len(found) + 1
+        found.append(Kept(f"{PREFIX}{n}", f"{ROLE}{n}", body.copy(), split))
+    return found
+
+
+def substitute(query: exp.Expression, kept: list[Kept]) -> exp.Expression:
+    """`query` (CTEs inlined) with each kept derived table read from its input instead."""
+    if not kept:
+        return query
+
+    def swap(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Subquery) and _keepable(node):
+            for k in kept:
+                if node.this == k.block:
+                    alias = node.args.get("alias")
+                    return exp.Table(this=exp.to_identifier(k.name),
+                                     alias=alias.copy() if alias is not None else None)
+        return node
+    return _inlined(query).transform(swap, copy=False)
+
+
+def _inlined(query: exp.Expression) -> exp.Expression:
+    from dtcli.sql.incremental_rewrite.ctes import inline_ctes
+
+    return inline_ctes(query)
+
+
+def _keepable(node: exp.Subquery) -> bool:
+    """A FROM item that is one SELECT with a name, no query nested in it and no row limit."""
+    body = node.this
+    return (isinstance(node.parent, (exp.From, exp.Join)) and isinstance(body, exp.Select)
+            and bool(node.alias) and not body.args.get("limit") and not body.args.get("offset")
+            and not body.args.get("laterals")
+            and not any(isinstance(n, (exp.Subquery, exp.Query)) for n in body.walk() if n is not body)
+            and any(isinstance(t, exp.Table) for t in body.find_all(exp.Table)))
