@@ -114,3 +114,36 @@ def test_a_float_aggregate_is_read_as_written(spark, tmp_path, kept_inputs):
     env.run_batches([["INSERT INTO {x} VALUES (1, 1e300), (2, 3.5)", "INSERT INTO {s} VALUES (2, 'z', 50)"],
                      ["DELETE FROM {x} WHERE f > 1e10"]])
     assert "fl" not in kept_inputs
+
+
+def test_kept_totals_ahead_of_their_dt_are_read_from_the_version_the_dt_recorded(spark, tmp_path, kept_inputs):
+    """A refresh stopped between a kept aggregate's commit and the DT's: the next refresh reads
+    the totals' change from the version the DT recorded, losing and doubling nothing."""
+    from dtcli import api
+    from dtcli.engine.runtime import internal_state
+    from dtcli.engine.runtime.context import RefreshContext
+    from dtcli.engine.runtime.executor import bind_inputs, unbind_inputs
+    from dtcli.model import INCREMENTAL, Frontier
+    from dtcli.state import internal
+
+    env = _env(spark, tmp_path)
+    env.write({"q17": TABLES["q17"]})
+    env.refresh()
+    project = env.project()
+    role = "kept_aggregate_1"
+    recorded = table_info(project.table_path("q17"), with_stats=False).frontier.state_versions[role]
+    # lines that move part 1's average below a line of it, and a new part
+    env.sql("INSERT INTO {l} VALUES (1, 1, 0.10, 100.00), (1, 7, 0.10, 100.00), (9, 9, 50.00, 1.00)")
+    plan = api.plan_run(api.check(env.root / "proj", with_stats=True), None)
+    step = next(s for s in plan.steps if s.name == "q17")
+    versions = bind_inputs(spark, step, {})
+    try:
+        ctx = RefreshContext(spark, plan, step, versions, Frontier(versions, step.definition_hash))
+        internal_state.bring_up(ctx, step.options.kept[0].state, recorded)
+    finally:
+        unbind_inputs(spark, step)
+    assert table_info(internal.path(project.warehouse, "q17", role), with_stats=False).version > recorded
+    record = env.refresh()["q17"]
+    assert record.refresh_action == INCREMENTAL, record
+    assert kept_inputs["q17"] == [1, 1], kept_inputs     # the creation, then this refresh
+    env.check("q17")
