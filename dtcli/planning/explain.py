@@ -74,7 +74,8 @@ def explain(checked: Checked, name: str, history: list[RefreshRecord] = ()) -> E
         refresh_mode=mode.mode, refresh_mode_reason=mode.reason, configured_refresh_mode=table.refresh_mode,
         columns=_columns(checked.schemas.get(key, ())),
         operators=[Operator(o.operator, o.strategy, list(o.considerations), o.line, o.incremental)
-                   for o in analysis.operators] + _shape_row(mode) + _totals_row(checked, key),
+                   for o in analysis.operators] + _shape_row(mode) + _totals_row(checked, key)
+                   + _kept_rows(checked, key),
         rewritten_sql=rewritten_sql, rewrites=rewrites,
         inputs=inputs,
         column_lineage=_column_lineage(checked, key),
@@ -186,6 +187,23 @@ def _totals_row(checked: Checked, name: str) -> list[Operator]:
                                      "the totals are a second copy of the groups (one more commit per "
                                      "refresh); `aggregate_totals: false` keeps none"],
                      line=None, incremental=True)]
+
+
+def _kept_rows(checked: Checked, name: str) -> list[Operator]:
+    """Each aggregate inside the query kept as running totals (sql/rules/kept_aggregates.py): how
+    the query reads it, as a row of its own."""
+    from dtcli.sql.rules.kept_aggregates import label
+
+    return [Operator(operator=f"aggregate kept as {k.state.role}: {label(k.block_sql)}",
+                     strategy=f"instead of recomputing its groups at both versions: running totals per group "
+                              f"(internal table {k.state.role}) adjusted by the change's own rows; the query reads "
+                              f"it as an input ({k.name}), whose change is the groups that moved",
+                     considerations=["exact for integer and decimal arguments: with a FLOAT or DOUBLE "
+                                     "argument the refresh recomputes the groups a change touches instead",
+                                     "the totals are a copy of the aggregate's groups (one more commit per "
+                                     "refresh); `aggregate_totals: false` keeps none"],
+                     line=None, incremental=True)
+            for k in internal.kept_specs(checked, name)]
 
 
 def _frozen(checked: Checked, name: str) -> Frozen | None:

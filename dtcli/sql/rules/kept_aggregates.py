@@ -96,6 +96,15 @@ def substitute(query: exp.Expression, kept: list[Kept]) -> exp.Expression:
     return _inlined(query).transform(swap, copy=False)
 
 
+def label(block_sql: str) -> str:
+    """A kept derived table's query in one short line, for explain's operator rows."""
+    import sqlglot
+
+    from dtcli.sql.rules._blocks import short
+
+    return short(sqlglot.parse_one(block_sql, read="spark"), 80)
+
+
 def _inlined(query: exp.Expression) -> exp.Expression:
     from dtcli.sql.incremental_rewrite.ctes import inline_ctes
 
