@@ -13,50 +13,25 @@ same refresh, with the reason recorded: a change is never dropped silently. A DT
 
 from __future__ import annotations
 
-import itertools
-import re
-from functools import partial
-
-from sqlglot import exp
-
 from dtcli.engine.runtime import apply as applier
 from dtcli.engine.runtime import commit, key_predicates, listed, own_rows, rewrite
 from dtcli.engine.runtime.audit import has_drops
-from dtcli.engine.runtime.changes import WEIGHT, ChangeSet, ChangesUnavailable, quote, read_changes
-from dtcli.engine.runtime.checkpoints import release
+from dtcli.engine.runtime.changes import WEIGHT, ChangesUnavailable, quote
 from dtcli.engine.runtime.context import RefreshContext, RefreshResult
 from dtcli.engine.runtime.fallback import guarded
-from dtcli.engine.runtime.key_sets import key_set
 from dtcli.engine.runtime.materialize import LOCAL_ROWS, kept
-from dtcli.engine.runtime.narrowing import KeptRows, Narrowing
-from dtcli.engine.runtime.pinned import read_at
 from dtcli.engine.runtime.query_shape import SINGLE_ROW_RECOMPUTED, holds_one_row
-from dtcli.engine.runtime.spark_errors import SPARK_ERRORS
+from dtcli.engine.runtime.strategies.refresh_views import RefreshViews
 from dtcli.engine.runtime.table_state import Prefetch
 from dtcli.model import INCREMENTAL
-from dtcli.sql.incremental_rewrite import (
-    BOTH,
-    MINUS,
-    NEW,
-    OLD,
-    PLUS,
-    PRIOR,
-    WEIGHTED,
-    Bindings,
-    DeltaCompiler,
-    KeySet,
-    Unsupported,
-)
-from dtcli.sql.incremental_rewrite.change_filters import change_filters
+from dtcli.sql.incremental_rewrite import DeltaCompiler, Unsupported
 from dtcli.sql.incremental_rewrite.own_rows import AggregateUpkeep
 from dtcli.sql.types import map_reason
 
-_views = itertools.count()
 # How the change was applied, as the history's `refresh_strategy` records it (with
 # apply.APPENDED, SLICE_REPLACED, MERGED for the general case).
 OWN_ROWS_AGGREGATE, OWN_ROWS_WINDOW = "own_rows_aggregate", "own_rows_window"
 KEYS_RECOMPUTED, NO_ROW_CHANGED = "keys_recomputed", "no_row_changed"
-_VIEW_NAME = re.compile(r"__dt_i\d+_(?:new|old|plus|minus|both|weighted|prior)\b")
 
 
 def incremental_refresh(ctx: RefreshContext) -> RefreshResult:
@@ -65,24 +40,16 @@ def incremental_refresh(ctx: RefreshContext) -> RefreshResult:
     return guarded(ctx, ChangeRefresh(ctx).run, full_refresh)
 
 
-class ChangeRefresh:
-    """One incremental refresh: the inputs' changes bound as views, the change compiled and
-    applied (`_run`; strategies over the change of a query under the DT's, as top_n.py's,
-    override it)."""
+class ChangeRefresh(RefreshViews):
+    """One incremental refresh: the inputs' changes bound as views (refresh_views.py), the change
+    compiled and applied (`_run`; strategies over the change of a query under the DT's, as
+    top_n.py's, override it)."""
 
     def __init__(self, ctx: RefreshContext):
-        self.ctx, self.spark, self.step = ctx, ctx.spark, ctx.step
+        super().__init__(ctx)
         # with frozen_where: the active region at this refresh's data timestamp (Spark SQL)
         self.active: str | None = ctx.step.options.regions.active
         self.whole = rewrite.applies(ctx.step.options)     # a small DT is written whole
-        self.views: list[str] = []
-        self.cached: list = []
-        self.changes: dict[str, ChangeSet] = {}
-        self.lazy: dict[str, object] = {}        # view name -> function making its DataFrame
-        self._bindings: Bindings | None = None
-        # which scans the change's join values are pushed into (narrowing.py)
-        self._narrow = Narrowing(self.changes, {i.name: (i.path, ctx.input_versions.get(i.name))
-                                                for i in ctx.step.inputs})
 
     def run(self) -> RefreshResult:
         prefetch = Prefetch(self.spark, self._scanned_later(), self.ctx.pinned)
@@ -90,12 +57,7 @@ class ChangeRefresh:
             return self._run()
         finally:
             prefetch.join()
-            for view in self.views:
-                self.spark.catalog.dropTempView(view)
-            for df in self.cached:
-                release(df)
-            for cs in self.changes.values():
-                cs.release()
+            self.release()
 
     def _run(self) -> RefreshResult:
         step, spark = self.step, self.spark
@@ -133,11 +95,6 @@ class ChangeRefresh:
                 return self._replace(keyed, predicate, columns)
         return self._rows_changed(compiler, query, columns)
 
-    def _small(self) -> bool:
-        """Whether the planner expects this refresh's change to be small (unknown: yes)."""
-        expected = self.step.options.estimate.change_rows
-        return expected is None or expected <= LOCAL_ROWS
-
     def _scanned_later(self) -> list:
         """The tables whose state a refresh of a join needs after reading its changes: the
         inputs at their current versions (each change is joined with the others' rows), then
@@ -148,14 +105,6 @@ class ChangeRefresh:
         if len(step.inputs) < 2:
             return []
         return [*((i.path, self.ctx.input_versions[i.name]) for i in step.inputs), (step.path, None)]
-
-    def _bind(self) -> Bindings:
-        """Read each changed input's change; every version and change of every input becomes
-        a view, created when a query first reads it (an old version costs Delta a rebuild of
-        the table's state from its log: most refreshes never read one). Once per refresh."""
-        if self._bindings is None:
-            self._bindings = self._read_bindings()
-        return self._bindings
 
     def _inputs_unmoved(self) -> bool:
         """For a DT whose one row is recomputed: whether no input's change has a row the
@@ -177,68 +126,6 @@ class ChangeRefresh:
             return False
         self.ctx.frontier.record_state(role, recorded)
         return True
-
-    def _read_bindings(self) -> Bindings:
-        step, spark = self.step, self.spark
-        previous = step.previous.source_versions if step.previous else {}
-        read_columns = step.options.read_columns or {}
-        changed: set[str] = set()
-        versions: dict[str, tuple[int, int]] = {}
-        # the rows of a change that can move the result at all (change_filters.py): an input
-        # whose change has none is unchanged for this DT
-        filters = change_filters(step.options.delta_sql or step.sql)
-        for inp in step.inputs:
-            now = self.ctx.input_versions[inp.name]
-            before = previous.get(inp.name)
-            if before is None:
-                raise ChangesUnavailable(f"the frontier records no version of input {inp.name}")
-            if before > now:
-                raise ChangesUnavailable(f"input {inp.name} is at version {now}, older than the "
-                                         f"version {before} the table reflects (recreated?)")
-            versions[inp.name] = (int(before), int(now))
-            if before < now:
-                cs = read_changes(spark, inp.name, inp.path, int(before), int(now),
-                                  read_columns.get(inp.name), small=self._small(),
-                                  cache=self.ctx.changes)
-                if inp.name in self.ctx.derived:
-                    cs = cs.mapped(partial(self.ctx.derived[inp.name], carry=(WEIGHT,)))
-                if cs.rows and inp.name.lower() in filters:
-                    cs = cs.where(filters[inp.name.lower()])
-                self.changes[inp.name] = cs
-                if cs.rows:
-                    changed.add(inp.name)
-        bindings = Bindings.for_inputs([i.name for i in step.inputs], changed)
-        for inp in step.inputs:
-            views = bindings.views[inp.name]
-            before, _ = versions[inp.name]
-            new = partial(spark.table, quote(inp.name))     # bound by the executor
-            self.lazy[views[NEW]] = new
-            if inp.name not in changed:
-                self.lazy[views[OLD]] = new
-                continue
-            cs = self.changes[inp.name]
-            self.lazy[views[OLD]] = (lambda inp=inp, before=before: self._read_old(inp, before))
-            self.lazy[views[PLUS]] = cs.plus
-            self.lazy[views[MINUS]] = cs.minus
-            self.lazy[views[BOTH]] = cs.both
-            self.lazy[views[WEIGHTED]] = (lambda cs=cs: cs.weighted)
-            self.lazy[views[PRIOR]] = (lambda cs=cs, new=new: cs.prior(new()))
-        return bindings
-
-    def _read_old(self, inp, version: int):
-        try:
-            rows = self._read(inp.path, version)
-            return self.ctx.derived[inp.name](rows) if inp.name in self.ctx.derived else rows
-        except SPARK_ERRORS as exc:
-            raise ChangesUnavailable(f"input {inp.name} cannot be read at version "
-                                     f"{version}: {str(exc).splitlines()[0][:300]}") from exc
-
-    def _sql(self, text: str):
-        """spark.sql over the refresh's views, creating those the text reads first."""
-        for name in dict.fromkeys(_VIEW_NAME.findall(text)):
-            if name in self.lazy and name not in self.views:
-                self._view(name, self.lazy[name]())
-        return self.spark.sql(text)
 
     def _nothing(self) -> RefreshResult:
         version = applier.commit_nothing(self.spark, self.step.path, self.ctx.frontier)
@@ -380,35 +267,6 @@ class ChangeRefresh:
 
         return shaped(df, self.step.options.columns) if self.step.options.columns \
             else df.toDF(*columns)
-
-    def _read(self, path: str, version: int):
-        return read_at(self.ctx.pinned, self.spark, path, version)
-
-    def _view(self, name: str, df) -> None:
-        df.createOrReplaceTempView(name)
-        self.views.append(name)
-
-    def _materialize(self, query: exp.Query) -> KeySet:
-        name = f"__dt_k{next(_views)}"
-        df = self._sql(f"SELECT DISTINCT * FROM ({query.sql(dialect='spark')}) AS __dt_keys")
-        # kept (collected or checkpointed): later queries do not re-analyse the time travel
-        df, rows = kept(df, LOCAL_ROWS, self._small())
-        self.cached.append(df)
-        self._view(name, df)
-        return key_set(name, rows, [field.dataType for field in df.schema.fields])
-
-    def _keep(self, query: exp.Query) -> str:
-        """A join hub's rows that the change reaches (sql/incremental_rewrite/hub.py), computed
-        once for every term that reads them: collected when few (a local relation, whose size
-        Spark knows, and whose join values narrow the scans joined to it), else checkpointed."""
-        name = f"__dt_k{next(_views)}"
-        df, rows = kept(self._sql(query.sql(dialect="spark")), LOCAL_ROWS, self._small())
-        self.cached.append(df)
-        self._view(name, df)
-        if rows is not None:      # their join values narrow the scans joined to them
-            self._narrow.kept[name] = KeptRows(rows, df.schema)
-        return name
-
 
 def check_types(schema) -> None:
     """The planner's verdict on a MAP column (planning/query_mode.py), for a DT whose output
