@@ -2,8 +2,9 @@
 to the run's versions before the DT's refresh, then read by it as inputs of their own.
 
 Each kept aggregate is an internal table of totals (engine/runtime/internal_state.py): rebuilt
-with every recompute of the DT (creation, FULL, REINITIALIZE), brought up from its own rows
-before an incremental one, at the cost of the change. The DT's refresh then runs its strategy as
+with every recompute of the DT (creation, FULL, REINITIALIZE), whose rows are then computed from
+the totals (the aggregate computed once), brought up from its own rows before an incremental
+refresh, at the cost of the change. The DT's refresh then runs its strategy as
 it would (incremental, top-N, totals) on its query with each kept derived table replaced by an
 input `__dt_kept<n>`, bound to the aggregate's values over the totals at the new version (the
 rule's `over`); its old version is the same over the totals at the version the DT recorded, and
@@ -35,6 +36,7 @@ from dtcli.sql.rules import kept_aggregates as rule
 def refresh(ctx: RefreshContext, strategy: Strategy) -> RefreshResult:
     """Run `strategy` for the DT, over its kept aggregates when it keeps any."""
     from dtcli.engine.runtime.strategies.aggregate_totals import over_rows
+    from dtcli.engine.runtime.strategies.full import full_refresh
 
     usable = _usable(ctx)
     if not usable:
@@ -54,10 +56,29 @@ def refresh(ctx: RefreshContext, strategy: Strategy) -> RefreshResult:
     for inp in inputs:
         derived[inp.name](listed.read(ctx.spark, inp.path, inp.version)).createOrReplaceTempView(inp.name)
     try:
-        return strategy(_over_kept(ctx, [k for _, k, _ in usable], inputs, versions, old, derived))
+        over = _over_kept(ctx, [k for _, k, _ in usable], inputs, versions, old, derived)
+        if strategy is full_refresh:
+            # a recompute reads the totals it just built rather than aggregating the inputs again
+            return full_refresh(over, rows=_from_totals(over, ctx.step.sql))
+        return strategy(over)
     finally:
         for inp in inputs:
             ctx.spark.catalog.dropTempView(inp.name)
+
+
+def _from_totals(ctx: RefreshContext, written: str):
+    """The DT's rows from its query reading the kept aggregates, named and typed by position as
+    the query as written names and types them (`written` analysed, not run): the table a
+    recompute creates is the one the query as written would."""
+    from pyspark.sql import functions as F
+
+    from dtcli.engine.runtime.changes import quote
+    from dtcli.engine.runtime.strategies.full import shaped
+
+    columns = ctx.step.options.columns
+    schema = shaped(ctx.spark.sql(written), columns).schema
+    rows = shaped(ctx.spark.sql(ctx.step.options.delta_sql), columns)
+    return rows.select(*[F.col(quote(c)).cast(f.dataType).alias(f.name) for c, f in zip(rows.columns, schema.fields)])
 
 
 def _usable(ctx: RefreshContext) -> list[tuple[KeptAggregate, rule.Kept, dict]]:

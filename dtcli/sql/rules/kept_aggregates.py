@@ -16,8 +16,8 @@ such a query into two dynamic tables by hand; dt does it for the user:
   `over`, and its change to those values over the totals' change), so the derived table's
   change costs the change, its old rows are read, not recomputed.
 
-Equal derived tables (a CTE read twice, as Q15's) share one internal table. The FULL refresh
-runs the query as written; the totals are rebuilt with it.
+Equal derived tables (a CTE read twice, as Q15's) share one internal table. A recompute of the
+DT rebuilds the totals, then reads them as the incremental refresh does.
 
 >>> import sqlglot
 >>> q = sqlglot.parse_one(
