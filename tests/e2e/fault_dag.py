@@ -1,6 +1,6 @@
-"""The fault test's project: eleven DTs over three seeded sources (joins, outer join, aggregates
+"""The fault test's project: twelve DTs over three seeded sources (joins, outer join, aggregates
 with MIN/MAX and COUNT DISTINCT, windows, a scalar aggregate, a chain four deep, a top-N that
-keeps an internal table), and random
+keeps an internal table, a correlated subquery whose aggregate is kept as one), and random
 change batches committed to the sources with deltalake (no JVM: the kills are what is tested).
 The top-N's singular test sleeps while its rows hold the sku `nap` (`Changes.nap_lines` adds
 it): a kill can then be aimed between its internal table's commit and its own."""
@@ -34,6 +34,9 @@ TABLES = {
     "totals": "SELECT COUNT(*) AS n, SUM(qty) AS q FROM {{ ref('sku_qty') }}",
     # a top-N over an aggregate: its refreshes commit an internal table, then the DT
     "top_skus": "SELECT sku, SUM(qty) AS qty FROM lines GROUP BY sku ORDER BY qty DESC, sku LIMIT 2",
+    # a correlated AVG kept as running totals (kept_aggregate_1): committed before the DT too
+    "above_average": "SELECT o.order_id, o.amount FROM orders AS o WHERE o.amount > "
+                     "(SELECT AVG(o2.amount) FROM orders AS o2 WHERE o2.customer_id = o.customer_id)",
 }
 # data tests the changes never break: a kill may land while a refresh checks what it is about to
 # commit, and must leave the DT as a kill anywhere else does

@@ -6,7 +6,7 @@ a run started at once names that application (or, with --wait, waits for it). Th
 of every DT shows the two runs never wrote at the same time, and the history has exactly one
 row per committed refresh.
 
-The random-moments fault test kills runs of an eleven-DT DAG (tests/e2e/fault_dag.py; one keeps
+The random-moments fault test kills runs of a twelve-DT DAG (tests/e2e/fault_dag.py; two keep
 an internal table, which commits before its DT in each refresh) at random
 moments — dt alone, its process group, its spark-submit JVM, or everything it started — between
 random change batches, runs again with --wait, and checks every DT against its recompute, the
@@ -252,7 +252,7 @@ def check_internal_tables(project, names) -> None:
         for role in internal.existing(project.warehouse, name):
             dt_info = table_info(project.table_path(name), with_stats=False)
             state = table_info(internal.path(project.warehouse, name, role), with_stats=False)
-            assert dt_info.frontier.state_versions == {role: state.version}, (name, dt_info.frontier, state.version)
+            assert dt_info.frontier.state_versions[role] == state.version, (name, dt_info.frontier, state.version)
             assert state.frontier.source_versions == dt_info.frontier.source_versions, (name, state.frontier)
 
 
