@@ -29,7 +29,7 @@ from dtcli.plan_parts import (
 @dataclass
 class StepInput:
     name: str
-    kind: str                     # source | dynamic_table
+    kind: str                     # source | dynamic_table | internal (a DT's kept aggregate)
     path: str
     version: int | None           # pinned version; None for a DT refreshed earlier in the same run
     table_id: str | None = None   # its Delta table id at that version (None: not known yet)

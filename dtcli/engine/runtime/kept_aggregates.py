@@ -36,7 +36,7 @@ from dtcli.sql.rules import kept_aggregates as rule
 def refresh(ctx: RefreshContext, strategy: Strategy) -> RefreshResult:
     """Run `strategy` for the DT, over its kept aggregates when it keeps any."""
     from dtcli.engine.runtime.strategies.aggregate_totals import over_rows
-    from dtcli.engine.runtime.strategies.full import full_refresh
+    from dtcli.engine.runtime.strategies.full import as_written, full_refresh, typed
 
     usable = _usable(ctx)
     if not usable:
@@ -59,26 +59,11 @@ def refresh(ctx: RefreshContext, strategy: Strategy) -> RefreshResult:
         over = _over_kept(ctx, [k for _, k, _ in usable], inputs, versions, old, derived)
         if strategy is full_refresh:
             # a recompute reads the totals it just built rather than aggregating the inputs again
-            return full_refresh(over, rows=_from_totals(over, ctx.step.sql))
+            return full_refresh(over, rows=typed(over.spark.sql(over.step.options.delta_sql), as_written(over)))
         return strategy(over)
     finally:
         for inp in inputs:
             ctx.spark.catalog.dropTempView(inp.name)
-
-
-def _from_totals(ctx: RefreshContext, written: str):
-    """The DT's rows from its query reading the kept aggregates, named and typed by position as
-    the query as written names and types them (`written` analysed, not run): the table a
-    recompute creates is the one the query as written would."""
-    from pyspark.sql import functions as F
-
-    from dtcli.engine.runtime.changes import quote
-    from dtcli.engine.runtime.strategies.full import shaped
-
-    columns = ctx.step.options.columns
-    schema = shaped(ctx.spark.sql(written), columns).schema
-    rows = shaped(ctx.spark.sql(ctx.step.options.delta_sql), columns)
-    return rows.select(*[F.col(quote(c)).cast(f.dataType).alias(f.name) for c, f in zip(rows.columns, schema.fields)])
 
 
 def _usable(ctx: RefreshContext) -> list[tuple[KeptAggregate, rule.Kept, dict]]:

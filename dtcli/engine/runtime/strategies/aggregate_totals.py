@@ -33,7 +33,7 @@ from dtcli.engine.runtime.changes import WEIGHT, ChangesUnavailable, quote, read
 from dtcli.engine.runtime.context import RefreshContext, RefreshResult
 from dtcli.engine.runtime.fallback import guarded
 from dtcli.engine.runtime.materialize import LOCAL_ROWS, kept
-from dtcli.engine.runtime.strategies.full import full_refresh, shaped
+from dtcli.engine.runtime.strategies.full import as_written, full_refresh, typed
 from dtcli.engine.runtime.strategies.incremental import ChangeRefresh, check_types
 from dtcli.model import INCREMENTAL, TotalsSpec
 from dtcli.model.refresh_terms import AGGREGATE_TOTALS
@@ -87,8 +87,7 @@ def _recompute(ctx: RefreshContext) -> RefreshResult:
     state = ctx.step.options.totals.state
     done = internal_state.recompute(ctx, state)
     ctx.frontier.record_state(state.role, done.version)
-    schema = shaped(ctx.spark.sql(ctx.step.sql), ctx.step.options.columns).schema
-    return full_refresh(ctx, rows=_typed(over_rows(_totals_at(ctx, done.version), split, types), schema))
+    return full_refresh(ctx, rows=typed(over_rows(_totals_at(ctx, done.version), split, types), as_written(ctx)))
 
 
 def _totals_at(ctx: RefreshContext, version: int):
@@ -101,14 +100,6 @@ def over_rows(totals, split: rule.Totals, types: dict[int, object], carry: tuple
     where = over.args.get("where")
     rows = totals.filter(where.this.sql(dialect="spark")) if where is not None else totals
     return rows.selectExpr(*[e.sql(dialect="spark") for e in over.expressions])
-
-
-def _typed(df, schema, carry: tuple[str, ...] = ()):
-    """`df`'s columns, by position, named and typed as `schema`'s (then `carry` as they are)."""
-    from pyspark.sql import functions as F
-
-    named = [F.col(quote(c)).cast(f.dataType).alias(f.name) for c, f in zip(df.columns, schema.fields)]
-    return df.select(*named, *[F.col(quote(c)) for c in carry])
 
 
 class _Totals(ChangeRefresh):
@@ -128,7 +119,7 @@ class _Totals(ChangeRefresh):
         self.ctx.frontier.record_state(role, done.version)
 
         def whole() -> RefreshResult:
-            rows = _typed(over_rows(_totals_at(self.ctx, done.version), split, types), target.schema)
+            rows = typed(over_rows(_totals_at(self.ctx, done.version), split, types), target.schema)
             return self._write_difference(rows, target, FROM_TOTALS)
         if done.version == recorded and not done.replaced:
             return self._nothing()
@@ -136,7 +127,7 @@ class _Totals(ChangeRefresh):
             handed = self.ctx.changes.seeded(spec.state.path, recorded, done.version) if self.ctx.changes else None
             if handed is not None and not handed.rows:      # the totals did not move: nor does the row
                 return self._nothing()
-            return self._one_row_from(_typed(over_rows(self._one_total(handed, done.version), split, types),
+            return self._one_row_from(typed(over_rows(self._one_total(handed, done.version), split, types),
                                              target.schema))
         if done.replaced or has_drops():
             return whole()
@@ -148,7 +139,7 @@ class _Totals(ChangeRefresh):
         self.changes[role] = cs
         if cs.rows == 0:
             return self._nothing()
-        return self._apply(_typed(over_rows(cs.weighted, split, types, carry=(WEIGHT,)), target.schema, (WEIGHT,)),
+        return self._apply(typed(over_rows(cs.weighted, split, types, carry=(WEIGHT,)), target.schema, (WEIGHT,)),
                            target.columns)
 
     def _one_total(self, handed, version: int):

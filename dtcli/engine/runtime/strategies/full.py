@@ -111,3 +111,19 @@ def shaped(df, columns: list[dict] | None):
 
 
 STRATEGIES = {FULL: full_refresh, REINITIALIZE: full_refresh}   # refresh kinds this module does
+
+
+def as_written(ctx: RefreshContext):
+    """The DT's columns as the query as written names and types them (analysed, not run)."""
+    return shaped(ctx.spark.sql(ctx.step.sql), ctx.step.options.columns).schema
+
+
+def typed(df, schema, carry: tuple[str, ...] = ()):
+    """`df`'s columns, by position, named and typed as `schema`'s (then `carry` as they are):
+    rows computed another way than the query as written (from internal state), shaped as its."""
+    from pyspark.sql import functions as F
+
+    from dtcli.engine.runtime.changes import quote
+
+    named = [F.col(quote(c)).cast(f.dataType).alias(f.name) for c, f in zip(df.columns, schema.fields)]
+    return df.select(*named, *[F.col(quote(c)) for c in carry])

@@ -28,7 +28,7 @@ from dtcli.engine.runtime.changes import WEIGHT, ChangesUnavailable, quote, read
 from dtcli.engine.runtime.context import RefreshContext, RefreshResult
 from dtcli.engine.runtime.fallback import guarded
 from dtcli.engine.runtime.materialize import LOCAL_ROWS, kept
-from dtcli.engine.runtime.strategies.full import full_refresh, shaped
+from dtcli.engine.runtime.strategies.full import as_written, full_refresh, typed
 from dtcli.engine.runtime.strategies.incremental import ChangeRefresh, check_types
 from dtcli.model import INCREMENTAL, TopNSpec
 from dtcli.model.refresh_terms import TOP_N
@@ -53,18 +53,13 @@ def _recompute(ctx: RefreshContext) -> RefreshResult:
         return full_refresh(ctx)
     done = internal_state.recompute(ctx, spec.state)
     ctx.frontier.record_state(spec.state.role, done.version)
-    return full_refresh(ctx, rows=_from_state(ctx, spec, done.version, _as_written(ctx)))
-
-
-def _as_written(ctx: RefreshContext):
-    """The DT's columns as the query as written names and types them (analysed, not run)."""
-    return shaped(ctx.spark.sql(ctx.step.sql), ctx.step.options.columns).schema
+    return full_refresh(ctx, rows=_from_state(ctx, spec, done.version, as_written(ctx)))
 
 
 def _from_state(ctx: RefreshContext, spec: TopNSpec, version: int, schema):
     """The top-N of the internal table at `version`, as the DT's columns."""
     rows = listed.read(ctx.spark, spec.state.path, version)
-    return _typed(window(rows, spec), schema)
+    return typed(window(rows, spec), schema)
 
 
 def window(rows, spec: TopNSpec, tiebreak: str | None = None):
@@ -87,14 +82,6 @@ def window(rows, spec: TopNSpec, tiebreak: str | None = None):
     if spec.limit is not None:
         out = out.limit(spec.limit)
     return out.select(*[F.col(quote(c)) for c in names[:spec.outputs]])
-
-
-def _typed(df, schema):
-    """`df`'s columns, by position, named and typed as `schema`'s."""
-    from pyspark.sql import functions as F
-
-    return df.select(*[F.col(quote(c)).cast(f.dataType).alias(f.name)
-                       for c, f in zip(df.columns, schema.fields)])
 
 
 class _TopN(ChangeRefresh):
@@ -151,7 +138,7 @@ class _TopN(ChangeRefresh):
         self.cached.append(net)
 
         def recompute():
-            return _typed(self.spark.sql(self.step.sql), self.target.schema)
+            return typed(self.spark.sql(self.step.sql), self.target.schema)
         return self._apply(net, local, recompute, TOP_N_RECOMPUTED)
 
     def _apply(self, net, local: list | None, recompute, how: str) -> RefreshResult:
@@ -180,7 +167,7 @@ class _TopN(ChangeRefresh):
                   .select(*[F.col(quote(c)) for c in outputs]))
         schema = self.target.schema
         candidates = (self.target.withColumn(_HELD, F.lit(0))
-                      .unionByName(_typed(gained, schema).withColumn(_HELD, F.lit(1))))
+                      .unionByName(typed(gained, schema).withColumn(_HELD, F.lit(1))))
         return self._write(window(candidates, spec, tiebreak=_HELD), TOP_N_MERGED)
 
     def _holds_lost(self, lost, local: list | None, outputs: list[str]) -> bool:
