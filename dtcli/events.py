@@ -23,8 +23,11 @@ class RunEvent:
 
 @dataclass(frozen=True)
 class Started(RunEvent):
-    """The Spark application is up (its session built)."""
+    """The Spark application is up (its session built). `driver`: the driver's Python process as
+    `PID:START` (state/owner.py): a driver whose JVM was killed may still be appending a
+    refresh's history row, and dt waits for it before recording what it did not hear about."""
     kind: ClassVar[str] = "started"
+    driver: str = ""
 
 
 @dataclass(frozen=True)

@@ -159,14 +159,20 @@ def execute(checked: Checked, plan: Plan, on_event: Events = lambda e: None,
         lost = []
     if lost:
         # The application died (killed, out of memory): those refreshes did not commit, unless
-        # it died between a commit and its history row.
+        # it died between a commit and its history row. Or after that row: the driver, its JVM
+        # killed, may have written it without dt hearing (the launcher waited for the driver to
+        # end), and such a refresh is announced from its row, not recorded a second time.
+        written = {r.name: r for r in history.recent(project.warehouse, run_ids=[plan.run_id])
+                   if r.run_id == plan.run_id}
+        unheard = [written[s.name] for s in lost if s.name in written]
+        lost = [s for s in lost if s.name not in written]
         why = (f"spark-submit exited with code {launched.returncode} before this refresh finished; "
                f"see {launched.log_path}")
         stamp = ledger.now()
         records = [reconcile.committed_in_run(s.name, s.path, plan.run_id, s.trigger)
                    or ledger.exited(s, plan.run_id, why, stamp) for s in lost]
         ledger.append(project.warehouse, records)
-        for record in records:
+        for record in unheard + records:
             _announce(record, result, on_event)
     reconcile.mark_recorded(project, plan.run_id)
     if result.failed:

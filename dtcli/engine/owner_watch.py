@@ -13,7 +13,9 @@ driver watches its owner itself, from a daemon thread:
 Once the owner is gone the refresh in flight commits or not (one atomic commit either way), no
 other refresh starts, and the rest of the plan is recorded FAILED with the reason. The parent
 JVM dying is different: nothing can commit any more, and the driver exits at once, writing
-nothing, because the lock the JVM held on the warehouse is no longer held.
+nothing, because the lock the JVM held on the warehouse is no longer held (a history row it was
+already appending still lands: dt waits for the driver to end before it records the refreshes
+it did not hear about, launcher.await_driver).
 """
 
 from __future__ import annotations

@@ -24,6 +24,7 @@ class LaunchResult:
     interrupted: bool = False     # the user stopped the run (Ctrl-C, SIGTERM): the rest was SKIPPED
     started: bool = False         # the driver's Python ran (spark-submit found Java, the jars)
     not_started: str | None = None    # why the driver could not start a Spark session
+    driver: str | None = None     # the driver's Python process (`PID:START`, its Started event)
 
 
 class Launcher(Protocol):

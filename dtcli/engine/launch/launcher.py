@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from contextlib import nullcontext
 from pathlib import Path
 
@@ -176,12 +177,30 @@ def launch(project: Project, plan: Plan, on_event: Events, lock: Held | None = N
                 (run_dir / STOP_FILE).write_text("stop requested\n")
                 on_event(Stopping())
         result.returncode = proc.wait()
+    if not result.done and not cluster_mode(project):     # (a cluster's driver is not ours to see)
+        await_driver(result.driver)
     if archive is not None:
         archive.settle(result.returncode)
     secret_conf.forget()
     scrub_file(log_path)     # Spark's stderr went straight to the file
     result.interrupted = interrupted    # reported by the caller, with what did and did not run
     return result
+
+
+# How long dt waits for the driver's Python process to end once its JVM has: the driver's watch
+# sees its parent gone within a poll (owner_watch.POLL_SECONDS) and exits.
+DRIVER_EXIT_WAIT = 30.0
+
+
+def await_driver(driver: str | None, timeout: float = DRIVER_EXIT_WAIT) -> None:
+    """After the application ended mid-plan: wait until its driver's Python process (`PID:START`,
+    from its Started event) has ended too. Its JVM killed, the driver can still be appending a
+    refresh's history row whose event never reached dt; api.execute reads the history for the
+    steps it did not hear about, and must read it once nothing else writes there."""
+    who = owner.parse(driver)
+    deadline = time.monotonic() + timeout
+    while who is not None and owner.alive(*who) and time.monotonic() < deadline:
+        time.sleep(0.05)
 
 
 def handle(line: str, result: LaunchResult, log, on_event: Events) -> None:
@@ -197,6 +216,7 @@ def handle(line: str, result: LaunchResult, log, on_event: Events) -> None:
         result.done = True
     elif isinstance(event, Started):
         result.started = True
+        result.driver = event.driver or None
     elif isinstance(event, NotStarted):
         result.not_started = event.message
     on_event(event)

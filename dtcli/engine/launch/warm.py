@@ -33,6 +33,7 @@ from pathlib import Path
 
 from dtcli.engine.launch.launcher import (
     LaunchResult,
+    await_driver,
     class_archive_of,
     driver_conf,
     handle,
@@ -45,7 +46,7 @@ from dtcli.engine.launch.launcher import (
     write_plan,
 )
 from dtcli.engine.protocol import STOP_FILE, TOKEN_ENV
-from dtcli.events import Events, PlanStarted, RunEvent, Stopping
+from dtcli.events import Events, PlanStarted, RunEvent, Started, Stopping
 from dtcli.model import Plan, Project
 from dtcli.redact import scrub_file
 from dtcli.state.lock import Held
@@ -68,6 +69,7 @@ class WarmEngine:
         self._token = ""
         self._sharing: Held | None = None    # the lock whose description the application shares
         self._app_id: str | None = None
+        self._driver: str | None = None     # its driver's process, as its Started event names it
 
     def launch(self, project: Project, plan: Plan, on_event: Events, lock: Held | None = None) -> LaunchResult:
         """Run the plan in the warm application (a `contract.Launcher`); `lock`: this pass's
@@ -113,6 +115,7 @@ class WarmEngine:
         else:       # the application ended mid-plan: api.execute records the lost steps
             result.returncode = self._proc.wait()
             self.close()
+            await_driver(self._driver)      # once its driver writes nothing more
         result.interrupted = interrupted    # reported by the caller, with what did and did not run
         return result
 
@@ -131,6 +134,8 @@ class WarmEngine:
         def seen(event: RunEvent) -> None:
             if isinstance(event, PlanStarted):
                 self._app_id = event.application_id
+            elif isinstance(event, Started):
+                self._driver = event.driver or None
             noted(event)
         return seen
 
@@ -160,7 +165,7 @@ class WarmEngine:
                                       env={**submit_env(), TOKEN_ENV: self._token}, pass_fds=lock_fds(lock))
         if lock is not None:
             lock.share()
-        self._sharing, self._app_id = lock, None
+        self._sharing, self._app_id, self._driver = lock, None, None
         self._command = settings
         self.starts += 1
 

@@ -55,6 +55,13 @@ def watch_owner(flags: dict[str, str], warehouse: str | None, closed=None):
                       closed=closed, renew=renew, parent=os.getppid(), on_gone=_go_silent).start()
 
 
+def started() -> Started:
+    """The Started event, naming this process: dt waits for it to end when the JVM dies under it."""
+    from dtcli.state import owner
+
+    return Started(owner.token())
+
+
 def _go_silent(reason: str) -> None:
     global _silent
     _silent = True
@@ -134,7 +141,7 @@ def main(argv: list[str]) -> int:
 
         address, idle, app_name = argv[1:4]
         inbox = PlanInbox(connect(address))     # first: dt waits for us before sending a plan
-        emit(Started())
+        emit(started())
         watch = watch_owner(flags, None, closed=inbox.owner_gone)
         spark = build_session(app_name)
         configure_storage(spark, renew_lease=False)
@@ -158,7 +165,7 @@ def main(argv: list[str]) -> int:
     plan_path = Path(argv[0])
     plan = Plan.from_json(plan_path.read_text(encoding="utf-8"))
     watch = watch_owner(flags, plan.warehouse)
-    emit(Started())
+    emit(started())
     try:
         spark = build_session(f"dt:{plan.project}")
         configure_storage(spark)
