@@ -48,7 +48,18 @@ def kept_specs(checked: Checked, name: str) -> list[KeptAggregate]:
     return [KeptAggregate(k.name, k.block.sql(dialect="spark"),
                           InternalTable(k.role, internal.path(warehouse, name, k.role),
                                         k.totals.sql(dialect="spark"), running_totals=True))
-            for k in kept_aggregates.find(checked.qualified[name])]
+            for k in kept_aggregates.find(checked.qualified[name], declared_keys(checked.project))]
+
+
+def declared_keys(project) -> dict[str, tuple[str, ...]]:
+    """The primary key declared for each input by name: a source's (`primary_key`, trusted or
+    not: it only says how the rows group) or a DT's RELY constraint."""
+    keys = {name: tuple(s.primary_key) for name, s in project.sources.items() if s.primary_key}
+    for name, table in project.tables.items():
+        for constraint in table.config.constraints:
+            if constraint["kind"] == "primary_key":
+                keys[name] = tuple(constraint["columns"])
+    return keys
 
 
 def totals_spec(checked: Checked, name: str) -> TotalsSpec | None:

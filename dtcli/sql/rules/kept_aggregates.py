@@ -42,6 +42,7 @@ What is not kept: an aggregate of MIN / MAX (no running total), one over a query
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
 from sqlglot import exp
@@ -64,20 +65,52 @@ class Kept:
         return self.split.totals
 
 
-def find(query: exp.Expression) -> list[Kept]:
+def find(query: exp.Expression, keys: Mapping[str, Sequence[str]] | None = None) -> list[Kept]:
     """The derived tables of `query` (CTEs inlined) kept as running totals, one per distinct
-    block, in the order they are first met."""
+    block, in the order they are first met. `keys`: the declared primary key of each input by
+    name; a block whose groups are small by its key (`_small_groups`) is not kept. Each keepable
+    block is numbered by its place among all of them, kept or not, so that a block's role names
+    the same aggregate whichever others are kept."""
     found: list[Kept] = []
+    seen: list[exp.Select] = []
     for node in _inlined(query).find_all(exp.Subquery):
         body = node.this
-        if not _keepable(node) or any(k.block == body for k in found):
+        if not _keepable(node) or any(b == body for b in seen):
             continue
         split = aggregate_totals.split(body, own_rows=True)
         if split is None:
             continue
-        n = len(found) + 1
+        seen.append(body)
+        if _small_groups(body, split, keys or {}):
+            continue
+        n = len(seen)
         found.append(Kept(f"{PREFIX}{n}", f"{ROLE}{n}", body.copy(), split))
     return found
+
+
+def _small_groups(block: exp.Select, split: aggregate_totals.Totals, keys: Mapping[str, Sequence[str]]) -> bool:
+    """Whether the block groups by the leading columns of an input's primary key (all of a
+    one-column key, all but the last of a longer one): the lines of an order, the suppliers of a
+    part. Each group is then a few input rows, found by key, and the running totals would be
+    about as many rows as the input: recomputing the groups a change touches costs no more than
+    keeping the totals up, one commit less (measured at SF10: TPC-H Q18 4.9 s against 6.6 s kept,
+    Q11 5.9 against 9.1 s).
+
+    >>> import sqlglot
+    >>> block = sqlglot.parse_one("SELECT l.k AS k, SUM(l.q) AS s FROM lineitem AS l GROUP BY l.k", read="spark")
+    >>> split = aggregate_totals.split(block, own_rows=True)
+    >>> _small_groups(block, split, {"lineitem": ["k", "n"]}), _small_groups(block, split, {"lineitem": ["n", "k"]})
+    (True, False)
+    """
+    grouped = {(c.table.lower(), c.name.lower()) for c in split.keys if isinstance(c, exp.Column)}
+    for table in block.find_all(exp.Table):
+        key = keys.get(table.name)
+        if not key:
+            continue
+        leading = key[:-1] if len(key) > 1 else key
+        if all((table.alias_or_name.lower(), c.lower()) in grouped for c in leading):
+            return True
+    return False
 
 
 def substitute(query: exp.Expression, kept: list[Kept]) -> exp.Expression:
