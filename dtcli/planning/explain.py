@@ -203,7 +203,15 @@ def _kept_rows(checked: Checked, name: str) -> list[Operator]:
                                      "the totals are a copy of the aggregate's groups (one more commit per "
                                      "refresh); `aggregate_totals: false` keeps none"],
                      line=None, incremental=True)
-            for k in internal.kept_specs(checked, name)]
+            for k in internal.kept_specs(checked, name)] + [
+        Operator(operator=f"aggregate recomputed by key: {label(b.block.sql(dialect='spark'))}",
+                 strategy=f"not kept as running totals: it groups by the leading columns of {b.table}'s primary "
+                          f"key ({', '.join(b.key)}), so each group is a few rows, found by key; the groups a "
+                          f"change touches are recomputed at both versions",
+                 considerations=[f"a guess from the declared key: if {b.table} is not laid out by it, that "
+                                 f"recompute reads it whole"],
+                 line=None, incremental=True)
+        for b in internal.recomputed_by_key(checked, name)]
 
 
 def _frozen(checked: Checked, name: str) -> Frozen | None:

@@ -51,6 +51,13 @@ def kept_specs(checked: Checked, name: str) -> list[KeptAggregate]:
             for k in kept_aggregates.find(checked.qualified[name], declared_keys(checked.project))]
 
 
+def recomputed_by_key(checked: Checked, name: str) -> list[kept_aggregates.ByKey]:
+    """The aggregates inside the DT's query that could be kept but are recomputed by key."""
+    if not _keeps_totals(checked, name):
+        return []
+    return kept_aggregates.by_key(checked.qualified[name], declared_keys(checked.project))
+
+
 def declared_keys(project) -> dict[str, tuple[str, ...]]:
     """The primary key declared for each input by name: a source's (`primary_key`, trusted or
     not: it only says how the rows group) or a DT's RELY constraint."""

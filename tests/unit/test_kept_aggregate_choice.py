@@ -37,15 +37,21 @@ def kept(tmp_path_factory) -> dict[str, list[str]]:
         doc = to_json(explain(checked, name))
         assert doc["refresh_mode"] == "INCREMENTAL", (name, doc["refresh_mode_reason"])
         out[name] = [t["role"] for t in doc["internal_tables"] if t["role"].startswith("kept_aggregate_")]
+        out[name + " by key"] = [o["strategy"] for o in doc["operators"]
+                                 if o["operator"].startswith("aggregate recomputed by key")]
     return out
 
 
 def test_groups_by_the_leading_key_columns_are_recomputed_not_kept(kept):
     assert kept["big_orders"] == []
+    # explain says why, naming the input and its key
+    [why] = kept["big_orders by key"]
+    assert "lines's primary key (order_id, line)" in why, why
 
 
 def test_groups_by_another_column_are_kept(kept):
     assert kept["small_lines"] == ["kept_aggregate_1"]
+    assert kept["small_lines by key"] == []
 
 
 def test_without_a_declared_key_the_groups_are_kept(kept):

@@ -42,7 +42,7 @@ What is not kept: an aggregate of MIN / MAX (no running total), one over a query
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from sqlglot import exp
@@ -68,39 +68,58 @@ class Kept:
 def find(query: exp.Expression, keys: Mapping[str, Sequence[str]] | None = None) -> list[Kept]:
     """The derived tables of `query` (CTEs inlined) kept as running totals, one per distinct
     block, in the order they are first met. `keys`: the declared primary key of each input by
-    name; a block whose groups are small by its key (`_small_groups`) is not kept. Each keepable
-    block is numbered by its place among all of them, kept or not, so that a block's role names
-    the same aggregate whichever others are kept."""
-    found: list[Kept] = []
+    name; a block whose groups are small by its key (`by_key`) is not kept. Each keepable block
+    is numbered by its place among all of them, kept or not, so that a block's role names the
+    same aggregate whichever others are kept."""
+    return [Kept(f"{PREFIX}{n}", f"{ROLE}{n}", body.copy(), split)
+            for n, body, split in _keepable_blocks(query) if _small_groups(body, split, keys or {}) is None]
+
+
+@dataclass(frozen=True)
+class ByKey:
+    """A keepable aggregate not kept: it groups by the leading columns of `table`'s `key`."""
+    block: exp.Select
+    table: str
+    key: tuple[str, ...]
+
+
+def by_key(query: exp.Expression, keys: Mapping[str, Sequence[str]]) -> list[ByKey]:
+    """The keepable derived tables of `query` that `find` leaves to be recomputed by key."""
+    out = []
+    for _, body, split in _keepable_blocks(query):
+        small = _small_groups(body, split, keys)
+        if small is not None:
+            out.append(ByKey(body.copy(), *small))
+    return out
+
+
+def _keepable_blocks(query: exp.Expression) -> Iterator[tuple[int, exp.Select, aggregate_totals.Totals]]:
+    """Each distinct derived table whose totals could be kept, numbered from 1, with its split."""
     seen: list[exp.Select] = []
     for node in _inlined(query).find_all(exp.Subquery):
         body = node.this
         if not _keepable(node) or any(b == body for b in seen):
             continue
         split = aggregate_totals.split(body, own_rows=True)
-        if split is None:
-            continue
-        seen.append(body)
-        if _small_groups(body, split, keys or {}):
-            continue
-        n = len(seen)
-        found.append(Kept(f"{PREFIX}{n}", f"{ROLE}{n}", body.copy(), split))
-    return found
+        if split is not None:
+            seen.append(body)
+            yield len(seen), body, split
 
 
-def _small_groups(block: exp.Select, split: aggregate_totals.Totals, keys: Mapping[str, Sequence[str]]) -> bool:
-    """Whether the block groups by the leading columns of an input's primary key (all of a
-    one-column key, all but the last of a longer one): the lines of an order, the suppliers of a
-    part. Each group is then a few input rows, found by key, and the running totals would be
-    about as many rows as the input: recomputing the groups a change touches costs no more than
-    keeping the totals up, one commit less (measured at SF10: TPC-H Q18 4.9 s against 6.6 s kept,
-    Q11 5.9 against 9.1 s).
+def _small_groups(block: exp.Select, split: aggregate_totals.Totals,
+                  keys: Mapping[str, Sequence[str]]) -> tuple[str, tuple[str, ...]] | None:
+    """The input (and its key) by whose leading key columns the block groups (all of a
+    one-column key, all but the last of a longer one: the lines of an order, the suppliers of a
+    part), else None. Each group is then a few input rows, found by key, and the running totals
+    would be about as many rows as the input: recomputing the groups a change touches costs no
+    more than keeping the totals up, one commit less (measured at SF10: TPC-H Q18 4.9 s against
+    6.6 s kept, Q11 5.9 against 9.1 s).
 
     >>> import sqlglot
     >>> block = sqlglot.parse_one("SELECT l.k AS k, SUM(l.q) AS s FROM lineitem AS l GROUP BY l.k", read="spark")
     >>> split = aggregate_totals.split(block, own_rows=True)
     >>> _small_groups(block, split, {"lineitem": ["k", "n"]}), _small_groups(block, split, {"lineitem": ["n", "k"]})
-    (True, False)
+    (('lineitem', ('k', 'n')), None)
     """
     grouped = {(c.table.lower(), c.name.lower()) for c in split.keys if isinstance(c, exp.Column)}
     for table in block.find_all(exp.Table):
@@ -109,8 +128,8 @@ def _small_groups(block: exp.Select, split: aggregate_totals.Totals, keys: Mappi
             continue
         leading = key[:-1] if len(key) > 1 else key
         if all((table.alias_or_name.lower(), c.lower()) in grouped for c in leading):
-            return True
-    return False
+            return table.name, tuple(key)
+    return None
 
 
 def substitute(query: exp.Expression, kept: list[Kept]) -> exp.Expression:
