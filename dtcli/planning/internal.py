@@ -59,13 +59,14 @@ def recomputed_by_key(checked: Checked, name: str) -> list[kept_aggregates.ByKey
 
 
 def declared_keys(project) -> dict[str, tuple[str, ...]]:
-    """The primary key declared for each input by name: a source's (`primary_key`, trusted or
-    not: it only says how the rows group) or a DT's RELY constraint."""
-    keys = {name: tuple(s.primary_key) for name, s in project.sources.items() if s.primary_key}
+    """The primary key declared for each input by its name in lower case: a source's
+    (`primary_key`) or a DT's `primary_key` constraint, trusted (`rely`) or not: here it only
+    says how the rows group, which decides what is kept, not what is right."""
+    keys = {name.lower(): tuple(s.primary_key) for name, s in project.sources.items() if s.primary_key}
     for name, table in project.tables.items():
         for constraint in table.config.constraints:
             if constraint["kind"] == "primary_key":
-                keys[name] = tuple(constraint["columns"])
+                keys[name.lower()] = tuple(constraint["columns"])
     return keys
 
 

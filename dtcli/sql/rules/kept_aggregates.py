@@ -68,7 +68,7 @@ class Kept:
 def find(query: exp.Expression, keys: Mapping[str, Sequence[str]] | None = None) -> list[Kept]:
     """The derived tables of `query` (CTEs inlined) kept as running totals, one per distinct
     block, in the order they are first met. `keys`: the declared primary key of each input by
-    name; a block whose groups are small by its key (`by_key`) is not kept. Each keepable block
+    name (in lower case); a block whose groups are small by its key (`by_key`) is not kept. Each keepable block
     is numbered by its place among all of them, kept or not, so that a block's role names the
     same aggregate whichever others are kept."""
     return [Kept(f"{PREFIX}{n}", f"{ROLE}{n}", body.copy(), split)
@@ -85,12 +85,8 @@ class ByKey:
 
 def by_key(query: exp.Expression, keys: Mapping[str, Sequence[str]]) -> list[ByKey]:
     """The keepable derived tables of `query` that `find` leaves to be recomputed by key."""
-    out = []
-    for _, body, split in _keepable_blocks(query):
-        small = _small_groups(body, split, keys)
-        if small is not None:
-            out.append(ByKey(body.copy(), *small))
-    return out
+    judged = [(body, _small_groups(body, split, keys)) for _, body, split in _keepable_blocks(query)]
+    return [ByKey(body.copy(), *small) for body, small in judged if small is not None]
 
 
 def _keepable_blocks(query: exp.Expression) -> Iterator[tuple[int, exp.Select, aggregate_totals.Totals]]:
@@ -123,7 +119,7 @@ def _small_groups(block: exp.Select, split: aggregate_totals.Totals,
     """
     grouped = {(c.table.lower(), c.name.lower()) for c in split.keys if isinstance(c, exp.Column)}
     for table in block.find_all(exp.Table):
-        key = keys.get(table.name)
+        key = keys.get(table.name.lower())
         if not key:
             continue
         leading = key[:-1] if len(key) > 1 else key
