@@ -15,10 +15,10 @@ def key_set(name: str, rows: list | None, types: list) -> KeySet:
     """The KeySet of the view `name`, whose `rows` (None: not collected) have columns of
     `types`: with filters and literal rows when there are at most MAX_LITERALS of them."""
     if rows is None or len(rows) > key_predicates.MAX_LITERALS:
-        return KeySet(name)
+        return KeySet(name, types=list(types))
     filters = [column_filter([r[k] for r in rows], t) for k, t in enumerate(types)]
     values = [tuple(r) for r in rows] if all(key_predicates.renderable(t) for t in types) else None
-    return KeySet(name, filters=filters, rows=values)
+    return KeySet(name, filters=filters, rows=values, types=list(types))
 
 
 def column_filter(values: list, data_type):

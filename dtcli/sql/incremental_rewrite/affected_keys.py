@@ -5,11 +5,14 @@ DeltaCompiler (`compiler`) whose terms and versions it combines."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from sqlglot import exp
 
 from dtcli.sql import functions as fn
 from dtcli.sql.incremental_rewrite import shapes
 from dtcli.sql.incremental_rewrite.pushdown import pushed_keys
+from dtcli.sql.incremental_rewrite.reached_keys import key_parts, own_conditions, reach
 from dtcli.sql.incremental_rewrite.relations import (
     BOTH,
     NEW,
@@ -37,9 +40,15 @@ def affected_keys(compiler, sel: exp.Select, shape: Shape, changed: list[int]) -
     if shape.join is None:
         keys = derived_keys(compiler, sel, shape.keys, changed)
         if keys is None:
-            parts = [item_keys(compiler, sel, k, shape.keys) or
-                     strip(compiler.term(sel, k, BOTH, keys_only=True), shape.keys) for k in changed]
-            keys = compiler.materialize(union_all(parts))
+            own = [item_keys(compiler, sel, k, shape.keys) for k in changed]
+            plan = reach(sel, shape.keys, changed) if any(part is None for part in own) else None
+            if plan is not None:        # fewer keys, named by the changes and a few joins
+                keys = replace(compiler.materialize(union_all(key_parts(compiler, sel, plan, changed))),
+                               of=plan.of)
+            else:
+                parts = [part or strip(compiler.term(sel, k, BOTH, keys_only=True), shape.keys)
+                         for k, part in zip(changed, own)]
+                keys = compiler.materialize(union_all(parts))
     else:
         join_keys = _outer_join_keys(compiler, sel, shape.join, changed)
         if shape.keys is None or shape.keys == shape.join.key:
@@ -120,16 +129,8 @@ def item_keys(compiler, sel: exp.Select, index: int, exprs: list[exp.Expression]
         return None
     out = exp.select(*[exp.alias_(e.copy(), key_column(n)) for n, e in enumerate(exprs)]) \
         .from_(compiler.item_relation(items[index], BOTH))
-    where = sel.args.get("where")
-    conjuncts = list(where.this.flatten()) if where is not None and isinstance(
-        where.this, exp.And) else ([where.this] if where is not None else [])
-    mine = [c.copy() for c in conjuncts if own(c)]
-    if mine:
-        cond = mine[0]
-        for c in mine[1:]:
-            cond = exp.And(this=cond, expression=c)
-        out = out.where(cond)
-    return out
+    mine = [c.copy() for c in own_conditions(sel, alias)]
+    return out.where(exp.and_(*mine)) if mine else out
 
 
 def _outer_join_keys(compiler, sel: exp.Select, join: OuterJoin, changed: list[int]) -> KeySet:

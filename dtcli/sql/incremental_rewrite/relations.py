@@ -47,6 +47,14 @@ class KeySet:
     # per key column, a function giving the prunable predicate "expression among this column's
     # keys" (used instead of `literals` when given)
     filters: list[Callable[[exp.Expression], exp.Expression | None] | None] | None = None
+    # the positions among the block's key expressions that c0..cn-1 hold, when a subset names
+    # the groups (reached_keys.py); None: all of them, in order
+    of: tuple[int, ...] | None = None
+    types: list | None = None           # the columns' Spark types, as the engine read them
+
+    def pick(self, keys: list) -> list:
+        """Of the block's key expressions (or their output positions), those this set holds."""
+        return list(keys) if self.of is None else [keys[p] for p in self.of]
 
 
 # materialize(query selecting c0..cn-1) -> KeySet

@@ -54,7 +54,7 @@ def restricted(compiler, sel: exp.Select, shape: Shape, keys: KeySet | None, whi
     out.set("order", None)      # as in the compiler's term(): a union branch, and no LIMIT reaches here
     if keys is None:
         return out
-    exprs = shape.keys if shape.keys is not None else shape.join.key
+    exprs = keys.pick(shape.keys if shape.keys is not None else shape.join.key)
     where = out.args.get("where")
     out.set("where", exp.Where(this=and_(where.this if where else None,
                                          restriction(exprs, keys))))

@@ -84,10 +84,10 @@ class ChangeRefresh(RefreshViews):
         if one_row:
             return self._one_row()
         keyed = compiler.keyed(query)
-        if keyed is not None and keyed.keys.rows is not None:     # a literal-sized key set
+        types = [f.dataType for f in target.schema.fields]
+        if keyed is not None and keyed.keys.rows is not None and _named_as_stored(keyed, types):
             if not keyed.keys.rows:       # the change touches no key: the table stays as is
                 return self._nothing()
-            types = [f.dataType for f in target.schema.fields]
             predicate = key_predicates.match_keys([columns[p] for p in keyed.positions],
                                                   [types[p] for p in keyed.positions],
                                                   keyed.keys.rows) if keyed.positions else "true"
@@ -277,4 +277,16 @@ def check_types(schema) -> None:
             raise Unsupported(reason)
 
 
+def _named_as_stored(keyed, types: list) -> bool:
+    """Whether the key values name the DT's rows as stored: a subset of the keys may be read
+    through another input's column the query equates with the key (reached_keys.py), of another
+    type (an INT joined to a BIGINT, a string to a number); its values are then not written as
+    literals of the DT's type, and the change is found row by row instead."""
+    keys = keyed.keys
+    if keys.of is None:
+        return True
+    return keys.types is not None and all(t == types[p] for t, p in zip(keys.types, keyed.positions))
+
+
 STRATEGIES = {INCREMENTAL: incremental_refresh}   # refresh kinds this module does
+
