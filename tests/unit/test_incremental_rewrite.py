@@ -388,3 +388,37 @@ def test_a_join_of_many_changed_inputs_is_summed_over_one_term_each_without_old_
     assert "__dt_i0_weighted AS a" in first and "__dt_i1_prior AS b" in first and "__dt_i4_new AS e" in first
     assert "a.__dt_w * b.__dt_w * c.__dt_w * d.__dt_w AS __dt_w" in first
     assert "__dt_i0_new AS a" in last and "__dt_i3_weighted AS d" in last and "prior" not in last
+
+
+def test_a_change_is_pushed_into_a_derived_table_through_an_input_equal_to_both():
+    """TPC-H Q2's shape: the changed partsupp rows' part keys restrict the minimum cost per part
+    (a derived table joined to part, not to partsupp), through part's key equal to both; the
+    engine is told the chain's input columns, to check their types."""
+    asked = []
+
+    def narrow(name, column, scanned, via=None):
+        asked.append((name, column, scanned, via))
+        return lambda e: exp.In(this=e, expressions=[exp.Literal.number(7)])
+    compiler = DeltaCompiler(Bindings.for_inputs(["p", "ps"], {"ps"}), narrow=narrow)
+    plus, _ = compiler.compile(
+        "SELECT p.k, ps.c FROM p JOIN ps ON p.k = ps.k "
+        "JOIN (SELECT x.k, MIN(x.c) AS m FROM ps AS x GROUP BY x.k) AS d ON d.k = p.k "
+        "WHERE ps.c = d.m")
+    assert ("ps", "k", None, [("p", "k")]) in asked
+    assert "(d.k IN (7))" in plus.sql(dialect="spark")
+
+
+def test_a_derived_tables_change_restricts_what_joins_it_to_its_keys():
+    """The term reading the minimum cost per part as its change (recomputed for the changed
+    parts' keys, a literal key set) restricts part's key, equated with the derived key, to
+    them; no other term does."""
+    def materialize(query):
+        return KeySet("__dt_kparts", filters=[lambda e: exp.In(this=e, expressions=[exp.Literal.number(3)])])
+    compiler = DeltaCompiler(Bindings.for_inputs(["p", "ps"], {"ps"}), materialize,
+                             narrow=lambda *args, **kwargs: None)
+    plus, _ = compiler.compile(
+        "SELECT p.k, ps.c FROM p JOIN ps ON p.k = ps.k "
+        "JOIN (SELECT x.k, MIN(x.c) AS m FROM ps AS x GROUP BY x.k) AS d ON d.k = p.k "
+        "WHERE ps.c = d.m")
+    terms = plus.sql(dialect="spark").split(" UNION ALL ")
+    assert [("(p.k IN (3))" in t) for t in terms] == [False, True]

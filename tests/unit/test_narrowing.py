@@ -107,3 +107,18 @@ def test_a_key_set_value_not_written_as_a_literal_narrows_nothing():
     restrict = _column_filter([Decimal("1.50"), None], DecimalType(10, 2))
     assert "IS NULL" in restrict(column).sql() and "1.50" in restrict(column).sql()
     assert _column_filter([], LongType())(column) == exp.false()
+
+
+def test_a_chain_of_equalities_carries_values_only_between_columns_of_one_type(tmp_path):
+    """Through `via` (pushdown.py's chains through input tables to a derived table's column):
+    a BIGINT key equal to a BIGINT equal to the derived column carries the change's values; a
+    STRING in the chain does not ('01' = 1 and 1 = '1', yet '01' <> '1')."""
+    ints = _table(tmp_path / "ints", [[1, 2]])
+    texts = str(tmp_path / "texts")
+    write_deltalake(texts, pa.table({"k": pa.array(["01", "2"])}))
+    narrow = Narrowing({"t": Change({"k": ([1, 2], LongType())})},
+                       {"t": (ints, None), "same": (ints, None), "text": (texts, None)})
+    col = exp.column("k", "d")
+    assert narrow("t", "k", None, via=[("same", "k")])(col) is not None
+    assert narrow("t", "k", None, via=[("text", "k")]) is None
+    assert narrow("t", "k", None, via=[("same", "missing")]) is None

@@ -24,7 +24,7 @@ from sqlglot import exp
 
 from dtcli.engine.runtime import key_predicates
 from dtcli.engine.runtime.changes import column_values
-from dtcli.state.delta_log import FileStats, file_stats
+from dtcli.state.delta_log import FileStats, column_types, file_stats
 
 # A table this small is read whole rather than narrowed: reading 16 MiB costs about what planning
 # one more Delta scan does (a Spark job on two cores); at TPC-H SF0.1 every table but lineitem.
@@ -49,13 +49,17 @@ class Narrowing:
         self.kept: dict[str, KeptRows] = {}
         self.inputs = {name.lower(): where for name, where in inputs.items()}
         self._stats: dict[str, FileStats | None] = {}
+        self._types: dict[str, dict[str, str] | None] = {}
 
-    def __call__(self, name: str, column: str, scanned: str | None = None
+    def __call__(self, name: str, column: str, scanned: str | None = None, via: list | None = None
                  ) -> Callable[[exp.Expression], exp.Expression | None] | None:
         """A function restricting an expression (a column of input `scanned`, or of a FROM item
         that is no input: None) to the values `column` takes in input `name`'s change; None when
         they are not known, too many or not written as literals, or the restriction is not worth
-        its scan (see above)."""
+        its scan (see above). `via`: the (input, column) pairs a chain of equalities joins the
+        two through, which must all be of the change column's type (pushdown.py)."""
+        if via and not self._same_type(name, column, via):
+            return None
         cs = self.changes.get(name) or self.kept.get(name)
         found = cs.values(column) if cs is not None else None
         if found is None:
@@ -79,6 +83,18 @@ class Narrowing:
                     return None
             return exp.Var(this=key_predicates.among(expr.sql(dialect="spark"), present, data_type))
         return restrict
+
+    def _same_type(self, name: str, column: str, via: list) -> bool:
+        """Whether every (input, column) of `via` has the type input `name`'s `column` has, as
+        the tables' logs say (read without a JVM)."""
+        def kind(table: str, col: str) -> str | None:
+            key = table.lower()
+            if key not in self._types:
+                where = self.inputs.get(key)
+                self._types[key] = column_types(*where) if where is not None else None
+            return (self._types[key] or {}).get(col.lower())
+        mine = kind(name, column)
+        return mine is not None and all(kind(t, c) == mine for t, c in via)
 
     def hub_bytes(self, name: str) -> int | None:
         """Input `name`'s bytes when it is large enough to be a join's hub, else None."""

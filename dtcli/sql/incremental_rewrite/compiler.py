@@ -13,7 +13,7 @@ from dtcli.sql.incremental_rewrite import hub as hubs
 from dtcli.sql.incremental_rewrite import own_rows, own_rows_window, shapes
 from dtcli.sql.incremental_rewrite.affected_keys import affected_keys
 from dtcli.sql.incremental_rewrite.ctes import inline_ctes
-from dtcli.sql.incremental_rewrite.pushdown import Narrow, pushed_keys
+from dtcli.sql.incremental_rewrite.pushdown import Narrow, key_set_pushed, pushed_keys
 from dtcli.sql.incremental_rewrite.refusals import check_block, check_tables, no_limit
 from dtcli.sql.incremental_rewrite.relations import (
     BOTH,
@@ -246,10 +246,28 @@ class DeltaCompiler:
             out.set("joins", (out.args.get("joins") or [])[:items_upto] or None)
             out.set("laterals", None)
         elif how in (PLUS, MINUS, BOTH, WEIGHTED) and self.narrow is not None:
-            for cond in pushed_keys(sel, index, self.narrow):
+            for cond in pushed_keys(sel, index, self.narrow) + self.keys_pushed(sel, index):
                 out.where(cond, copy=False)
             self.narrow_to_kept(out, sel, hub, {index})
         return out
+
+    def keys_pushed(self, sel: exp.Select, index: int) -> list[exp.Expression]:
+        """For a derived table read as its change, when that change is its rows of a literal
+        key set (a keyed block recomputed for its affected keys): the columns the block equates
+        with the derived table's key columns, restricted to those keys (pushdown.py)."""
+        item = block_items(sel)[index]
+        inner = item.this if isinstance(item, exp.Subquery) else None
+        keys = self.key_sets.get(id(inner)) if isinstance(inner, exp.Select) else None
+        if keys is None or keys.filters is None:
+            return []
+        shape = shapes.shape(inner)
+        if shape is None:
+            return []
+        exprs = keys.pick(shape.keys if shape.keys is not None else shape.join.key)
+        outputs = {}
+        for e in inner.expressions:
+            outputs.setdefault(e.unalias(), e.alias_or_name)
+        return key_set_pushed(sel, index, [(outputs.get(e), make) for e, make in zip(exprs, keys.filters)])
 
     def hub(self, sel: exp.Select) -> hubs.Hub | None:
         """The block's hub (hub.py) with its rows kept, once per block; None without one."""

@@ -11,6 +11,7 @@ added and the term reads what it read before.
 
 from __future__ import annotations
 
+from collections import deque
 from collections.abc import Callable
 
 from sqlglot import exp
@@ -18,9 +19,12 @@ from sqlglot import exp
 from dtcli.sql.incremental_rewrite.relations import alias_of, block_items, conjuncts, is_table_ref
 
 # narrow(input name, its column, the input whose scan would take the predicate (None: a FROM item
-# that is not an input table)) -> (expression -> predicate restricting it to the change's values
-# of that column), or None when they are not known or not worth pushing into that scan
-Narrow = Callable[[str, str, "str | None"], Callable[[exp.Expression], exp.Expression | None] | None]
+# that is not an input table)[, via]) -> (expression -> predicate restricting it to the change's
+# values of that column), or None when they are not known or not worth pushing into that scan.
+# `via`: the (input, column) pairs a chain of equalities goes through to the column restricted,
+# which must hold values of the change column's type for the chain to carry them (see below)
+Narrow = Callable[..., Callable[[exp.Expression], exp.Expression | None] | None]
+MAX_VIA = 2         # the most input columns a chain goes through
 
 
 def equalities(sel: exp.Select) -> list[tuple[exp.Column, exp.Column]]:
@@ -59,4 +63,69 @@ def pushed_keys(sel: exp.Select, index: int, narrow: Narrow, name: str | None = 
             cond = restrict(other.copy()) if restrict is not None else None
             if cond is not None:
                 out.append(exp.Paren(this=cond))
+    if name is None:
+        out += _through_inputs(sel, items, mine, item.name.lower(), narrow)
+    return out
+
+
+def _through_inputs(sel: exp.Select, items: list[exp.Expression], mine: str, name: str,
+                    narrow: Narrow) -> list[exp.Expression]:
+    """Predicates on the columns of derived tables (FROM items that are subqueries) that a chain
+    of equalities through input tables' columns joins to a column of the change: in TPC-H Q2,
+    `__dt_sq1.ps_partkey = part.p_partkey AND part.p_partkey = partsupp.ps_partkey` restrict the
+    minimum cost per part to the parts of the changed partsupp rows, a filter on the derived
+    table's GROUP BY key that Spark pushes below its aggregate into its scan. Equality carries
+    a value along a chain only between columns of one type (a string equal to a number is equal
+    to other strings than that one's text), which the engine checks (`via`)."""
+    kinds = {(alias_of(i) or "").lower(): i for i in items}
+    derived = {a for a, i in kinds.items() if isinstance(i, exp.Subquery)}
+    inputs = {a: i.name.lower() for a, i in kinds.items() if isinstance(i, exp.Table) and is_table_ref(i)}
+    graph: dict[tuple[str, str], list[exp.Column]] = {}
+    for left, right in equalities(sel):
+        for a, b in ((left, right), (right, left)):
+            graph.setdefault((a.table.lower(), a.name.lower()), []).append(b)
+    out: list[exp.Expression] = []
+    owns = {c.name.lower(): c for pairs in graph.values() for c in pairs if c.table.lower() == mine}
+    for own in owns.values():
+        start = (mine, own.name.lower())
+        seen, queue = {start}, deque([(start, [])])
+        while queue:
+            here, via = queue.popleft()
+            for nxt in graph.get(here, []):
+                node = (nxt.table.lower(), nxt.name.lower())
+                if node in seen or node[0] == mine:
+                    continue
+                seen.add(node)
+                if node[0] in derived and via:
+                    restrict = narrow(name, own.name, None, via=[(inputs[t], c) for t, c in via])
+                    cond = restrict(nxt.copy()) if restrict is not None else None
+                    if cond is not None:
+                        out.append(exp.Paren(this=cond))
+                elif node[0] in inputs and len(via) < MAX_VIA:
+                    queue.append((node, [*via, node]))
+    return out
+
+
+def key_set_pushed(sel: exp.Select, index: int, keys: list[tuple[str | None, object]]) -> list[exp.Expression]:
+    """Predicates restricting the columns `sel` equates with FROM item `index`'s columns to the
+    keys that item's change holds: `keys` gives per key column its output name (None: not
+    selected) and the filter making "among the keys" of an expression (None: not written as
+    literals). Every row of a keyed derived table's change has its key among the keys the change
+    was recomputed for, so a row it joins has the joined column's value among them: TPC-H Q2's
+    minimum cost per part, recomputed for the changed parts, restricts part's key, and through
+    part's equality with partsupp's (Spark infers it) partsupp's scan, which Delta then skips."""
+    items = block_items(sel)
+    mine = (alias_of(items[index]) or "").lower()
+    if not mine or sel.args.get("laterals"):
+        return []
+    out: list[exp.Expression] = []
+    for left, right in equalities(sel):
+        for own, other in ((left, right), (right, left)):
+            if own.table.lower() != mine or other.table.lower() == mine:
+                continue
+            for name, make in keys:
+                if name is not None and make is not None and own.name.lower() == name.lower():
+                    cond = make(other.copy())
+                    if cond is not None:
+                        out.append(exp.Paren(this=cond))
     return out
