@@ -404,21 +404,30 @@ def test_a_change_is_pushed_into_a_derived_table_through_an_input_equal_to_both(
         "SELECT p.k, ps.c FROM p JOIN ps ON p.k = ps.k "
         "JOIN (SELECT x.k, MIN(x.c) AS m FROM ps AS x GROUP BY x.k) AS d ON d.k = p.k "
         "WHERE ps.c = d.m")
-    assert ("ps", "k", None, [("p", "k")]) in asked
+    # asked with the input the derived table scans that column of, for its file statistics
+    assert ("ps", "k", "ps", [("p", "k")]) in asked
     assert "(d.k IN (7))" in plus.sql(dialect="spark")
 
 
 def test_a_derived_tables_change_restricts_what_joins_it_to_its_keys():
     """The term reading the minimum cost per part as its change (recomputed for the changed
     parts' keys, a literal key set) restricts part's key, equated with the derived key, to
-    them; no other term does."""
+    them, where the engine's narrowing says the scan skips enough; no other term does."""
+    asked = []
+
     def materialize(query):
-        return KeySet("__dt_kparts", filters=[lambda e: exp.In(this=e, expressions=[exp.Literal.number(3)])])
-    compiler = DeltaCompiler(Bindings.for_inputs(["p", "ps"], {"ps"}), materialize,
-                             narrow=lambda *args, **kwargs: None)
+        return KeySet("__dt_kparts", rows=[(3,)])
+
+    def narrow(name, column, scanned, via=None):
+        asked.append((name, column, scanned))
+        if name != "__dt_kparts":
+            return None
+        return lambda e: exp.In(this=e, expressions=[exp.Literal.number(3)])
+    compiler = DeltaCompiler(Bindings.for_inputs(["p", "ps"], {"ps"}), materialize, narrow=narrow)
     plus, _ = compiler.compile(
         "SELECT p.k, ps.c FROM p JOIN ps ON p.k = ps.k "
         "JOIN (SELECT x.k, MIN(x.c) AS m FROM ps AS x GROUP BY x.k) AS d ON d.k = p.k "
         "WHERE ps.c = d.m")
     terms = plus.sql(dialect="spark").split(" UNION ALL ")
     assert [("(p.k IN (3))" in t) for t in terms] == [False, True]
+    assert ("__dt_kparts", "__dt_c0", "p") in asked     # the key set's values, into p's scan

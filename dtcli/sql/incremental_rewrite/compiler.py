@@ -258,7 +258,7 @@ class DeltaCompiler:
         item = block_items(sel)[index]
         inner = item.this if isinstance(item, exp.Subquery) else None
         keys = self.key_sets.get(id(inner)) if isinstance(inner, exp.Select) else None
-        if keys is None or keys.filters is None:
+        if keys is None or keys.rows is None:
             return []
         shape = shapes.shape(inner)
         if shape is None:
@@ -267,7 +267,7 @@ class DeltaCompiler:
         outputs = {}
         for e in inner.expressions:
             outputs.setdefault(e.unalias(), e.alias_or_name)
-        return key_set_pushed(sel, index, [(outputs.get(e), make) for e, make in zip(exprs, keys.filters)])
+        return key_set_pushed(sel, index, keys.view, [outputs.get(e) for e in exprs], self.narrow)
 
     def hub(self, sel: exp.Select) -> hubs.Hub | None:
         """The block's hub (hub.py) with its rows kept, once per block; None without one."""

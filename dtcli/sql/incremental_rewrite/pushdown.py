@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 from sqlglot import exp
 
-from dtcli.sql.incremental_rewrite.relations import alias_of, block_items, conjuncts, is_table_ref
+from dtcli.sql.incremental_rewrite.relations import alias_of, block_items, conjuncts, is_table_ref, key_column
 
 # narrow(input name, its column, the input whose scan would take the predicate (None: a FROM item
 # that is not an input table)[, via]) -> (expression -> predicate restricting it to the change's
@@ -74,7 +74,9 @@ def _through_inputs(sel: exp.Select, items: list[exp.Expression], mine: str, nam
     of equalities through input tables' columns joins to a column of the change: in TPC-H Q2,
     `__dt_sq1.ps_partkey = part.p_partkey AND part.p_partkey = partsupp.ps_partkey` restrict the
     minimum cost per part to the parts of the changed partsupp rows, a filter on the derived
-    table's GROUP BY key that Spark pushes below its aggregate into its scan. Equality carries
+    table's GROUP BY key that Spark pushes below its aggregate into its scan of partsupp: pushed
+    only where that scan's files let it skip enough (the engine's narrowing), so the column
+    must be one of an input table's the derived table selects as it is. Equality carries
     a value along a chain only between columns of one type (a string equal to a number is equal
     to other strings than that one's text), which the engine checks (`via`)."""
     kinds = {(alias_of(i) or "").lower(): i for i in items}
@@ -97,7 +99,9 @@ def _through_inputs(sel: exp.Select, items: list[exp.Expression], mine: str, nam
                     continue
                 seen.add(node)
                 if node[0] in derived and via:
-                    restrict = narrow(name, own.name, None, via=[(inputs[t], c) for t, c in via])
+                    scanned = _scanned(kinds[node[0]], node[1])
+                    restrict = narrow(name, own.name, scanned, via=[(inputs[t], c) for t, c in via]) \
+                        if scanned is not None else None
                     cond = restrict(nxt.copy()) if restrict is not None else None
                     if cond is not None:
                         out.append(exp.Paren(this=cond))
@@ -106,26 +110,44 @@ def _through_inputs(sel: exp.Select, items: list[exp.Expression], mine: str, nam
     return out
 
 
-def key_set_pushed(sel: exp.Select, index: int, keys: list[tuple[str | None, object]]) -> list[exp.Expression]:
-    """Predicates restricting the columns `sel` equates with FROM item `index`'s columns to the
-    keys that item's change holds: `keys` gives per key column its output name (None: not
-    selected) and the filter making "among the keys" of an expression (None: not written as
-    literals). Every row of a keyed derived table's change has its key among the keys the change
-    was recomputed for, so a row it joins has the joined column's value among them: TPC-H Q2's
-    minimum cost per part, recomputed for the changed parts, restricts part's key, and through
-    part's equality with partsupp's (Spark infers it) partsupp's scan, which Delta then skips."""
+def _scanned(derived: exp.Subquery, column: str) -> str | None:
+    """The input table a derived table's output `column` is a column of, under the same name
+    (whose file statistics then tell whether a filter on it skips files), else None."""
+    inner = derived.this
+    if not isinstance(inner, exp.Select):
+        return None
+    found = [e.unalias() for e in inner.expressions if e.alias_or_name.lower() == column]
+    if len(found) != 1 or not isinstance(found[0], exp.Column) or found[0].name.lower() != column:
+        return None
+    tables = [i for i in block_items(inner) if (alias_of(i) or "").lower() == found[0].table.lower()]
+    ok = len(tables) == 1 and isinstance(tables[0], exp.Table) and is_table_ref(tables[0])
+    return tables[0].name.lower() if ok else None
+
+
+def key_set_pushed(sel: exp.Select, index: int, view: str, names: list[str | None],
+                   narrow: Narrow) -> list[exp.Expression]:
+    """Predicates restricting the columns `sel` equates with FROM item `index`'s key columns to
+    the keys that item's change holds: the key set `view`, whose column n is the item's output
+    `names[n]` (None: not selected), its values pushed as a change's are (`narrow`: into a scan
+    they let skip enough of). Every row of a keyed derived table's change has its key among the
+    keys the change was recomputed for, so a row it joins has the joined column's value among
+    them: TPC-H Q2's minimum cost per part, recomputed for the changed parts, restricts part's
+    key, and through part's equality with partsupp's (Spark infers it) partsupp's scan."""
     items = block_items(sel)
     mine = (alias_of(items[index]) or "").lower()
     if not mine or sel.args.get("laterals"):
         return []
+    scans = {(alias_of(i) or "").lower(): i.name.lower() for i in items if isinstance(i, exp.Table) and is_table_ref(i)}
     out: list[exp.Expression] = []
     for left, right in equalities(sel):
         for own, other in ((left, right), (right, left)):
             if own.table.lower() != mine or other.table.lower() == mine:
                 continue
-            for name, make in keys:
-                if name is not None and make is not None and own.name.lower() == name.lower():
-                    cond = make(other.copy())
-                    if cond is not None:
-                        out.append(exp.Paren(this=cond))
+            for n, name in enumerate(names):
+                if name is None or own.name.lower() != name.lower():
+                    continue
+                restrict = narrow(view, key_column(n), scans.get(other.table.lower()))
+                cond = restrict(other.copy()) if restrict is not None else None
+                if cond is not None:
+                    out.append(exp.Paren(this=cond))
     return out

@@ -138,6 +138,8 @@ class RefreshViews:
         df, rows = kept(df, LOCAL_ROWS, self._small())
         self.cached.append(df)
         self._view(name, df)
+        if rows is not None:      # their values narrow the scans joined to a derived table's change
+            self._narrow.kept[name] = KeptRows(rows, df.schema)
         return key_set(name, rows, [field.dataType for field in df.schema.fields])
 
     def _keep(self, query: exp.Query) -> str:
