@@ -59,7 +59,7 @@ from dataclasses import dataclass
 
 from sqlglot import exp
 
-from dtcli.sql.incremental_rewrite.pushdown import equalities
+from dtcli.sql.incremental_rewrite.pushdown import item_links
 from dtcli.sql.incremental_rewrite.relations import alias_of, block_items, is_table_ref, scope_nodes
 
 
@@ -162,21 +162,11 @@ def find(sel: exp.Select, changed: set[int], size: Callable[[str], int | None],
     too small to be a hub; `skips(hub, item, links)`: whether the change of `item`, joined to
     the hub by `links` ([(hub's column, item's column)]), names values that let the hub's scan
     skip most of its files, so that its term does not read the hub whole either way."""
-    if sel.args.get("laterals"):
-        return None
     items = block_items(sel)
-    aliases = [(alias_of(i) or "").lower() for i in items]
-    if "" in aliases or len(set(aliases)) != len(aliases):
-        return None
-    where = {a: k for k, a in enumerate(aliases)}
     tables = {k for k, i in enumerate(items) if isinstance(i, exp.Table) and is_table_ref(i)}
-    links: dict[tuple[int, int], list[tuple[exp.Column, exp.Column]]] = {}
-    for left, right in equalities(sel):
-        a, b = where.get(left.table.lower()), where.get(right.table.lower())
-        if a is None or b is None or a == b or a not in tables or b not in tables:
-            continue
-        links.setdefault((a, b), []).append((left, right))
-        links.setdefault((b, a), []).append((right, left))
+    links = item_links(sel, tables.__contains__)
+    if links is None:
+        return None
     sizes = {k: size(items[k].name.lower()) for k in tables}
     best: Hub | None = None
     best_saving = 0

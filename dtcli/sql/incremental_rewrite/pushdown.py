@@ -40,6 +40,29 @@ def equalities(sel: exp.Select) -> list[tuple[exp.Column, exp.Column]]:
             and isinstance(c.expression, exp.Column) and c.this.table and c.expression.table]
 
 
+Links = dict[tuple[int, int], list[tuple[exp.Column, exp.Column]]]
+
+
+def item_links(sel: exp.Select, keep: Callable[[int], bool] = lambda k: True) -> Links | None:
+    """The equalities joining each pair of FROM items of an inner-join block, both ways:
+    (item, item) -> [(column of the first, column of the second)], between the items `keep`
+    accepts; None when the block has a LATERAL, or an item without an alias or two of one."""
+    if sel.args.get("laterals"):
+        return None
+    aliases = [(alias_of(i) or "").lower() for i in block_items(sel)]
+    if "" in aliases or len(set(aliases)) != len(aliases):
+        return None
+    at = {a: k for k, a in enumerate(aliases)}
+    links: Links = {}
+    for left, right in equalities(sel):
+        a, b = at.get(left.table.lower()), at.get(right.table.lower())
+        if a is None or b is None or a == b or not keep(a) or not keep(b):
+            continue
+        links.setdefault((a, b), []).append((left, right))
+        links.setdefault((b, a), []).append((right, left))
+    return links
+
+
 def pushed_keys(sel: exp.Select, index: int, narrow: Narrow, name: str | None = None) -> list[exp.Expression]:
     """Predicates restricting the other FROM items of `sel` to the join values of item
     `index`'s change (the item is an input table read as its change), or, with `name`, of the

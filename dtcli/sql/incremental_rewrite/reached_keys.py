@@ -49,7 +49,7 @@ from dataclasses import dataclass
 from sqlglot import exp
 
 from dtcli.sql import functions as fn
-from dtcli.sql.incremental_rewrite.pushdown import equalities
+from dtcli.sql.incremental_rewrite.pushdown import Links, item_links
 from dtcli.sql.incremental_rewrite.relations import BOTH, NEW, alias_of, block_items, conjuncts, key_column
 
 
@@ -58,25 +58,17 @@ class Reach:
     of: tuple[int, ...]                  # the key positions kept
     covering: dict[int, list[exp.Column]]  # item -> its column naming each kept key
     paths: dict[int, list[int]]          # changed item naming none -> the items to one that does
-    links: dict[tuple[int, int], list[tuple[exp.Column, exp.Column]]]
+    links: Links
 
 
 def reach(sel: exp.Select, exprs: list[exp.Expression], changed: list[int]) -> Reach | None:
     """How each changed item's change names the kept keys (see the module docstring), or None
     when no key column is joined, a left-out column stands apart, or a change reaches none."""
-    if sel.args.get("laterals"):
+    links = item_links(sel)
+    if links is None:
         return None
     items = block_items(sel)
-    aliases = [(alias_of(i) or "").lower() for i in items]
-    if "" in aliases or len(set(aliases)) != len(aliases):
-        return None
-    at = {a: k for k, a in enumerate(aliases)}
-    links: dict[tuple[int, int], list[tuple[exp.Column, exp.Column]]] = {}
-    for left, right in equalities(sel):
-        a, b = at.get(left.table.lower()), at.get(right.table.lower())
-        if a is not None and b is not None and a != b:
-            links.setdefault((a, b), []).append((left, right))
-            links.setdefault((b, a), []).append((right, left))
+    at = {(alias_of(i) or "").lower(): k for k, i in enumerate(items)}
     joined = {(a, own.name.lower()) for (a, _), pairs in links.items() for own, _ in pairs}
 
     def owner(e: exp.Expression) -> int | None:
