@@ -431,3 +431,20 @@ def test_a_derived_tables_change_restricts_what_joins_it_to_its_keys():
     terms = plus.sql(dialect="spark").split(" UNION ALL ")
     assert [("(p.k IN (3))" in t) for t in terms] == [False, True]
     assert ("__dt_kparts", "__dt_c0", "p") in asked     # the key set's values, into p's scan
+
+
+def test_a_moved_one_row_input_compared_with_every_row_recomputes_every_key():
+    """TPC-H Q22's shape: customers above the average balance (a kept aggregate of one row, an
+    input of its own). When the average moved, every customer may cross it: all keys are
+    recomputed at the new version, not found by terms reading every customer twice; joined by
+    an equality, or not known to be one row, it is keyed as before."""
+    sql = ("SELECT s.code, COUNT(*) AS n FROM (SELECT c.code, c.b FROM c AS c CROSS JOIN a AS a "
+           "WHERE c.b > a.v) AS s GROUP BY s.code")
+    compiler = DeltaCompiler(Bindings.for_inputs(["c", "a"], {"a"}), one_row={"a"})
+    keyed = compiler.keyed(sql)
+    assert keyed.positions == [] and keyed.keys.rows == [()]
+    text = keyed.query.sql(dialect="spark")
+    assert "__dt_i1_new AS a" in text and "_old" not in text and "_both" not in text
+    assert DeltaCompiler(Bindings.for_inputs(["c", "a"], {"a"})).keyed(sql).positions == [0]
+    equal = sql.replace("CROSS JOIN a AS a WHERE c.b > a.v", "JOIN a AS a ON c.b = a.v")
+    assert DeltaCompiler(Bindings.for_inputs(["c", "a"], {"a"}), one_row={"a"}).keyed(equal).positions == [0]

@@ -37,7 +37,7 @@ from dtcli.sql.incremental_rewrite.relations import (
     union_all,
 )
 from dtcli.sql.incremental_rewrite.restriction import restricted
-from dtcli.sql.incremental_rewrite.single_row import SingleRows
+from dtcli.sql.incremental_rewrite.single_row import SingleRows, moves_every_row
 
 
 def unordered(query: exp.Expression) -> exp.Expression:
@@ -58,8 +58,10 @@ class DeltaCompiler:
 
     def __init__(self, bindings: Bindings, materialize: Materialize | None = None,
                  narrow: Narrow | None = None, keep: Keep | None = None,
-                 size: Callable[[str], int | None] | None = None):
+                 size: Callable[[str], int | None] | None = None, one_row: set[str] | None = None):
         self.b = bindings
+        # inputs of one row whose moved value a keyed DT recomputes every key for (single_row.py)
+        self.one_row = {name.lower() for name in one_row or ()}
         self.materialize = materialize or self._dry_keys
         self.narrow = narrow
         # a block's hub rows kept once for its terms (hub.py): `keep` computes a query's rows
@@ -107,6 +109,8 @@ class DeltaCompiler:
         shape = shapes.shape(sel)
         if not changed or shape is None:
             return None
+        if moves_every_row(query, self.one_row, self.b.changed):
+            return Keyed(self.version(sel, NEW), [], KeySet(f"{KEY_PREFIX}all", rows=[()]))
         if shape.keys == [] and any(isinstance(n, exp.Window) for n in scope_nodes(sel, ("expressions",))):
             # windows without PARTITION BY: one partition, recomputed whole at the new version
             # (a scalar aggregate's one row is netted against its old value instead)

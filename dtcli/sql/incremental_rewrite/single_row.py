@@ -17,7 +17,17 @@ from __future__ import annotations
 from sqlglot import exp
 
 from dtcli.sql.incremental_rewrite import shapes
-from dtcli.sql.incremental_rewrite.relations import MINUS, PLUS, KeySet, Unsupported, union_all
+from dtcli.sql.incremental_rewrite.pushdown import equalities
+from dtcli.sql.incremental_rewrite.relations import (
+    MINUS,
+    PLUS,
+    KeySet,
+    Unsupported,
+    alias_of,
+    block_items,
+    is_table_ref,
+    union_all,
+)
 
 SIGN = "__dt_sign"
 
@@ -103,3 +113,20 @@ class SingleRows:
             query = query.where(exp.EQ(this=exp.column(SIGN), expression=exp.Literal.number(-1)))
         alias = item.args.get("alias")
         return exp.Subquery(this=query, alias=alias.copy() if alias is not None else None)
+
+
+def moves_every_row(query: exp.Expression, one_row: set[str], changed: set[str]) -> bool:
+    """Whether a changed input of one row (`one_row`: a kept aggregate without GROUP BY, as
+    TPC-H Q22's average balance or Q11's total value) is joined to the other rows of its block
+    by no equality: compared with every row (`c_acctbal > avg`), its moved value can move every
+    row, and the delta rule's term for it reads all of them at both versions to find which did.
+    A keyed DT then recomputes all of its keys at the new version instead (compiler.keyed)."""
+    for block in query.find_all(exp.Select):
+        for item in block_items(block):
+            name = item.name.lower() if isinstance(item, exp.Table) and is_table_ref(item) else None
+            if name is None or name not in one_row or name not in changed:
+                continue
+            alias = (alias_of(item) or "").lower()
+            if not any(alias in (left.table.lower(), right.table.lower()) for left, right in equalities(block)):
+                return True
+    return False

@@ -69,7 +69,7 @@ class ChangeRefresh(RefreshViews):
         if not bindings.changed:
             return self._nothing()
         compiler = DeltaCompiler(bindings, self._materialize, self._narrow, self._keep,
-                                 self._narrow.hub_bytes)
+                                 self._narrow.hub_bytes, self._one_row_inputs())
         target = listed.read(spark, step.path)
         columns = target.columns
         check_types(target.schema)
@@ -94,6 +94,21 @@ class ChangeRefresh(RefreshViews):
             if predicate:                 # None: a NULL inside a multi-column key
                 return self._replace(keyed, predicate, columns)
         return self._rows_changed(compiler, query, columns)
+
+    def _one_row_inputs(self) -> set[str]:
+        """The kept aggregates without GROUP BY (one row each), for a DT small enough to be
+        written whole (slice_commit.py's setting): when one of them moves and is compared with
+        every row, all of the DT's keys are recomputed at once (single_row.moves_every_row),
+        one read of the inputs instead of the terms' two, and the DT written whole."""
+        from dtcli.engine.runtime.slice_commit import whole_bytes
+        from dtcli.sql.incremental_rewrite.relations import parse
+        from dtcli.state.delta_log import file_stats
+
+        single = {k.name for k in self.step.options.kept or [] if not parse(k.block_sql).args.get("group")}
+        if not single:
+            return set()
+        stats = file_stats(self.step.path)
+        return single if stats is not None and stats.bytes <= whole_bytes(self.spark) else set()
 
     def _scanned_later(self) -> list:
         """The tables whose state a refresh of a join needs after reading its changes: the
