@@ -127,7 +127,7 @@ class DeltaCompiler:
                 return None
             positions.append(found[0])
         keys = affected_keys(self, sel, shape, changed)
-        return Keyed(restricted(self, sel, shape, keys, NEW), keys.pick(positions) if keys else positions, keys)
+        return Keyed(restricted(self, sel, shape, keys, NEW), keys.pick(positions), keys)
 
     def own_rows(self, sql: str | exp.Query) -> own_rows.AggregateUpkeep | own_rows_window.WindowUpkeep | None:
         """How the DT is maintained from its own rows (see own_rows.py), or None."""

@@ -69,12 +69,24 @@ def pushed_keys(sel: exp.Select, index: int, narrow: Narrow, name: str | None = 
     rows of that name it is read as (a join hub's kept rows, hub.py)."""
     items = block_items(sel)
     item = items[index]
-    if not (isinstance(item, exp.Table) and is_table_ref(item)) or sel.args.get("laterals"):
+    if not (isinstance(item, exp.Table) and is_table_ref(item)):
         return []
-    mine = (alias_of(item) or "").lower()
+    source = name or item.name.lower()
+    out = _joined(sel, index, lambda column, scanned: narrow(source, column, scanned))
+    if out is not None and name is None:
+        out += _through_inputs(sel, items, (alias_of(item) or "").lower(), source, narrow)
+    return out or []
+
+
+def _joined(sel: exp.Select, index: int, restriction) -> list[exp.Expression] | None:
+    """Per equality between a column of FROM item `index` and another item's, the predicate
+    `restriction(own column's name, the other item's input table or None)` makes of the other
+    column, where it makes one; None when the item cannot be told apart by its alias."""
+    items = block_items(sel)
+    mine = (alias_of(items[index]) or "").lower()
     others = {(alias_of(i) or "").lower(): i for k, i in enumerate(items) if k != index}
-    if not mine or mine in others:
-        return []
+    if not mine or mine in others or sel.args.get("laterals"):
+        return None
     out: list[exp.Expression] = []
     for left, right in equalities(sel):
         for own, other in ((left, right), (right, left)):
@@ -82,12 +94,10 @@ def pushed_keys(sel: exp.Select, index: int, narrow: Narrow, name: str | None = 
                 continue
             target = others[other.table.lower()]
             scanned = target.name.lower() if isinstance(target, exp.Table) and is_table_ref(target) else None
-            restrict = narrow(name or item.name.lower(), own.name, scanned)
+            restrict = restriction(own.name, scanned)
             cond = restrict(other.copy()) if restrict is not None else None
             if cond is not None:
                 out.append(exp.Paren(this=cond))
-    if name is None:
-        out += _through_inputs(sel, items, mine, item.name.lower(), narrow)
     return out
 
 
@@ -156,21 +166,9 @@ def key_set_pushed(sel: exp.Select, index: int, view: str, names: list[str | Non
     keys the change was recomputed for, so a row it joins has the joined column's value among
     them: TPC-H Q2's minimum cost per part, recomputed for the changed parts, restricts part's
     key, and through part's equality with partsupp's (Spark infers it) partsupp's scan."""
-    items = block_items(sel)
-    mine = (alias_of(items[index]) or "").lower()
-    if not mine or sel.args.get("laterals"):
-        return []
-    scans = {(alias_of(i) or "").lower(): i.name.lower() for i in items if isinstance(i, exp.Table) and is_table_ref(i)}
-    out: list[exp.Expression] = []
-    for left, right in equalities(sel):
-        for own, other in ((left, right), (right, left)):
-            if own.table.lower() != mine or other.table.lower() == mine:
-                continue
-            for n, name in enumerate(names):
-                if name is None or own.name.lower() != name.lower():
-                    continue
-                restrict = narrow(view, key_column(n), scans.get(other.table.lower()))
-                cond = restrict(other.copy()) if restrict is not None else None
-                if cond is not None:
-                    out.append(exp.Paren(this=cond))
-    return out
+    position = {n.lower(): k for k, n in reversed(list(enumerate(names))) if n is not None}
+
+    def restriction(column: str, scanned: str | None):
+        k = position.get(column.lower())
+        return narrow(view, key_column(k), scanned) if k is not None else None
+    return _joined(sel, index, restriction) or []

@@ -304,4 +304,3 @@ def _named_as_stored(keyed, types: list) -> bool:
 
 
 STRATEGIES = {INCREMENTAL: incremental_refresh}   # refresh kinds this module does
-
