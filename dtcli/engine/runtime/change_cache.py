@@ -146,7 +146,11 @@ class ChangeCache:
 
 
 def _read(spark, path: str, start: int, end: int) -> Shared | None:
-    """The change of every column of a type the driver nets exactly, collected when small."""
+    """The change of every column of a type the driver nets exactly, collected when small: from
+    the feed's files where the driver can read them (state/change_feed.py), else through Spark."""
+    shared = _read_files(spark, path, start, end)
+    if shared is not None:
+        return shared
     feed = read_feed(spark, path, start, end)
     data = [f for f in feed.schema.fields if f.name not in CDF_COLUMNS]
     kept = [f for f in data if plain(f.dataType)]
@@ -155,6 +159,45 @@ def _read(spark, path: str, start: int, end: int) -> Shared | None:
     if rows is None:
         return None
     return Shared(list(df.schema.fields), [tuple(r) for r in rows], len(kept) == len(data))
+
+
+# The Spark setting that lets the driver read a change feed's files itself (state/change_feed.py),
+# and its default: Spark's own read costs two jobs per changed input and refresh, the driver's a
+# few milliseconds; `false` reads every change through Spark.
+FILES_SETTING = "spark.dt.driverFeedReads"
+# the most feed rows the driver reads before netting them (a MERGE's pre- and post-images of
+# rows that did not change count too): past it, Spark reads and nets the change
+MAX_FEED_ROWS = 4 * LOCAL_ROWS
+
+
+def _read_files(spark, path: str, start: int, end: int) -> Shared | None:
+    """The change read from the feed's Parquet files on the driver, netted; None where that is
+    not the whole feed, or is off (FILES_SETTING), or the netted change is not small."""
+    import json
+
+    from pyspark.sql import types as T
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    from dtcli.engine.runtime.changes import WEIGHT
+    from dtcli.state import change_feed
+
+    if str(spark.conf.get(FILES_SETTING, "true")).lower() == "false":
+        return None
+    feed = change_feed.feed_files(path, start, end)
+    if feed is None:
+        return None
+    data = T.StructType.fromJson(json.loads(feed.schema_json)).fields
+    kept = [f for f in data if plain(f.dataType)]
+    arrow = to_arrow_schema(T.StructType(kept))
+    rows = change_feed.read_rows(feed, [f.name for f in kept], [f.type for f in arrow], MAX_FEED_ROWS)
+    if rows is None:
+        return None
+    floats = {k for k, f in enumerate(kept) if _is_float(f.dataType)}
+    rows = net(rows, list(range(len(kept))), floats)
+    if len(rows) > LOCAL_ROWS:
+        return None
+    fields = [*kept, T.StructField(WEIGHT, T.LongType(), True)]     # as Spark's netting types them
+    return Shared(fields, rows, len(kept) == len(data))
 
 
 def _positions(shared: Shared, columns: list[str] | None) -> list[int] | None:
