@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from dtcli.engine.runtime.checkpoints import release
-from dtcli.engine.runtime.materialize import LOCAL_ROWS, kept
+from dtcli.engine.runtime.materialize import LOCAL_ROWS, kept, static_plan
 from dtcli.engine.runtime.spark_errors import SPARK_ERRORS, is_unavailable
 
 WEIGHT = "__dt_w"
@@ -94,7 +94,10 @@ class ChangeSet:
         cols = [F.col(quote(c)) for c in out.columns if c != WEIGHT]
         weighted = (out.groupBy(*cols).agg(F.sum(WEIGHT).cast("long").alias(WEIGHT))
                     .filter(F.col(WEIGHT) != 0))
-        local = weighted.collect() if self.local is not None else None
+        local = None
+        if self.local is not None:      # a query over the driver's rows: planned in one job
+            with static_plan(weighted.sparkSession):
+                local = weighted.collect()
         if local is not None:
             weighted = local_frame(weighted.sparkSession, list(weighted.schema.fields), [tuple(r) for r in local])
         return ChangeSet(self.name, weighted, len(local) if local is not None else self.rows, local,

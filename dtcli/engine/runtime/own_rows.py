@@ -18,7 +18,7 @@ from dtcli.engine.runtime import key_predicates as keys_sql
 from dtcli.engine.runtime.apply import ROWS_MISSING, Applied, checked, commit_nothing, replace
 from dtcli.engine.runtime.change_cache import plain
 from dtcli.engine.runtime.changes import quote
-from dtcli.engine.runtime.materialize import LOCAL_ROWS, kept, local_frame
+from dtcli.engine.runtime.materialize import LOCAL_ROWS, kept, local_frame, static_plan
 from dtcli.engine.runtime.rewrite import replace_whole
 from dtcli.model import Frontier
 from dtcli.sql.incremental_rewrite.own_rows import (
@@ -157,7 +157,9 @@ def _written_from_driver(spark, path: str, predicate: str, joined, out: dict, ke
     staged = joined.select(*[F.col(f"o.{output_column(k)}").alias(f"__dt_was{k}") for k in range(width)],
                            *[out[k].alias(output_column(k)) for k in range(width)],
                            F.col(f"o.{output_column(count_all)}").isNotNull().alias("__dt_held"))
-    both = staged.select("*", kept_rows.alias("__dt_keep")).collect()
+    # the change's few groups joined with the same keys' rows of the table: planned in one job
+    with static_plan(spark):
+        both = staged.select("*", kept_rows.alias("__dt_keep")).collect()
     old = [tuple(r[:width]) for r in both if r[2 * width]]
     new = [tuple(r[width:2 * width]) for r in both if r[2 * width + 1]]
     before = commit.last_commit(path)["version"]
