@@ -2,19 +2,19 @@
 
 Spark reads a change feed with two jobs and their planning (the feed's file index, then the read
 and its netting), about half a second on two cores for a few hundred rows: per changed input, per
-refresh that reads it, and most of what a small incremental refresh of a join over several inputs
+refresh that reads it, and much of what a small incremental refresh of a join over several inputs
 costs before its change query runs. Yet the feed of the commits a source's writers make is a few
 small Parquet files named in the log: the `cdc` files of a MERGE, UPDATE or DELETE (their rows
 carry `_change_type`), or the files an append adds (every row an insert). This reads those files
 with pyarrow, as Delta's own reader would take them: a commit with `cdc` actions contributes
 those only, a commit without them the rows of the files it adds with `dataChange`.
 
-Only where that is the whole story; anything else is left to Spark (`None`): a remote table, a
-partitioned one, column mapping, a schema, protocol or property change in the range, a commit
-without `cdc` actions that removes data (an overwrite, a DELETE of whole files: the removed rows
-are in files the log says less about) or adds a file with a deletion vector, a commit file or data
-file that is gone (Spark then raises the error dt reports), a column missing from a file, more
-rows than the caller's limit.
+Only where that is the whole story; anything else is left to Spark (`None`): a table without its
+change data feed on, a remote or partitioned table, column mapping, a schema, protocol or property
+change in the range, a commit without `cdc` actions that removes data (an overwrite; a DELETE
+that marks rows in deletion vectors, whose rows Delta finds by comparing the vectors) or adds a
+file with a deletion vector, a commit file or data file that is gone (Spark then raises the error
+dt reports), a column missing from a file, more rows than the caller's limit.
 """
 
 from __future__ import annotations
@@ -96,8 +96,8 @@ def _local_root(path: str) -> str | None:
 
 
 def _metadata(root: str, version: int) -> str | None:
-    """The schema at `version` of a table this module can read the feed of (not partitioned, no
-    column mapping), or None."""
+    """The schema at `version` of a table this module can read the feed of (its change data feed
+    on, not partitioned, no column mapping), or None."""
     from deltalake import DeltaTable
     from deltalake.exceptions import DeltaError
 
@@ -106,8 +106,11 @@ def _metadata(root: str, version: int) -> str | None:
         meta = table.metadata()
     except (DeltaError, OSError, ValueError):
         return None
-    mode = str(meta.configuration.get("delta.columnMapping.mode", "none")).lower()
-    if meta.partition_columns or mode not in ("", "none"):
+    config = meta.configuration
+    mode = str(config.get("delta.columnMapping.mode", "none")).lower()
+    # without the feed on, Spark refuses the read (DELTA_MISSING_CHANGE_DATA) and dt recomputes
+    feed = str(config.get("delta.enableChangeDataFeed", "false")).lower() == "true"
+    if meta.partition_columns or mode not in ("", "none") or not feed:
         return None
     return table.schema().to_json()
 

@@ -78,5 +78,9 @@ def test_a_range_is_read_from_its_commits_or_not_at_all(tmp_path):
     assert change_feed.feed_files(f"file://{path}", 1, 2) is not None
     assert change_feed.feed_files(str(path), 2, 3) is None
     assert change_feed.feed_files("s3a://bucket/t", 0, 1) is None
+    off = tmp_path / "off"          # no change data feed: Spark refuses it, so does the driver
+    write_deltalake(str(off), pa.table({"k": [1]}))
+    write_deltalake(str(off), pa.table({"k": [2]}), mode="append")
+    assert change_feed.feed_files(str(off), 0, 1) is None
     (path / "_delta_log" / "00000000000000000001.json").unlink()
     assert change_feed.feed_files(str(path), 0, 2) is None
