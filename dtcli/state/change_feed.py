@@ -21,8 +21,11 @@ from __future__ import annotations
 
 import json
 import os
+import warnings
 from dataclasses import dataclass
-from urllib.parse import unquote, urlparse
+from urllib.parse import unquote
+
+from dtcli.state import storage
 
 CHANGE_TYPE = "_change_type"
 WEIGHTS = {"insert": 1, "update_postimage": 1, "delete": -1, "update_preimage": -1}
@@ -68,10 +71,11 @@ def read_rows(feed: FeedFiles, columns: list[str], arrow_types: list, limit: int
     out: list[tuple] = []
     for file, typed in feed.files:
         try:
-            names = set(pq.read_schema(file).names)
+            parquet = pq.ParquetFile(file)
+            names = set(parquet.schema_arrow.names)
             if any(c not in names for c in columns) or (typed and CHANGE_TYPE not in names):
                 return None
-            table = pq.read_table(file, columns=[*columns, *([CHANGE_TYPE] if typed else [])])
+            table = parquet.read(columns=[*columns, *([CHANGE_TYPE] if typed else [])])
             values = [table.column(c).cast(t).to_pylist() for c, t in zip(columns, arrow_types)]
         except (OSError, pa.ArrowException):
             return None
@@ -88,10 +92,9 @@ def read_rows(feed: FeedFiles, columns: list[str], arrow_types: list, limit: int
 
 
 def _local_root(path: str) -> str | None:
-    if path.startswith("file:"):
-        path = unquote(urlparse(path).path)
-    elif "://" in path:
+    if storage.is_remote(path):
         return None
+    path = path.removeprefix("file://")
     return path if os.path.isdir(os.path.join(path, "_delta_log")) else None
 
 
@@ -102,7 +105,9 @@ def _metadata(root: str, version: int) -> str | None:
     from deltalake.exceptions import DeltaError
 
     try:
-        table = DeltaTable(root, version=version)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            table = DeltaTable(root, version=version)
         meta = table.metadata()
     except (DeltaError, OSError, ValueError):
         return None
