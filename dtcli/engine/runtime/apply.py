@@ -23,7 +23,7 @@ from __future__ import annotations
 from functools import reduce
 from typing import NamedTuple
 
-from dtcli.engine.runtime import audit, commit, key_predicates, listed, slice_commit
+from dtcli.engine.runtime import audit, commit, driver_write, key_predicates, listed, slice_commit
 from dtcli.engine.runtime.changes import WEIGHT, quote
 from dtcli.engine.runtime.checkpoints import release
 from dtcli.model import Frontier
@@ -69,7 +69,11 @@ def commit_nothing(spark, path: str, frontier: Frontier) -> int:
     """Record the frontier in a commit that changes no row.
 
     An empty MERGE or an empty append writes no commit at all, so the frontier rides on a
-    table-property update, which always commits (and carries the session's userMetadata)."""
+    table-property update, which always commits (and carries the session's userMetadata);
+    a table driver_write can commit gets a commit of no action instead, written on the driver."""
+    done = driver_write.frontier_only(spark, path, frontier)
+    if done is not None:
+        return done
     before = commit.last_commit(path)["version"]
     stamp = str(frontier.run_id or frontier.data_timestamp or before)
     location = path.replace("`", "``")
@@ -245,6 +249,10 @@ def replace(spark, path: str, predicate: str, rows, frontier: Frontier) -> Appli
     commit; `inserted` / `deleted` are the rows written / removed."""
     rows = audit.rows(spark, path, rows, predicate)
     small = slice_commit.target(spark, path)
+    if small and predicate == "true":       # the whole table: committed on the driver where it can be
+        done = driver_write.replace_all(spark, path, small, rows, frontier)
+        if done is not None:
+            return Applied(done[0], done[1], done[2])
     done = slice_commit.replace(spark, path, small, predicate, inside_only(rows, predicate), frontier) \
         if small else None
     if done is not None:

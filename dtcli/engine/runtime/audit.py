@@ -37,7 +37,7 @@ from dtcli.engine.runtime.changes import WEIGHT, quote
 from dtcli.engine.runtime.materialize import LOCAL_ROWS, checkpointed, kept
 from dtcli.model import INCREMENTAL
 
-__all__ = ["AuditFailed", "auditing", "change", "has_drops", "rows", "settle", "statement", "suspended"]
+__all__ = ["AuditFailed", "auditing", "change", "has_drops", "idle", "rows", "settle", "statement", "suspended"]
 
 
 _current: ContextVar[Auditor | None] = ContextVar("dt_auditor", default=None)
@@ -102,6 +102,11 @@ def change(spark, path: str, changes, local: list | None) -> Iterator[tuple[obje
     finally:
         auditor.inside = False
         auditor.deferred, auditor.deferred_checks = None, []
+
+
+def idle() -> bool:
+    """Whether no data test audits the refresh running in this thread."""
+    return _current.get() is None
 
 
 def settle() -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from functools import reduce
 
-from dtcli.engine.runtime import commit
+from dtcli.engine.runtime import commit, driver_write, slice_commit
 from dtcli.engine.runtime import key_predicates as keys_sql
 from dtcli.engine.runtime.apply import ROWS_MISSING, Applied, checked, commit_nothing, replace
 from dtcli.engine.runtime.change_cache import plain
@@ -163,7 +163,12 @@ def _written_from_driver(spark, path: str, predicate: str, joined, out: dict, ke
     old = [tuple(r[:width]) for r in both if r[2 * width]]
     new = [tuple(r[width:2 * width]) for r in both if r[2 * width + 1]]
     before = commit.last_commit(path)["version"]
-    done = write(spark, path, predicate, local_frame(spark, list(target.schema.fields), new), frontier)
+    ready = driver_write.prepare(spark, path, slice_commit.target(spark, path))
+    on_driver = driver_write.commit_rows(ready, predicate, old, new, frontier) if ready else None
+    if on_driver is not None:
+        done = Applied(*on_driver)
+    else:
+        done = write(spark, path, predicate, local_frame(spark, list(target.schema.fields), new), frontier)
     # ChangeCache.seed nets the rows
     return done._replace(change=(before, _weighted_fields(target), [(*r, -1) for r in old] + [(*r, 1) for r in new]))
 

@@ -65,8 +65,15 @@ def replace_whole(spark, path: str, predicate: str, rows, frontier: Frontier) ->
 
 
 def overwrite_all(spark, path: str, rows, frontier: Frontier, held: int) -> Applied:
-    """Every row of the table replaced by `rows` (`held`: the rows it holds, from its log)."""
-    last = _overwrite(spark, path, audit.rows(spark, path, rows, None), frontier)
+    """Every row of the table replaced by `rows` (`held`: the rows it holds, from its log),
+    committed on the driver where driver_write can."""
+    from dtcli.engine.runtime import driver_write, slice_commit
+
+    rows = audit.rows(spark, path, rows, None)
+    done = driver_write.replace_all(spark, path, slice_commit.target(spark, path), rows, frontier)
+    if done is not None:
+        return Applied(done[0], done[1], done[2])
+    last = _overwrite(spark, path, rows, frontier)
     return Applied(int(last["metrics"].get("numOutputRows", 0)), held, last["version"])
 
 
