@@ -19,7 +19,7 @@ import pytest
 
 from dtcli.engine.runtime import driver_write
 from dtcli.state import internal
-from dtcli.state.delta_log import read_frontier, open_table
+from dtcli.state.delta_log import open_table, read_frontier
 from tests.spark.harness import Env
 from tests.spark.test_aggregate_totals import A_ROWS, B_ROWS, BATCHES
 
