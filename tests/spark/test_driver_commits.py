@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -21,9 +22,25 @@ from dtcli.engine.runtime import driver_write
 from dtcli.state import internal
 from dtcli.state.delta_log import open_table, read_frontier
 from tests.spark.harness import Env
-from tests.spark.test_aggregate_totals import A_ROWS, B_ROWS, BATCHES
 
 pytestmark = pytest.mark.spark
+
+A_ROWS = [(1, "x", 10, Decimal("1.10")), (2, "x", 20, Decimal("2.25")), (3, "y", 5, None), (None, "w", 1, Decimal("9.99")),
+          (4, None, 3, Decimal("3.33")), (5, "z", 20, Decimal("0.01")), (5, "z", 20, Decimal("0.01"))]
+B_ROWS = [(1, Decimal("0.5")), (2, Decimal("1.25")), (5, None)]
+BATCHES = [
+    # duplicates, NULL keys and values, a new group
+    ["INSERT INTO {a} VALUES (9, 'v', 100, 1.00), (2, 'x', 20, 2.25), (11, NULL, NULL, NULL)",
+     "INSERT INTO {b} VALUES (9, 2.5)"],
+    # a change that reaches no group of `joined`
+    ["INSERT INTO {b} VALUES (99, 1.5)"],
+    # a group emptied, updates moving rows between groups and to NULL
+    ["DELETE FROM {a} WHERE g = 'v'", "UPDATE {a} SET d = NULL WHERE k = 1", "UPDATE {a} SET g = 'y' WHERE k = 5"],
+    # (almost) every row gone, then back
+    ["DELETE FROM {a} WHERE k IS NULL OR k > 1", "UPDATE {a} SET v = -1 WHERE k = 1"],
+    ["INSERT INTO {a} VALUES (20, 'x', 3, 1.50), (21, 'x', 4, 2.50), (22, 'y', 5, NULL), (23, NULL, 6, 3.00), "
+     "(24, 'z', 7, 4.00), (25, 'z', 8, 5.00), (26, 'q', 9, 6.00)"],
+]
 
 TABLES = {
     "per_g": "SELECT g, SUM(d) AS s, AVG(v) AS av, COUNT(*) AS n FROM a GROUP BY g",
