@@ -43,7 +43,7 @@ class FeedFiles:
 def feed_files(path: str, start: int, end: int) -> FeedFiles | None:
     """The files of the feed of versions start+1..end of the local table at `path`, or None when
     they are not all of it (see the module docstring)."""
-    root = _local_root(path)
+    root = storage.local_table(path)
     if root is None or end <= start:
         return None
     meta = _metadata(root, end)
@@ -89,13 +89,6 @@ def read_rows(feed: FeedFiles, columns: list[str], arrow_types: list, limit: int
             return None
         out.extend(zip(*values, weights) if columns else ((w,) for w in weights))
     return out
-
-
-def _local_root(path: str) -> str | None:
-    if storage.is_remote(path):
-        return None
-    path = path.removeprefix("file://")
-    return path if os.path.isdir(os.path.join(path, "_delta_log")) else None
 
 
 def _metadata(root: str, version: int) -> str | None:

@@ -70,7 +70,7 @@ def writable(path: str) -> Writable | None:
     from deltalake import DeltaTable
     from deltalake.exceptions import DeltaError
 
-    root = local_root(path)
+    root = storage.local_table(path)
     if root is None:
         return None
     try:
@@ -113,14 +113,6 @@ def _protocol_allows(protocol) -> bool:
     if not (reader <= 1 or (reader == 3 and set(protocol.reader_features or ()) <= _READER_FEATURES)):
         return False
     return writer <= 4 or (writer == 7 and set(protocol.writer_features or ()) <= _WRITER_FEATURES)
-
-
-def local_root(path: str) -> str | None:
-    """The directory of the local Delta table at `path`, or None (remote, or not a Delta table)."""
-    if storage.is_remote(path):
-        return None
-    root = path.removeprefix("file://")
-    return root if os.path.isdir(os.path.join(root, LOG_DIR)) else None
 
 
 def commit_path(root: str, version: int) -> str:

@@ -27,6 +27,14 @@ def is_remote(path: str) -> bool:
     return "://" in path and not path.startswith("file://")
 
 
+def local_table(path: str) -> str | None:
+    """The directory of the local Delta table at `path`, or None (remote, or no `_delta_log`)."""
+    if is_remote(path):
+        return None
+    root = path.removeprefix("file://")
+    return root if os.path.isdir(os.path.join(root, "_delta_log")) else None
+
+
 def uri(path: str) -> str:
     """The path as deltalake spells it (Hadoop's s3a:// is deltalake's s3://)."""
     return "s3://" + path[len("s3a://"):] if path.startswith("s3a://") else path

@@ -162,8 +162,8 @@ def _written_from_driver(spark, path: str, predicate: str, joined, out: dict, ke
         both = staged.select("*", kept_rows.alias("__dt_keep")).collect()
     old = [tuple(r[:width]) for r in both if r[2 * width]]
     new = [tuple(r[width:2 * width]) for r in both if r[2 * width + 1]]
-    before = commit.last_commit(path)["version"]
     ready = driver_write.prepare(spark, path, slice_commit.target(spark, path))
+    before = ready.table.version if ready else commit.last_commit(path)["version"]
     on_driver = driver_write.commit_rows(ready, predicate, old, new, frontier) if ready else None
     if on_driver is not None:
         done = Applied(*on_driver)
