@@ -156,7 +156,7 @@ def kill_run(root: Path, mode: str, delay: float, log: Path) -> tuple[bool, list
         time.sleep(0.05)
     jvms: list[int] = []
     while mode == "jvm" and proc.poll() is None and not jvms:
-        jvms = [p for p in descendants(proc.pid) if is_java(p) and "SparkSubmit" in _cmdline(p)]
+        jvms = [p for p in descendants(proc.pid) if _is_application_jvm(p)]
         time.sleep(0.05)
     if proc.poll() is not None:
         return False, []
@@ -214,6 +214,14 @@ def kill_between_commits(root: Path, project, log: Path) -> list[int]:
     assert _version(project.table_path("top_skus")) == dt_before, "top_skus committed before the kill"
     assert _version(state) == state_before + 1
     return tree
+
+
+def _is_application_jvm(pid: int) -> bool:
+    """spark-submit's application JVM, not the launcher JVM that spark-class runs first to build
+    its command line (its arguments name SparkSubmit too): killing that one makes spark-submit
+    exit before any application started, a run that failed to start rather than one killed."""
+    line = _cmdline(pid)
+    return is_java(pid) and "org.apache.spark.deploy.SparkSubmit" in line and "org.apache.spark.launcher.Main" not in line
 
 
 def _cmdline(pid: int) -> str:
