@@ -1,5 +1,6 @@
 """Commits written on the driver (engine/runtime/driver_write.py, state/driver_commit.py): a DT's
-one row over its totals, a kept aggregate's adjusted groups, a frontier-only commit.
+one row over its totals, a kept aggregate's adjusted groups, a slice of a DT's rows replaced, a
+frontier-only commit.
 
 Differential: the aggregates of test_aggregate_totals.py over the same batches (NULLs, duplicates,
 updates, deletes, groups emptied and made again), with a DT reading one of them (so its change
@@ -48,6 +49,8 @@ TABLES = {
     "total": "SELECT COUNT(*) AS n, SUM(d) AS s, AVG(v) AS av FROM a WHERE v > 0",
     "few": "SELECT SUM(v) AS s FROM a HAVING COUNT(*) > 6",
     "above": "SELECT g, s FROM per_g WHERE n > 1",
+    # rows of its own: a change that deletes replaces the slice of the changed rows' keys
+    "positive": "SELECT k, g, v FROM a WHERE v > 2",
 }
 
 
@@ -132,6 +135,7 @@ def _run(spark, tmp_path, on: bool, monkeypatch, batches=BATCHES) -> tuple[Env, 
 def test_driver_commits_equal_spark_commits(spark, tmp_path, monkeypatch):
     env, written = _run(spark, tmp_path / "on", True, monkeypatch)
     assert written >= len(BATCHES), written
+    assert _driver_commits(env.project().table_path("positive")) >= 2     # a slice replaced
     # a table committed on the driver is a Delta table Spark goes on writing
     path = env.project().table_path("total")
     spark.sql(f"INSERT INTO delta.`{path}` SELECT * FROM delta.`{path}`")

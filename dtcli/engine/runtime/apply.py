@@ -249,8 +249,9 @@ def replace(spark, path: str, predicate: str, rows, frontier: Frontier) -> Appli
     commit; `inserted` / `deleted` are the rows written / removed."""
     rows = audit.rows(spark, path, rows, predicate)
     small = slice_commit.target(spark, path)
-    if small and predicate == "true":       # the whole table: committed on the driver where it can be
-        done = driver_write.replace_all(spark, path, small, rows, frontier)
+    if small:       # committed on the driver where it can be
+        done = driver_write.replace_all(spark, path, small, rows, frontier) if predicate == "true" \
+            else driver_write.replace_where(spark, path, small, predicate, rows, frontier)
         if done is not None:
             return Applied(done[0], done[1], done[2])
     done = slice_commit.replace(spark, path, small, predicate, inside_only(rows, predicate), frontier) \
