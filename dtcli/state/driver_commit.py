@@ -17,7 +17,9 @@ writes what it is given:
 * the log entry, made at once: written whole to a hidden temporary file, then hard-linked to its
   version's name, which fails if that version exists (another writer committed first: nothing is
   committed, the caller learns it). A kill before the link leaves only unreferenced files, as an
-  interrupted Spark write does.
+  interrupted Spark write does;
+* the version's checksum file, derived from the previous version's where that is exact
+  (version_checksum.py), so that readers of the new version spend no Spark job on its state.
 """
 
 from __future__ import annotations
@@ -30,7 +32,7 @@ import uuid
 from dataclasses import dataclass
 from typing import Any
 
-from dtcli.state import storage
+from dtcli.state import storage, version_checksum
 
 CHANGE_TYPE = "_change_type"
 CHANGE_DIR = "_change_data"
@@ -155,8 +157,11 @@ def commit(root: str, version: int, actions: list[dict[str, Any]], info: dict[st
         os.fsync(out.fileno())
     try:
         os.link(temporary, final)       # put-if-absent: fails when the version exists
-        return True
     except FileExistsError:
         return False
     finally:
         os.unlink(temporary)
+    # after the entry: a kill between the two leaves a version without a checksum, which Delta
+    # reads as it reads any writer's that writes none
+    version_checksum.write_after(root, version, actions, info["txnId"])
+    return True

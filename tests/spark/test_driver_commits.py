@@ -6,8 +6,9 @@ Differential: the aggregates of test_aggregate_totals.py over the same batches (
 updates, deletes, groups emptied and made again), with a DT reading one of them (so its change
 feed is read), refreshed with the setting on: every DT equals its recompute after every batch,
 every table the driver wrote in a batch (DTs and internal tables) has a change feed over the
-batch's versions equal to the difference of its rows at those versions (read by Spark), and Spark
-writes the tables again after them. Off (two batches), the driver writes none.
+batch's versions equal to the difference of its rows at those versions (read by Spark), a version
+the driver wrote has a checksum file Delta validates against its own state, and Spark writes the
+tables again after them. Off (two batches), the driver writes none.
 """
 
 from __future__ import annotations
@@ -100,6 +101,29 @@ def _feed_matches(spark, path: str, start: int, end: int) -> None:
     assert {k: v for k, v in net.items() if v} == {k: v for k, v in want.items() if v}, (path, start, end)
 
 
+def _checksum_agrees(spark, path: str) -> None:
+    """The table's newest version has a checksum file Delta reads (its protocol, metadata and
+    files, with no job: listed.py lists the version from it) and finds equal to its own state of
+    the version (Delta's validation rebuilds the state and fails on a mismatch)."""
+    from dtcli.engine.runtime import listed
+
+    snapshot = listed._location(spark.read.format("delta").load(path)).getSnapshot()
+    assert snapshot.checksumOpt().isDefined(), path
+    assert listed._checksum_files(snapshot) is not None, path
+    jvm = spark._jvm
+    assert snapshot.validateChecksum(jvm.scala.Predef.Map().empty()), path
+    # its files as Delta's state of the version has them (Delta's own comparison also tells a
+    # missing `tags` from an empty one, which Spark's checksum files do not keep either)
+    crc = snapshot.checksumOpt().get().allFiles().get()
+    rebuilt = snapshot.allFiles().collectAsList()
+
+    def files(listed):
+        return sorted((str(f.path()), f.size(), f.modificationTime(), f.dataChange(), str(f.stats()),
+                       f.tagsOrEmpty().toString(), f.deletionVector()) for f in listed)
+
+    assert files(jvm.scala.jdk.javaapi.CollectionConverters.asJava(crc)) == files(rebuilt), path
+
+
 def _run(spark, tmp_path, on: bool, monkeypatch, batches=BATCHES) -> tuple[Env, int]:
     env = Env(spark, tmp_path)
     env.create_source("a", "k INT, g STRING, v INT, d DECIMAL(12,2)", A_ROWS)
@@ -126,6 +150,8 @@ def _run(spark, tmp_path, on: bool, monkeypatch, batches=BATCHES) -> tuple[Env, 
             for path in paths:
                 if _driver_commits(path, before[path]):
                     _feed_matches(spark, path, before[path], after[path])
+                if _driver_commits(path, after[path] - 1):
+                    _checksum_agrees(spark, path)
             before = after
     finally:
         monkeypatch.setattr(driver_write, "enabled", real)
@@ -140,6 +166,7 @@ def test_driver_commits_equal_spark_commits(spark, tmp_path, monkeypatch):
     path = env.project().table_path("total")
     spark.sql(f"INSERT INTO delta.`{path}` SELECT * FROM delta.`{path}`")
     assert spark.read.format("delta").load(path).count() == 2
+    _checksum_agrees(spark, path)       # Spark derived its checksum from the driver's
     frontier, _ = read_frontier(open_table(env.project().table_path("per_g")))
     assert frontier is not None and frontier.source_versions
 
@@ -179,6 +206,7 @@ def test_a_frontier_only_commit_changes_no_row(spark, tmp_path):
     while env.version("t") < 8:
         env.insert("t", [(2, "b")])
     assert commit_nothing(spark, path, frontier) == 9       # not at 10: (9 + 1) % 10 would be
+    _checksum_agrees(spark, path)
     assert commit_nothing(spark, path, frontier) == 10
     assert _driver_commits(path) == 2
     assert (Path(path) / "_delta_log" / f"{10:020d}.checkpoint.parquet").exists()
