@@ -27,6 +27,7 @@ from dtcli.engine.launch.spark_conf import session_conf
 from tests.deploy.cluster import free_port
 
 START_TIMEOUT = 180.0
+PORT_RETRIES = 2
 QUERY_TIMEOUT = 120
 
 METASTORE_JAVA = """
@@ -112,15 +113,32 @@ class Server:
         return self
 
     def wait(self) -> Server:
+        """Wait for the port. The port was free when picked, but another JVM of this machine (a
+        Spark driver's or block manager's ephemeral port) can take it before this one binds it:
+        then the server starts again on a new port, up to PORT_RETRIES times."""
         deadline = time.monotonic() + START_TIMEOUT
+        retries = PORT_RETRIES
         while not port_open(self.port):
-            if self.proc is None or self.proc.poll() is not None or time.monotonic() > deadline:
-                tail = self.log.read_text(errors="replace")[-3000:] if self.log.exists() else ""
+            exited = self.proc is None or self.proc.poll() is not None
+            if exited and retries and self._port_was_taken():
+                retries -= 1
+                self.port = free_port()
+                self.start()
+                continue
+            if exited or time.monotonic() > deadline:
+                tail = self._log_tail()
                 self.stop()
                 raise RuntimeError(f"the {self.name} did not start on 127.0.0.1:{self.port}; "
                                    f"see {self.log}:\n{tail}")
             time.sleep(1)
         return self
+
+    def _log_tail(self) -> str:
+        return self.log.read_text(errors="replace")[-3000:] if self.log.exists() else ""
+
+    def _port_was_taken(self) -> bool:
+        text = self.log.read_text(errors="replace") if self.log.exists() else ""
+        return "Address already in use" in text and f":{self.port}" in text
 
     def stop(self) -> None:
         if self.proc is None or self.proc.poll() is not None:
@@ -136,9 +154,9 @@ class Server:
 class Metastore(Server):
     name = "metastore"
 
-    def __init__(self, folder: Path):
-        super().__init__(folder)
-        self.uri = f"thrift://127.0.0.1:{self.port}"
+    @property
+    def uri(self) -> str:
+        return f"thrift://127.0.0.1:{self.port}"
 
     def command(self) -> list[str]:
         classes = self.folder / "classes"
