@@ -29,6 +29,13 @@ INCREMENTAL against a recompute measured once (often its creation, beside every 
 project) recomputes once after REMEASURE_AFTER incremental refreshes in a row, but only while
 the expected recompute costs at most FULL_REMEASURE_FACTOR times the expected incremental
 refresh: a DT whose change is far cheaper to apply never pays for a recompute to find out.
+
+A creation is a poor measure of a recompute: it runs cold (the application's first queries)
+beside every other DT's creation. Under `--watch` at TPC-H SF0.1 the creation priced Q1's
+recompute at 24.8 s where one in the watch costs 6-8 s, and kept it INCREMENTAL at 10-11 s a
+refresh. So a DT whose only measured recomputes are its creations measures one again after
+CREATION_REMEASURE_AFTER incremental refreshes (same guard), and once it has measured a
+recompute outside its creation, its creations no longer count.
 """
 
 from __future__ import annotations
@@ -63,6 +70,8 @@ REMEASURE_AFTER = 10
 # it is expected to cost at most this many times an incremental refresh (what re-measuring may
 # cost, once in eleven refreshes)
 FULL_REMEASURE_FACTOR = 2.0
+# ... or after this many when the only recomputes measured are creations (see the docstring)
+CREATION_REMEASURE_AFTER = 3
 
 
 @dataclass(frozen=True)
@@ -103,6 +112,8 @@ class CostModel:
     recomputes_since: int | None = None
     # INCREMENTAL refreshes since the newest recompute (None: no recompute measured)
     incrementals_since: int | None = None
+    # whether every recompute measured is a creation (cold, beside the other DTs' creations)
+    full_from_creation: bool = False
 
 
 def learn(history: list[RefreshRecord]) -> CostModel:
@@ -111,8 +122,10 @@ def learn(history: list[RefreshRecord]) -> CostModel:
                   reverse=True)
     incremental = [(r.change_rows, _seconds(r)) for r in done
                    if r.refresh_action == INCREMENTAL and r.change_rows is not None][:SAMPLES]
-    recomputes = [(r.input_rows, _seconds(r)) for r in done
-                  if _recompute(r) and r.input_rows is not None][:SAMPLES]
+    measured = [r for r in done if _recompute(r) and r.input_rows is not None]
+    # a creation counts only until a recompute outside one is measured (see the docstring)
+    later = [r for r in measured if r.refresh_trigger != CREATION]
+    recomputes = [(r.input_rows, _seconds(r)) for r in (later or measured)][:SAMPLES]
     default = Line(DEFAULT_FIXED_SECONDS, DEFAULT_SECONDS_PER_ROW)
     full = _fit(recomputes, default) or default
     guess = Line(full.fixed, _changed_row_guess(full, [n for n, _ in recomputes]))
@@ -122,7 +135,7 @@ def learn(history: list[RefreshRecord]) -> CostModel:
     basis = (f"measured: {len(incremental)} incremental and {len(recomputes)} full refreshes"
              if incremental or recomputes else "no refresh measured yet: default costs")
     return CostModel(inc, full, basis, _in_a_row(done, _recompute, _incremental),
-                     _in_a_row(done, _incremental, _recompute))
+                     _in_a_row(done, _incremental, _recompute), bool(measured) and not later)
 
 
 def _recompute(record: RefreshRecord) -> bool:
@@ -199,6 +212,7 @@ class Estimate:
     basis: str
     # the action taken whatever the figures, to measure its cost again (None: the cheaper one)
     remeasure: str | None = None
+    remeasured_after: int = REMEASURE_AFTER     # refreshes in a row before a FULL re-measure
 
     @property
     def action(self) -> str:
@@ -218,8 +232,9 @@ class Estimate:
             limit += (f"; INCREMENTAL to measure it again after {REMEASURE_AFTER} or more recomputes "
                       f"since its last incremental refresh")
         elif self.remeasure == FULL:
-            limit += (f"; FULL to measure it again after {REMEASURE_AFTER} or more incremental refreshes "
-                      f"since its last recompute")
+            limit += (f"; FULL to measure it again after {self.remeasured_after} or more incremental "
+                      f"refreshes since its last recompute"
+                      + (" (measured only at its creation)" if self.remeasured_after != REMEASURE_AFTER else ""))
         return (f"adaptive: {self.change_rows:,} changed input rows{share}; expected INCREMENTAL "
                 f"{self.incremental_seconds:.1f} s, FULL {self.full_seconds:.1f} s{limit} ({self.basis})")
 
@@ -240,7 +255,8 @@ def estimate(change_rows: int, input_rows: int, model: CostModel) -> Estimate:
     inc, full = model.incremental, model.full
     cost_full = full.at(input_rows)
     threshold = inc.rows_at(cost_full + saving(cost_full))
-    guess = Estimate(change_rows, input_rows, inc.at(change_rows), cost_full, threshold, model.basis)
+    guess = Estimate(change_rows, input_rows, inc.at(change_rows), cost_full, threshold, model.basis,
+                     remeasured_after=CREATION_REMEASURE_AFTER if model.full_from_creation else REMEASURE_AFTER)
     return replace(guess, remeasure=_remeasure(guess, model))
 
 
@@ -253,7 +269,7 @@ def _remeasure(guess: Estimate, model: CostModel) -> str | None:
         if (model.recomputes_since or 0) >= REMEASURE_AFTER and inc.known_up_to is not None \
                 and guess.change_rows <= inc.known_up_to:
             return INCREMENTAL
-    elif (model.incrementals_since or 0) >= REMEASURE_AFTER \
+    elif (model.incrementals_since or 0) >= guess.remeasured_after \
             and guess.full_seconds <= FULL_REMEASURE_FACTOR * guess.incremental_seconds:
         return FULL
     return None
