@@ -34,7 +34,8 @@ A creation is a poor measure of a recompute: it runs cold (the application's fir
 beside every other DT's creation. Under `--watch` at TPC-H SF0.1 the creation priced Q1's
 recompute at 24.8 s where one in the watch costs 6-8 s, and kept it INCREMENTAL at 10-11 s a
 refresh. So a DT whose only measured recomputes are its creations measures one again after
-CREATION_REMEASURE_AFTER incremental refreshes (same guard), and once it has measured a
+CREATION_REMEASURE_AFTER incremental refreshes, while the recompute is expected to cost at
+most CREATION_REMEASURE_FACTOR times the incremental refresh, and once it has measured a
 recompute outside its creation, its creations no longer count.
 """
 
@@ -70,8 +71,11 @@ REMEASURE_AFTER = 10
 # it is expected to cost at most this many times an incremental refresh (what re-measuring may
 # cost, once in eleven refreshes)
 FULL_REMEASURE_FACTOR = 2.0
-# ... or after this many when the only recomputes measured are creations (see the docstring)
+# ... or after this many when the only recomputes measured are creations (see the docstring),
+# while the recompute is expected to cost at most this many times an incremental refresh: a
+# creation's figure runs high (Q1 at SF0.1 under --watch: 26.5 s created, 6-8 s in the watch)
 CREATION_REMEASURE_AFTER = 3
+CREATION_REMEASURE_FACTOR = 4.0
 
 
 @dataclass(frozen=True)
@@ -270,6 +274,7 @@ def _remeasure(guess: Estimate, model: CostModel) -> str | None:
                 and guess.change_rows <= inc.known_up_to:
             return INCREMENTAL
     elif (model.incrementals_since or 0) >= guess.remeasured_after \
-            and guess.full_seconds <= FULL_REMEASURE_FACTOR * guess.incremental_seconds:
+            and guess.full_seconds <= (CREATION_REMEASURE_FACTOR if model.full_from_creation
+                                       else FULL_REMEASURE_FACTOR) * guess.incremental_seconds:
         return FULL
     return None

@@ -163,6 +163,11 @@ def test_a_recompute_measured_only_at_creation_is_measured_again_after_three_inc
     assert choose(100, later).action == INCREMENTAL
     later.append(record(INCREMENTAL, 7.6, change=100, minute=3 + n + adaptive.REMEASURE_AFTER))
     assert choose(100, later).action == FULL and "only at its creation" not in choose(100, later).reason
+    # a creation priced at 3.5 times the incremental refresh is measured again too (Q1: 26.5 s
+    # created, 7.6 s a refresh), but not one at ten times
+    dear = [record(FULL, 26.5, trigger=CREATION)]
+    dear += [record(INCREMENTAL, 7.6, change=100, minute=1 + k) for k in range(n)]
+    assert choose(100, dear).action == FULL and choose(100, dear).remeasure
     # a DT whose change costs a tenth of its recompute never recomputes to find out
     cheap = [record(FULL, 9.0, trigger=CREATION)]
     cheap += [record(INCREMENTAL, 0.9, change=100, minute=1 + k) for k in range(3 * adaptive.REMEASURE_AFTER)]
