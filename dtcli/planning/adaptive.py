@@ -32,7 +32,7 @@ refresh: a DT whose change is far cheaper to apply never pays for a recompute to
 
 A creation is a poor measure of a recompute: it runs cold (the application's first queries)
 beside every other DT's creation. Under `--watch` at TPC-H SF0.1 the creation priced Q1's
-recompute at 24.8 s where one in the watch costs 6-8 s, and kept it INCREMENTAL at 10-11 s a
+recompute at 24.8 s where one in the watch took 6-10 s, and kept it INCREMENTAL at 9-11 s a
 refresh. So a DT whose only measured recomputes are its creations measures one again after
 CREATION_REMEASURE_AFTER incremental refreshes, while the recompute is expected to cost at
 most CREATION_REMEASURE_FACTOR times the incremental refresh, and once it has measured a
@@ -73,7 +73,7 @@ REMEASURE_AFTER = 10
 FULL_REMEASURE_FACTOR = 2.0
 # ... or after this many when the only recomputes measured are creations (see the docstring),
 # while the recompute is expected to cost at most this many times an incremental refresh: a
-# creation's figure runs high (Q1 at SF0.1 under --watch: 26.5 s created, 6-8 s in the watch)
+# creation's figure runs high (Q1 at SF0.1 under --watch: 26.5 s created, 6-10 s in the watch)
 CREATION_REMEASURE_AFTER = 3
 CREATION_REMEASURE_FACTOR = 4.0
 
