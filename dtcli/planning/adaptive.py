@@ -216,7 +216,17 @@ class Estimate:
     basis: str
     # the action taken whatever the figures, to measure its cost again (None: the cheaper one)
     remeasure: str | None = None
-    remeasured_after: int = REMEASURE_AFTER     # refreshes in a row before a FULL re-measure
+    full_from_creation: bool = False    # CostModel's: every recompute measured is a creation
+
+    @property
+    def full_remeasure_after(self) -> int:
+        """Incremental refreshes in a row before a recompute is measured again."""
+        return CREATION_REMEASURE_AFTER if self.full_from_creation else REMEASURE_AFTER
+
+    @property
+    def full_remeasure_factor(self) -> float:
+        """The most times an incremental refresh a recompute measured again may be expected to cost."""
+        return CREATION_REMEASURE_FACTOR if self.full_from_creation else FULL_REMEASURE_FACTOR
 
     @property
     def action(self) -> str:
@@ -236,9 +246,9 @@ class Estimate:
             limit += (f"; INCREMENTAL to measure it again after {REMEASURE_AFTER} or more recomputes "
                       f"since its last incremental refresh")
         elif self.remeasure == FULL:
-            limit += (f"; FULL to measure it again after {self.remeasured_after} or more incremental "
+            limit += (f"; FULL to measure it again after {self.full_remeasure_after} or more incremental "
                       f"refreshes since its last recompute"
-                      + (" (measured only at its creation)" if self.remeasured_after != REMEASURE_AFTER else ""))
+                      + (" (measured only at its creation)" if self.full_from_creation else ""))
         return (f"adaptive: {self.change_rows:,} changed input rows{share}; expected INCREMENTAL "
                 f"{self.incremental_seconds:.1f} s, FULL {self.full_seconds:.1f} s{limit} ({self.basis})")
 
@@ -260,7 +270,7 @@ def estimate(change_rows: int, input_rows: int, model: CostModel) -> Estimate:
     cost_full = full.at(input_rows)
     threshold = inc.rows_at(cost_full + saving(cost_full))
     guess = Estimate(change_rows, input_rows, inc.at(change_rows), cost_full, threshold, model.basis,
-                     remeasured_after=CREATION_REMEASURE_AFTER if model.full_from_creation else REMEASURE_AFTER)
+                     full_from_creation=model.full_from_creation)
     return replace(guess, remeasure=_remeasure(guess, model))
 
 
@@ -273,8 +283,7 @@ def _remeasure(guess: Estimate, model: CostModel) -> str | None:
         if (model.recomputes_since or 0) >= REMEASURE_AFTER and inc.known_up_to is not None \
                 and guess.change_rows <= inc.known_up_to:
             return INCREMENTAL
-    elif (model.incrementals_since or 0) >= guess.remeasured_after \
-            and guess.full_seconds <= (CREATION_REMEASURE_FACTOR if model.full_from_creation
-                                       else FULL_REMEASURE_FACTOR) * guess.incremental_seconds:
+    elif (model.incrementals_since or 0) >= guess.full_remeasure_after \
+            and guess.full_seconds <= guess.full_remeasure_factor * guess.incremental_seconds:
         return FULL
     return None
