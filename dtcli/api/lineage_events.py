@@ -249,7 +249,7 @@ class EventBuilder:
         ended = state != RunState.START
         facet = DtRunRunFacet(
             dt_run_id=plan.run_id, project=self.project.name, data_timestamp=plan.data_timestamp,
-            target=self.project.target, refreshes=[s.name for s in plan.steps],
+            target=self.project.target, refreshes=_refreshes(plan, records),
             succeeded=sum(r.state == SUCCEEDED for r in records) if ended else None,
             failed=sum(r.failed for r in records) if ended else None,
             skipped=sum(r.state == SKIPPED for r in records) if ended else None,
@@ -286,3 +286,9 @@ def _spark_version() -> str:
         return version("pyspark")
     except PackageNotFoundError:
         return "unknown"
+
+
+def _refreshes(plan, records: list[RefreshRecord]) -> list[str]:
+    """The run's refreshes: its steps, but a watch pass's spare (Plan.spare) only once it ran."""
+    ran = {r.name for r in records}
+    return [s.name for s in plan.steps if s.name not in plan.spare or s.name in ran]

@@ -53,7 +53,8 @@ def plan_scheduled(checked: Checked, names: list[str] | None = None, *, all_tabl
     """Reconcile + one scheduling pass: new and redefined DTs, plus the selected DTs whose own
     schedule is due (all selected ones with `all_tables`), with the upstream DTs they need.
     `short_pass` (a watch's pass): only as many of them as keep the pass short, the oldest data
-    first (planning/pass_budget.py); the rest are due at once, in the next pass. `cold` (a
+    first (planning/pass_budget.py); the rest are due at once, in the next pass, and those that
+    stand alone in the plan come along as its spares (`Plan.spare`). `cold` (a
     watch's pass with no Spark application running): when the pass needs Spark, every scheduled
     DT is refreshed, due or not, so that the application's cold start and every DT's first
     refresh in it are paid in this one pass rather than spread over the passes after it."""
@@ -73,9 +74,11 @@ def plan_scheduled(checked: Checked, names: list[str] | None = None, *, all_tabl
     if cold and plan.needs_spark and not all_tables and not full_refresh:
         decision = decide(catch_up=True)
         plan = build_plan(checked, decision.refresh, SCHEDULED, history=past, catalog_events=events)
-    elif short_pass and not all_tables and not full_refresh \
-            and pass_budget.defer(checked, decision, plan.steps, plan.threads):
-        plan = build_plan(checked, decision.refresh, SCHEDULED, history=past, catalog_events=events)
+    elif short_pass and not all_tables and not full_refresh:
+        later = pass_budget.defer(checked, decision, plan.steps, plan.threads)
+        if later:
+            plan = build_plan(checked, decision.refresh, SCHEDULED, history=past, catalog_events=events,
+                              spare=pass_budget.spares(plan.steps, later, decision.stamps))
     return ScheduledPlan(plan, decision)
 
 
@@ -145,7 +148,7 @@ def execute(checked: Checked, plan: Plan, on_event: Events = lambda e: None,
     result.launched, result.log_path = True, str(launched.log_path)
     result.interrupted = launched.interrupted
     result.records.extend(launched.records)
-    finished = {r.name for r in result.records}
+    finished = {r.name for r in result.records} | set(plan.spare)     # a spare not started is not lost
     lost = [s for s in plan.spark_steps if s.name not in finished]
     not_started = _not_started(launched) if lost and not result.records else None
     if not_started:
@@ -251,9 +254,17 @@ def run(checked: Checked, names: list[str] | None = None, *, full_refresh: bool 
         lineage.finish(result.records, interrupted=result.interrupted)
     result.decision = decision
     if decision is not None:
+        _spares_refreshed(decision, plan, result.records)
         result.behind = behind(checked, refresh_times.measured(result.records, decision.timings),
                                {r.name for r in result.records})
     return result
+
+
+def _spares_refreshed(decision: scheduler.Decision, plan: Plan, records: list[RefreshRecord]) -> None:
+    """The pass's spares that did run are no longer left to the next pass."""
+    for name in set(plan.spare) & {r.name for r in records}:
+        decision.skipped.pop(name, None)
+        decision.not_due.pop(name, None)
 
 
 def behind(checked: Checked, timings: dict[str, refresh_times.Timing], names: set[str]) -> dict[str, str]:

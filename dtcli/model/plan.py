@@ -120,6 +120,9 @@ class Plan:
     unregistrations: list[Unregistration] = field(default_factory=list)
     # sources declared by table name to look up in the metastore first
     resolutions: list[SourceLookup] = field(default_factory=list)
+    # steps of a watch pass run only on a thread that would otherwise sit idle beside a step not
+    # listed here, in this order; one never started leaves no record (planning/pass_budget.py)
+    spare: list[str] = field(default_factory=list)
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), indent=1, sort_keys=True)

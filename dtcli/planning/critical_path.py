@@ -65,3 +65,15 @@ def critical_path_first(steps: list[RefreshStep], work: Mapping[str, float]) -> 
             if waiting[d] == 0:
                 heapq.heappush(ready, (-chain[d], index[d]))
     return out
+
+
+def alone(steps: list[RefreshStep]) -> set[str]:
+    """The steps that neither read nor are read by another step of `steps`, and are not ordered
+    after one (`after`): a pass can start them at any moment, in any order."""
+    in_plan = {s.name for s in steps}
+    tied = set()
+    for step in steps:
+        near = {u for u in [*step.upstream, *(step.options.after or ())] if u in in_plan}
+        if near:
+            tied.update(near | {step.name})
+    return in_plan - tied

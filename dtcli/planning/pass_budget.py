@@ -16,6 +16,12 @@ What stays together: a DT and the DTs of the plan it reads (a pass refreshes a D
 snapshot as its upstream DTs, DESIGN.md section 6), so the unit of a pass is a connected group of
 the plan's steps. Unrelated DTs may then carry different data timestamps, as they do in Snowflake
 when their refreshes do not coincide. A plain `dt run` is one pass and one snapshot, as before.
+
+A pass still waits for its slowest refresh, and its other threads would sit idle meanwhile (issue
+39 saw a 42 s pass whose last 30 s ran one refresh). So the DTs left to the next pass that stand
+alone in the plan (no upstream or downstream step in it) go along as spares (`Plan.spare`): the
+pass starts one, from its own snapshot, only on a thread that would otherwise be idle while a
+step that fitted is still running; a spare never started is simply due in the next pass.
 """
 
 from __future__ import annotations
@@ -23,9 +29,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from datetime import datetime
 
-from dtcli.model import RefreshStep
+from dtcli.model import NO_DATA, RefreshStep
 from dtcli.planning.checked import Checked
-from dtcli.planning.critical_path import own_work
+from dtcli.planning.critical_path import alone, own_work
 from dtcli.planning.schedule import EPOCH, PASS_SHARE
 from dtcli.planning.scheduler import Decision
 
@@ -93,6 +99,15 @@ def take(steps: list[RefreshStep], due: set[str], stamps: Mapping[str, datetime 
         total += group_work
         longest = max(longest, group_longest)
     return taken & due
+
+
+def spares(steps: list[RefreshStep], later: set[str], stamps: Mapping[str, datetime | None]) -> list[str]:
+    """The DTs of `later` (left to the next pass by `defer`) that this pass may still refresh
+    on an idle thread: those whose step in `steps` (the plan of every due DT) stands `alone`
+    and needs Spark, the oldest data first (never refreshed counts as oldest)."""
+    free = alone(steps)
+    names = [s.name for s in steps if s.name in later and s.name in free and s.action != NO_DATA]
+    return sorted(names, key=lambda n: (stamps.get(n) is not None, stamps.get(n) or EPOCH, n))
 
 
 def budget_seconds(lags: Mapping[str, int | None], due: set[str]) -> float | None:

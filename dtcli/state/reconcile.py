@@ -116,6 +116,8 @@ def missing(project: Project, tables: dict[str, TableInfo | None],
         stamp = datetime.now(timezone.utc).isoformat()
         gone = f"dt (pid {who[0]})" if who else "the dt process"
         for step in plan.spark_steps:
+            if step.name in plan.spare:
+                continue      # a spare may not have started: its commit, if any, is recorded above
             if (step.name, plan.run_id) not in recorded:
                 new.append(ledger.gone(step, plan.run_id, f"{gone} of run {plan.run_id} is gone; its Spark "
                                        "application ended before this refresh committed", stamp))

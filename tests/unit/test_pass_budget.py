@@ -4,10 +4,11 @@ each DT's lag peaks near one round of all the work plus one short pass instead o
 
 from __future__ import annotations
 
+import dataclasses
 from datetime import timedelta
 
-from dtcli.model import FULL, NO_DATA, SCHEDULED, RefreshStep
-from dtcli.planning import pass_budget, scheduler
+from dtcli.model import FULL, NO_DATA, SCHEDULED, RefreshStep, StepOptions
+from dtcli.planning import critical_path, pass_budget, scheduler
 from tests.sched_helpers import T0, chain_project, checked_at, info, simulate_watch
 
 
@@ -101,8 +102,55 @@ def test_a_watch_pass_plans_the_oldest_due_dts_and_the_next_pass_takes_the_rest(
     whole = api.plan_scheduled(checked)
     assert {s.name for s in whole.plan.steps} == set(lags)
     short = api.plan_scheduled(api.check(project, now=T0 + timedelta(seconds=1)), short_pass=True)
-    assert {s.name for s in short.plan.steps} == {"q5", "q4", "q3", "q2"}
+    fitted = [s.name for s in short.plan.steps if s.name not in short.plan.spare]
+    assert set(fitted) == {"q5", "q4", "q3", "q2"}
     assert set(short.decision.skipped) == {"q0", "q1"} and set(short.decision.not_due) == {"q0", "q1"}
+    # the two left over read nothing the pass refreshes: they come along as its spares, oldest first
+    assert short.plan.spare == ["q1", "q0"]
+    assert api.plan_scheduled(api.check(project, now=T0 + timedelta(seconds=1))).plan.spare == []
+
+
+def test_only_a_step_that_stands_alone_in_the_plan_can_be_a_spare():
+    steps = [_step("a"), _step("b", ["a"]), _step("c"), _step("d"), _step("e", action=NO_DATA), _step("f")]
+    steps[3] = dataclasses.replace(steps[3], options=StepOptions(after=["c"]))  # d is ordered after c
+    assert critical_path.alone(steps) == {"e", "f"}
+    stamps = {"a": T0, "b": T0, "f": T0 - timedelta(seconds=5)}
+    # b reads a, c and d are ordered, e needs no Spark (it is recorded without it anyway)
+    assert pass_budget.spares(steps, {"b", "d", "e", "f"}, stamps) == ["f"]
+    steps.append(_step("g"))
+    assert pass_budget.spares(steps, {"f", "g", "a"}, stamps) == ["g", "f"]    # never refreshed first
+
+
+def test_a_spare_that_ran_is_no_longer_left_to_the_next_pass_and_one_that_did_not_is_not_lost(tmp_path):
+    """The pass's bookkeeping, with a launcher that reports what an application ran: the spare
+    it ran counts as refreshed, the one it never started is neither a lost refresh (no record,
+    no history row) nor refreshed (still due, at once)."""
+    from dtcli import api
+    from dtcli.engine.launch.contract import LaunchResult
+    from dtcli.state import history, ledger
+    from tests.sched_helpers import fake_dt, write_source
+
+    lags = {f"q{i}": "1 minute" for i in range(6)}
+    project = chain_project(tmp_path, lags, {n: "src" for n in lags}, extra_yml={})
+    write_source(project, [1, 2, 3])
+    for i, name in enumerate(lags):
+        fake_dt(project, name, T0 - timedelta(seconds=60 + i))
+    write_source(project, [4])
+    ledger.append(project.warehouse, [_record(name, T0 - timedelta(seconds=60 + i)) for i, name in enumerate(lags)])
+    seen = {}
+
+    def launch(project, plan, on_event, lock=None):     # the application ran every step but spare q0
+        seen["plan"] = plan
+        records = [ledger.refreshed(plan, s, "SUCCEEDED", ledger.now()) for s in plan.steps if s.name != "q0"]
+        ledger.append(project.warehouse, records)
+        return LaunchResult(returncode=0, records=records, done=True, started=True)
+
+    result = api.run(api.check(project, now=T0 + timedelta(seconds=1)), launcher=launch, short_pass=True)
+    assert seen["plan"].spare == ["q1", "q0"]
+    assert {r.name for r in result.records} == {"q1", "q2", "q3", "q4", "q5"}
+    assert set(result.decision.skipped) == {"q0"} and set(result.decision.not_due) == {"q0"}
+    run_id = seen["plan"].run_id
+    assert "q0" not in {r.name for r in history.recent(project.warehouse, run_ids=[run_id]) if r.run_id == run_id}
 
 
 def _record(name, stamp):

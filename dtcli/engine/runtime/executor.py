@@ -97,17 +97,19 @@ def execute_plan(spark, plan: Plan, emit: events.Events = lambda event: None,
                  before_write: Callable[[], object] = lambda: None) -> list[RefreshRecord]:
     """Run the plan's Spark steps, up to `plan.threads` at a time (each in a session of its own:
     its input views and settings are its own), a step once every upstream step of the plan has
-    finished. `should_stop` is asked before each refresh starts: True for a user's Ctrl-C (the
-    rest is SKIPPED), or why dt is gone (the rest is FAILED with that reason). Records are
-    written to the history and announced as each refresh finishes; they are returned in plan
-    order."""
+    finished. The plan's spares (`Plan.spare`) start last, each only while a step that is not
+    one still runs; those not started then are dropped without a record. `should_stop` is asked
+    before each refresh starts: True for a user's Ctrl-C (the rest is SKIPPED), or why dt is
+    gone (the rest is FAILED with that reason). Records are written to the history and announced
+    as each refresh finishes; they are returned in plan order."""
     from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
     steps = plan.spark_steps
     run = _Run(spark, plan, emit)
     threads = max(1, min(int(plan.threads or 1), len(steps) or 1))
     emit(events.PlanStarted([s.name for s in steps], run.app, plan.run_id))
-    pending, running, finished = list(steps), {}, set()
+    spare = {name: i for i, name in enumerate(plan.spare)}
+    pending, running, finished = _start_order(steps, spare), {}, set()
     stopping: bool | str = False
     if steps or plan.resolutions:
         from dtcli.engine.runtime.catalog import resolve_names, unreachable
@@ -137,9 +139,13 @@ def execute_plan(spark, plan: Plan, emit: events.Events = lambda event: None,
                         break
                     if any(u in in_plan and u not in finished for u in [*step.upstream, *(step.options.after or ())]):
                         continue        # an upstream step still runs: this one reads what it commits
+                    if step.name in spare and not _room_for_spare(pending, running, spare, threads):
+                        continue
                     pending.remove(step)
                     stopping = stopping or should_stop()
                     record = run.not_run(step, stopping)
+                    if record is not None and step.name in spare:
+                        continue        # a spare that cannot run now is simply due in the next pass
                     if record is not None:
                         finish(step, record)
                         continue
@@ -148,6 +154,8 @@ def execute_plan(spark, plan: Plan, emit: events.Events = lambda event: None,
                     future = pool.submit(run.refresh, session, step)
                     running[future], session_of[future] = step, session
                 if not running:
+                    if all(s.name in spare for s in pending):
+                        pending.clear()     # every other step finished: the pass ends here
                     continue
                 done, _ = wait(running, return_when=FIRST_COMPLETED)
                 for future in done:
@@ -157,12 +165,28 @@ def execute_plan(spark, plan: Plan, emit: events.Events = lambda event: None,
         run.pinned.clear()      # the snapshots and rows the run's reads held go with it
         run.changes.clear()     # and the changes it kept on the driver
         listed.forget()         # and the file lists of the tables it wrote
-    records = [run.records[s.name] for s in steps]
+    records = [run.records[s.name] for s in steps if s.name in run.records]
     if plan.registrations or plan.unregistrations:
         from dtcli.engine.runtime.catalog import publish
 
         publish(spark, plan, records, emit)     # after the commits: never undoes one
     return records
+
+
+def _start_order(steps: list[RefreshStep], spare: dict[str, int]) -> list[RefreshStep]:
+    """The steps in plan order, the spares after them in their own order."""
+    return [s for s in steps if s.name not in spare] + sorted((s for s in steps if s.name in spare),
+                                                              key=lambda s: spare[s.name])
+
+
+def _room_for_spare(pending: list[RefreshStep], running: dict, spare: dict[str, int], threads: int) -> bool:
+    """Whether a spare may start now: only while a step that is not a spare still runs (a spare
+    never holds a pass open by itself), and on a thread no such step is left to take once its
+    upstream finishes (a spare never delays a step that fitted the pass)."""
+    if not any(step.name not in spare for step in running.values()):
+        return False
+    waiting = sum(step.name not in spare for step in pending)
+    return len(running) + waiting < threads
 
 
 def side_sessions(spark, count: int) -> list:
