@@ -17,11 +17,12 @@ snapshot as its upstream DTs, DESIGN.md section 6), so the unit of a pass is a c
 the plan's steps. Unrelated DTs may then carry different data timestamps, as they do in Snowflake
 when their refreshes do not coincide. A plain `dt run` is one pass and one snapshot, as before.
 
-A pass still waits for its slowest refresh, and its other threads would sit idle meanwhile (issue
+A pass still waits for its slowest refresh, and the machine may sit half idle meanwhile (issue
 39 saw a 42 s pass whose last 30 s ran one refresh). So the DTs left to the next pass that stand
 alone in the plan (no upstream or downstream step in it) go along as spares (`Plan.spare`): the
-pass starts one, from its own snapshot, only on a thread that would otherwise be idle while a
-step that fitted is still running; a spare never started is simply due in the next pass.
+pass starts one, from its own snapshot, only while a step that fitted still runs and fewer
+refreshes run than the driver has cores (engine/runtime/executor.py); a spare never started is
+simply due in the next pass.
 """
 
 from __future__ import annotations
@@ -103,7 +104,7 @@ def take(steps: list[RefreshStep], due: set[str], stamps: Mapping[str, datetime 
 
 def spares(steps: list[RefreshStep], later: set[str], stamps: Mapping[str, datetime | None]) -> list[str]:
     """The DTs of `later` (left to the next pass by `defer`) that this pass may still refresh
-    on an idle thread: those whose step in `steps` (the plan of every due DT) stands `alone`
+    on an idle core: those whose step in `steps` (the plan of every due DT) stands `alone`
     and needs Spark, the oldest data first (never refreshed counts as oldest)."""
     free = alone(steps)
     names = [s.name for s in steps if s.name in later and s.name in free and s.action != NO_DATA]

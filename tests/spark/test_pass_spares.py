@@ -30,10 +30,11 @@ def _created(spark, tmp_path):
     return project
 
 
-def test_a_spare_waits_for_the_thread_no_fitted_step_needs_and_reads_the_pass_snapshot(spark, tmp_path):
-    """Two threads, a -> b fitted and s spare: while a runs, its one free thread is b's (b
-    starts once a commits), so s starts beside b, never before a ended; it refreshes from the
-    pass's snapshot and is recorded like any refresh."""
+def test_a_spare_waits_for_the_slot_no_fitted_step_needs_and_reads_the_pass_snapshot(spark, tmp_path, monkeypatch):
+    """Two threads on (at least) two cores, a -> b fitted and s spare: while a runs, its one
+    free slot is b's (b starts once a commits), so s starts beside b, never before a ended; it
+    refreshes from the pass's snapshot and is recorded like any refresh."""
+    monkeypatch.setattr("os.cpu_count", lambda: 2)
     project = _created(spark, tmp_path)
     plan = api.plan_run(api.check(project.root, with_stats=True))
     assert {s.name for s in plan.steps} == {"a", "b", "s"}
@@ -49,13 +50,16 @@ def test_a_spare_waits_for_the_thread_no_fitted_step_needs_and_reads_the_pass_sn
             if r.run_id == plan.run_id} == {"a", "b", "s"}
 
 
-def test_a_spare_without_an_idle_thread_is_not_run_and_leaves_no_record(spark, tmp_path):
-    """One thread: a fitted step always holds it, so the spare never starts. Its table, its
-    history and its frontier stay as they were; the fitted steps refresh as planned."""
+@pytest.mark.parametrize("threads, cores", [(1, 4), (4, 1)])
+def test_a_spare_without_an_idle_slot_is_not_run_and_leaves_no_record(spark, tmp_path, monkeypatch, threads, cores):
+    """One thread, or one core (a second refresh beside the first would only slow it): a
+    fitted step always holds the one slot, so the spare never starts. Its table, its history
+    and its frontier stay as they were; the fitted steps refresh as planned."""
+    monkeypatch.setattr("os.cpu_count", lambda: cores)
     project = _created(spark, tmp_path)
     before = table_info(project.table_path("s")).version
     plan = api.plan_run(api.check(project.root, with_stats=True))
-    plan.threads, plan.spare = 1, ["s"]
+    plan.threads, plan.spare = threads, ["s"]
     records = execute_plan(spark, plan)
     assert [r.name for r in records] == ["a", "b"] and {r.state for r in records} == {SUCCEEDED}
     assert table_info(project.table_path("s")).version == before
@@ -63,3 +67,12 @@ def test_a_spare_without_an_idle_thread_is_not_run_and_leaves_no_record(spark, t
                        if r.run_id == plan.run_id}
     for name in ("a", "b"):
         assert_matches_recompute(spark, project, name)
+
+
+def test_spares_are_let_in_below_the_threads_or_the_cores_when_fewer(monkeypatch):
+    from dtcli.engine.runtime.executor import spare_slots
+
+    monkeypatch.setattr("os.cpu_count", lambda: 2)
+    assert [spare_slots(t) for t in (1, 2, 4, 8)] == [1, 2, 2, 2]
+    monkeypatch.setattr("os.cpu_count", lambda: None)      # unknown: one
+    assert spare_slots(4) == 1
