@@ -120,8 +120,8 @@ class Plan:
     unregistrations: list[Unregistration] = field(default_factory=list)
     # sources declared by table name to look up in the metastore first
     resolutions: list[SourceLookup] = field(default_factory=list)
-    # steps of a watch pass run only on a thread that would otherwise sit idle beside a step not
-    # listed here, in this order; one never started leaves no record (planning/pass_budget.py)
+    # steps of a watch pass started, in this order, only while a step not listed here runs and a
+    # core would sit idle; one never started leaves no record (planning/pass_budget.py)
     spare: list[str] = field(default_factory=list)
 
     def to_json(self) -> str:

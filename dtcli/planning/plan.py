@@ -33,7 +33,7 @@ from dtcli.model.plan import StepInput
 from dtcli.plan_parts import Backfill, Estimate, LagTarget, Layout, Regions
 from dtcli.planning import adaptive, catalog, completion, frozen, internal, on_demand, refresh_times, scheduler
 from dtcli.planning.checked_project import Checked
-from dtcli.planning.critical_path import alone, critical_path_first
+from dtcli.planning.critical_path import critical_path_first
 from dtcli.planning.data_tests import compile_checks
 from dtcli.planning.kinds.registry import kind_of
 from dtcli.planning.resolved_mode import ResolvedMode
@@ -50,16 +50,15 @@ def build_plan(checked: Checked, selected: set[str], trigger: str, *, full_refre
     sources to ask again. `history`: the refresh history, from which ADAPTIVE DTs learn what
     their refreshes cost, lags their completion targets and the order its measured times;
     `catalog_events`: what dt recorded of earlier metastore work (with `catalog:` only);
-    `spare`: DTs planned too, as the plan's spares, those whose step stands alone in it
-    (planning/pass_budget.py)."""
+    `spare`: DTs planned too, as the plan's spares: each stands alone in the plan of every due DT
+    (pass_budget.spares), so in this one too."""
     project, snapshot = checked.project, checked.snapshot
     steps = _steps(checked, selected | set(spare), trigger, full_refresh, history)
     work = {n: t.work for n, t in refresh_times.measured(history).items()}
-    free = alone(steps) if spare else set()
     plan = Plan(run_id=run_id or uuid.uuid4().hex[:12], project=project.name,
                 warehouse=project.warehouse, data_timestamp=snapshot.taken_at.isoformat(),
                 source_versions=snapshot.source_versions, steps=critical_path_first(steps, work),
-                threads=project.threads, spare=[n for n in spare if n in free])
+                threads=project.threads, spare=list(spare))
     registrations, unregistrations = [], []
     if project.catalog is not None:
         existing = {n for n, info in snapshot.tables.items() if info is not None}

@@ -1,6 +1,6 @@
 """A watch pass's spares (Plan.spare, planning/pass_budget.py) on real Delta tables: a spare runs
-only on a thread no step that fitted the pass is left to take, from the pass's own snapshot, and
-one that never found such a thread leaves no trace at all (it is due in the next pass)."""
+only in a slot (threads, cores) no step that fitted the pass is left to take, from the pass's own
+snapshot, and one that never found such a slot leaves no trace at all (it is due in the next pass)."""
 
 from __future__ import annotations
 

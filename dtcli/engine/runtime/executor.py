@@ -99,9 +99,9 @@ def execute_plan(spark, plan: Plan, emit: events.Events = lambda event: None,
     its input views and settings are its own), a step once every upstream step of the plan has
     finished. The plan's spares (`Plan.spare`) start last, each only while a step that is not
     one still runs and a core would be idle (`spare_slots`); those not started by the time every
-    other step finished are dropped without a record. `should_stop` is asked
-    before each refresh starts: True for a user's Ctrl-C (the rest is SKIPPED), or why dt is
-    gone (the rest is FAILED with that reason). Records are written to the history and announced
+    other step finished are dropped without a record. `should_stop` is asked before each
+    refresh starts: True for a user's Ctrl-C (the rest is SKIPPED), or why dt is gone (the rest
+    is FAILED with that reason). Records are written to the history and announced
     as each refresh finishes; they are returned in plan order."""
     from concurrent.futures import FIRST_COMPLETED, ThreadPoolExecutor, wait
 
@@ -111,6 +111,7 @@ def execute_plan(spark, plan: Plan, emit: events.Events = lambda event: None,
     emit(events.PlanStarted([s.name for s in steps], run.app, plan.run_id))
     spare = {name: i for i, name in enumerate(plan.spare)}
     pending, running, finished = _start_order(steps, spare), {}, set()
+    slots = spare_slots(threads)
     stopping: bool | str = False
     if steps or plan.resolutions:
         from dtcli.engine.runtime.catalog import resolve_names, unreachable
@@ -140,7 +141,7 @@ def execute_plan(spark, plan: Plan, emit: events.Events = lambda event: None,
                         break
                     if any(u in in_plan and u not in finished for u in [*step.upstream, *(step.options.after or ())]):
                         continue        # an upstream step still runs: this one reads what it commits
-                    if step.name in spare and not _room_for_spare(pending, running, spare, spare_slots(threads)):
+                    if step.name in spare and not _room_for_spare(pending, running, spare, slots):
                         continue
                     pending.remove(step)
                     stopping = stopping or should_stop()
